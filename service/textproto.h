@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stddef.h>
+#include <protobuf-c/protobuf-c.h>
+
+/*
+ * Protobuf text format, parsed generically from protobuf-c descriptors, so every
+ * message in protos/ can be written in the language Perfetto's configs use.
+ *
+ * textproto_parse - parse @text (@len bytes, need not be NUL-terminated) as a
+ * message of type @desc. On success stores a message allocated with protobuf-c's
+ * default allocator in *@ret (free with protobuf_c_message_free_unpacked(m, NULL))
+ * and returns 0. On a syntax or value error returns -EINVAL and stores in
+ * *@ret_error (if not NULL) a malloc'd one-line message of the form
+ * "SOURCE:LINE:COLUMN: what is wrong", naming the field; @source_name is SOURCE.
+ * Other negative errno values (-ENOMEM) are returned without a message.
+ */
+int textproto_parse(const ProtobufCMessageDescriptor *desc,
+                    const char *text, size_t len,
+                    const char *source_name,
+                    ProtobufCMessage **ret,
+                    char **ret_error);
