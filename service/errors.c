@@ -1,1 +1,46 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <string.h>
+
+#include "errors.h"
+#include "macro.h"
+
+const sd_bus_error_map tracebus_error_map[] = {
+        SD_BUS_ERROR_MAP(TB_ERROR_INVALID_CONFIG,      EINVAL),
+        SD_BUS_ERROR_MAP(TB_ERROR_UNKNOWN_EVENT,       ENOENT),
+        SD_BUS_ERROR_MAP(TB_ERROR_NO_SUCH_SESSION,     ENXIO),
+        SD_BUS_ERROR_MAP(TB_ERROR_TOO_MANY_SESSIONS,   EUSERS),
+        SD_BUS_ERROR_MAP(TB_ERROR_KEY_IN_USE,          EADDRINUSE),
+        SD_BUS_ERROR_MAP(TB_ERROR_OUTPUT_ERROR,        EIO),
+        SD_BUS_ERROR_MAP(TB_ERROR_QUOTA_EXCEEDED,      EDQUOT),
+        SD_BUS_ERROR_MAP(TB_ERROR_TRACING_UNAVAILABLE, ENODEV),
+        SD_BUS_ERROR_MAP_END
+};
+
+static const struct {
+        const char *name;
+        const char *text;
+} explanations[] = {
+        { TB_ERROR_INVALID_CONFIG,       "The trace configuration is not valid" },
+        { TB_ERROR_UNKNOWN_EVENT,        "This kernel offers no such trace event" },
+        { TB_ERROR_NO_SUCH_SESSION,      "There is no such tracing session of yours" },
+        { TB_ERROR_TOO_MANY_SESSIONS,    "Too many tracing sessions are running; stop one first" },
+        { TB_ERROR_KEY_IN_USE,           "Another of your sessions is detached under that key" },
+        { TB_ERROR_OUTPUT_ERROR,         "The trace could not be written" },
+        { TB_ERROR_QUOTA_EXCEEDED,       "Your traces in the service's trace directory use up your quota; delete some" },
+        { TB_ERROR_TRACING_UNAVAILABLE,  "Kernel tracing (tracefs) is not available on this machine" },
+        { SD_BUS_ERROR_ACCESS_DENIED,    "Not authorized: polkit refused this action" },
+        { SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED,
+          "Authentication is required, but no authentication agent may ask for it" },
+        { SD_BUS_ERROR_SERVICE_UNKNOWN,  "The tracebus service is not installed or could not be started" },
+        { SD_BUS_ERROR_INVALID_ARGS,     "The request was malformed" },
+};
+
+const char *tracebus_error_explain(const char *name) {
+        if (!name)
+                return NULL;
+        for (size_t i = 0; i < ELEMENTSOF(explanations); i++)
+                if (strcmp(explanations[i].name, name) == 0)
+                        return explanations[i].text;
+        return NULL;
+}

@@ -1,2 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
+
+#include "manager.h"
+
+#define TRACEBUS_BUS_NAME "org.tracebus.Tracebus1"
+#define TRACEBUS_OBJECT_PATH "/org/tracebus/Tracebus1"
+#define TRACEBUS_MANAGER_INTERFACE "org.tracebus.Tracebus1.Manager"
+
+/* Connects to the system bus ($DBUS_SYSTEM_BUS_ADDRESS honoured), exports the objects
+ * and requests the name. */
+int manager_connect_bus(Manager *m);
+/* Cancels pending polkit queries and answers their callers. */
+void manager_bus_done(Manager *m);

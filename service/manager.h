@@ -1,2 +1,50 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
+
+#include "session.h"
+
+typedef struct StartRequest StartRequest;
+
+typedef struct ManagerLimits {
+        unsigned max_sessions;            /* all UIDs together */
+        unsigned max_sessions_per_uid;
+        uint64_t trace_dir_quota_bytes;   /* per UID, in the service's trace directory */
+} ManagerLimits;
+
+typedef struct Manager {
+        sd_event *event;
+        sd_bus *bus;
+
+        Session *sessions;                /* linked list */
+        unsigned n_sessions;
+        uint64_t last_session_id;
+
+        StartRequest *start_requests;     /* Start calls waiting for polkit */
+
+        char *state_dir;                  /* traces go to STATE/traces/<uid>/ */
+        const char *tracefs_root;
+        ManagerLimits limits;
+        bool exiting;
+} Manager;
+
+int manager_new(Manager **ret);
+Manager *manager_free(Manager *m);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
+
+Session *manager_find_session(Manager *m, uint64_t id);
+unsigned manager_count_sessions(Manager *m, uid_t uid);
+
+/* Checks the session limits for @uid: -EUSERS if one is reached. */
+int manager_check_limits(Manager *m, uid_t uid, bool *ret_per_uid);
+
+void manager_add_session(Manager *m, Session *s);
+/* Called once a session has ended and told the bus: frees it; exits when shutting down. */
+void manager_session_ended(Manager *m, Session *s);
+
+/* SIGTERM: finalizes every session (reason service-shutdown), then leaves the event loop. */
+void manager_shutdown(Manager *m);

@@ -1,1 +1,108 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "polkit.h"
+
+/* CheckAuthorization flag: AllowUserInteraction. */
+#define POLKIT_ALLOW_USER_INTERACTION 1u
+/* An authentication dialog can take a person a while; sd-bus's default 25 s is too short. */
+#define POLKIT_INTERACTIVE_TIMEOUT_USEC (5ull * 60 * 1000 * 1000)
+
+struct PolkitQuery {
+        sd_bus_slot *slot;
+        polkit_callback_t callback;
+        void *userdata;
+        char *action;
+};
+
+PolkitQuery *polkit_query_free(PolkitQuery *q) {
+        if (!q)
+                return NULL;
+        sd_bus_slot_unref(q->slot);
+        free(q->action);
+        return mfree(q);
+}
+
+static int parse_reply(sd_bus_message *reply, const char *action) {
+        const sd_bus_error *e = sd_bus_message_get_error(reply);
+        int authorized, challenge, r;
+
+        if (e) {
+                /* No polkit, no authorization: never fail open. */
+                log_warning("polkit could not decide on %s (%s: %s); refusing.", action, e->name, strempty(e->message));
+                return sd_bus_error_has_name(e, SD_BUS_ERROR_SERVICE_UNKNOWN) ||
+                       sd_bus_error_has_name(e, SD_BUS_ERROR_NAME_HAS_NO_OWNER) ? -EACCES : -sd_bus_error_get_errno(e) ?: -EACCES;
+        }
+
+        r = sd_bus_message_enter_container(reply, 'r', "bba{ss}");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read(reply, "bb", &authorized, &challenge);
+        if (r < 0)
+                return r;
+        if (authorized)
+                return 1;
+        return challenge ? -EBADR : -EACCES;
+}
+
+static int on_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        PolkitQuery *q = ASSERT_PTR(userdata);
+        polkit_callback_t callback = q->callback;
+        void *cb_data = q->userdata;
+        int r;
+
+        r = parse_reply(reply, q->action);
+        /* The query is done: the callback owns what happens next, including freeing q. */
+        q->slot = sd_bus_slot_unref(q->slot);
+        callback(r, cb_data);
+        return 0;
+}
+
+int polkit_check_async(sd_bus_message *m, const char *action,
+                       polkit_callback_t callback, void *userdata, PolkitQuery **ret) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL;
+        _cleanup_(polkit_query_freep) PolkitQuery *q = NULL;
+        sd_bus *bus = sd_bus_message_get_bus(m);
+        const char *sender = sd_bus_message_get_sender(m);
+        bool interactive = sd_bus_message_get_allow_interactive_authorization(m) > 0;
+        int r;
+
+        assert(action);
+        assert(callback);
+        assert(ret);
+
+        if (!sender)
+                return -EBADMSG;
+
+        q = calloc(1, sizeof(*q));
+        if (!q)
+                return -ENOMEM;
+        q->callback = callback;
+        q->userdata = userdata;
+        q->action = strdup(action);
+        if (!q->action)
+                return -ENOMEM;
+
+        r = sd_bus_message_new_method_call(bus, &call, "org.freedesktop.PolicyKit1",
+                                           "/org/freedesktop/PolicyKit1/Authority",
+                                           "org.freedesktop.PolicyKit1.Authority", "CheckAuthorization");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(call, "(sa{sv})sa{ss}us",
+                                  "system-bus-name", 1, "name", "s", sender,
+                                  action,
+                                  0,
+                                  interactive ? POLKIT_ALLOW_USER_INTERACTION : 0u,
+                                  "");
+        if (r < 0)
+                return r;
+        r = sd_bus_call_async(bus, &q->slot, call, on_reply, q,
+                              interactive ? POLKIT_INTERACTIVE_TIMEOUT_USEC : 0);
+        if (r < 0)
+                return r;
+
+        *ret = TAKE_PTR(q);
+        return 0;
+}

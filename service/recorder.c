@@ -1,1 +1,533 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <sys/utsname.h>
+#include <time.h>
+
+#include "config.h"
+#include "ftrace-parser.h"
+#include "log.h"
+#include "recorder.h"
+#include "strv.h"
+#include "trace-writer.h"
+
+/* At most this many pages per CPU in one pass, so one busy CPU cannot starve the others;
+ * a CPU that hit the bound is drained again right away. */
+#define MAX_PAGES_PER_CPU_PER_PASS 256
+
+struct Recorder {
+        pthread_t thread;
+        bool thread_started;
+        int stop_fd;     /* main -> worker */
+        int done_fd;     /* worker -> main */
+        int output_fd;
+
+        unsigned n_cpus;
+        int *pipe_fds;
+        int *stats_fds;
+        TraceCpuStats *start_stats;
+        FtraceBundle **bundles;
+        FtraceParser *parser;
+        size_t page_size;
+        uint8_t *page;
+
+        uint32_t drain_period_ms;
+        Tracebus__TraceConfig *trace_config;  /* echoed into the trace */
+        TraceWriter writer;
+
+        _Atomic uint64_t events, bytes_written, events_lost;
+        RecorderEnd end;
+        int error;
+};
+
+static uint64_t now_ns(clockid_t clock) {
+        struct timespec ts;
+
+        (void) clock_gettime(clock, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
+}
+
+static int load_formats(Recorder *rec, TraceInstance *instance, char **events) {
+        _cleanup_free_ char *header = NULL;
+        size_t len;
+        int r;
+
+        r = ftrace_parser_new(&rec->parser);
+        if (r < 0)
+                return r;
+        r = trace_instance_read_file(instance, "events/header_page", &header, &len);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read events/header_page: %m");
+        r = ftrace_parser_load_header_page(rec->parser, header, len);
+        if (r < 0)
+                return log_error_errno(r, "Failed to parse events/header_page: %m");
+
+        STRV_FOREACH(e, events) {
+                _cleanup_free_ char *file = NULL, *format = NULL, *group = NULL;
+
+                group = strndup(*e, strcspn(*e, "/"));
+                if (!group || asprintf(&file, "events/%s/format", *e) < 0)
+                        return -ENOMEM;
+                r = trace_instance_read_file(instance, file, &format, &len);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to read %s: %m", file);
+                r = ftrace_parser_add_event(rec->parser, group, format, len);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to parse the format of %s: %m", *e);
+        }
+        return 0;
+}
+
+static int open_cpus(Recorder *rec, TraceInstance *instance, bool compact_sched) {
+        int n, r;
+
+        n = trace_instance_n_cpus(instance);
+        if (n < 0)
+                return n;
+        rec->n_cpus = (unsigned) n;
+        rec->pipe_fds = malloc(sizeof(int) * n);
+        rec->stats_fds = malloc(sizeof(int) * n);
+        rec->start_stats = calloc(n, sizeof(TraceCpuStats));
+        rec->bundles = calloc(n, sizeof(FtraceBundle *));
+        if (!rec->pipe_fds || !rec->stats_fds || !rec->start_stats || !rec->bundles)
+                return -ENOMEM;
+        for (int cpu = 0; cpu < n; cpu++)
+                rec->pipe_fds[cpu] = rec->stats_fds[cpu] = -EBADF;
+
+        for (int cpu = 0; cpu < n; cpu++) {
+                rec->pipe_fds[cpu] = trace_instance_open_cpu_pipe(instance, cpu);
+                if (rec->pipe_fds[cpu] < 0)
+                        return log_error_errno(rec->pipe_fds[cpu], "Failed to open trace_pipe_raw of CPU %d: %m", cpu);
+                rec->stats_fds[cpu] = trace_instance_open_cpu_stats(instance, cpu);
+                if (rec->stats_fds[cpu] < 0)
+                        return rec->stats_fds[cpu];
+                r = ftrace_bundle_new(cpu, compact_sched, &rec->bundles[cpu]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int recorder_new(const SessionConfig *config, TraceInstance *instance, int output_fd, Recorder **ret) {
+        _cleanup_(recorder_freep) Recorder *rec = NULL;
+        int r;
+
+        assert(config);
+        assert(instance);
+        assert(output_fd >= 0);
+
+        rec = calloc(1, sizeof(*rec));
+        if (!rec) {
+                safe_close(output_fd);
+                return -ENOMEM;
+        }
+        rec->output_fd = output_fd;
+        rec->stop_fd = rec->done_fd = -EBADF;
+        rec->drain_period_ms = config->drain_period_ms;
+        trace_writer_init(&rec->writer, output_fd, config->max_file_size_bytes);
+
+        rec->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        rec->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (rec->stop_fd < 0 || rec->done_fd < 0)
+                return -errno;
+
+        rec->page_size = (size_t) sysconf(_SC_PAGESIZE);
+        rec->page = malloc(rec->page_size);
+        if (!rec->page)
+                return -ENOMEM;
+
+        rec->trace_config = tracebus__trace_config__unpack(NULL, config->trace_config_len, config->trace_config);
+        if (!rec->trace_config)
+                return -ENOMEM;
+
+        r = load_formats(rec, instance, config->events);
+        if (r < 0)
+                return r;
+        r = open_cpus(rec, instance, config->compact_sched);
+        if (r < 0)
+                return r;
+
+        *ret = TAKE_PTR(rec);
+        return 0;
+}
+
+Recorder *recorder_free(Recorder *rec) {
+        if (!rec)
+                return NULL;
+        if (rec->thread_started) {
+                recorder_stop(rec);
+                (void) pthread_join(rec->thread, NULL);
+        }
+        for (unsigned cpu = 0; cpu < rec->n_cpus; cpu++) {
+                if (rec->pipe_fds)
+                        safe_close(rec->pipe_fds[cpu]);
+                if (rec->stats_fds)
+                        safe_close(rec->stats_fds[cpu]);
+                if (rec->bundles)
+                        ftrace_bundle_free(rec->bundles[cpu]);
+        }
+        free(rec->pipe_fds);
+        free(rec->stats_fds);
+        free(rec->start_stats);
+        free(rec->bundles);
+        free(rec->page);
+        ftrace_parser_free(rec->parser);
+        if (rec->trace_config)
+                tracebus__trace_config__free_unpacked(rec->trace_config, NULL);
+        trace_writer_done(&rec->writer);
+        safe_close(rec->output_fd);
+        safe_close(rec->stop_fd);
+        safe_close(rec->done_fd);
+        return mfree(rec);
+}
+
+/* The service's packets (sequence 1) that tell trace_processor how to read the rest. */
+
+static int append_clock_snapshot(Recorder *rec) {
+        static const struct { clockid_t id; uint32_t builtin; } clocks[] = {
+                /* BOOTTIME first: it is the trace clock, and the clock of the ftrace events. */
+                { CLOCK_BOOTTIME,       TRACEBUS__BUILTIN_CLOCK__BUILTIN_CLOCK_BOOTTIME },
+                { CLOCK_REALTIME,       TRACEBUS__BUILTIN_CLOCK__BUILTIN_CLOCK_REALTIME },
+                { CLOCK_REALTIME_COARSE, TRACEBUS__BUILTIN_CLOCK__BUILTIN_CLOCK_REALTIME_COARSE },
+                { CLOCK_MONOTONIC,      TRACEBUS__BUILTIN_CLOCK__BUILTIN_CLOCK_MONOTONIC },
+                { CLOCK_MONOTONIC_COARSE, TRACEBUS__BUILTIN_CLOCK__BUILTIN_CLOCK_MONOTONIC_COARSE },
+                { CLOCK_MONOTONIC_RAW,  TRACEBUS__BUILTIN_CLOCK__BUILTIN_CLOCK_MONOTONIC_RAW },
+        };
+        Tracebus__ClockSnapshot__Clock c[ELEMENTSOF(clocks)];
+        Tracebus__ClockSnapshot__Clock *cp[ELEMENTSOF(clocks)];
+        Tracebus__ClockSnapshot snapshot = TRACEBUS__CLOCK_SNAPSHOT__INIT;
+        Tracebus__TracePacket packet = TRACEBUS__TRACE_PACKET__INIT;
+
+        for (size_t i = 0; i < ELEMENTSOF(clocks); i++) {
+                tracebus__clock_snapshot__clock__init(&c[i]);
+                c[i].has_clock_id = c[i].has_timestamp = true;
+                c[i].clock_id = clocks[i].builtin;
+                c[i].timestamp = now_ns(clocks[i].id);
+                cp[i] = &c[i];
+        }
+        snapshot.clocks = cp;
+        snapshot.n_clocks = ELEMENTSOF(clocks);
+        snapshot.has_primary_trace_clock = true;
+        snapshot.primary_trace_clock = TRACEBUS__BUILTIN_CLOCK__BUILTIN_CLOCK_BOOTTIME;
+
+        packet.has_timestamp = true;
+        packet.timestamp = c[0].timestamp;
+        packet.clock_snapshot = &snapshot;
+        return trace_writer_append(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
+}
+
+static int append_system_info(Recorder *rec) {
+        Tracebus__TracePacket packet = TRACEBUS__TRACE_PACKET__INIT;
+        Tracebus__SystemInfo info = TRACEBUS__SYSTEM_INFO__INIT;
+        Tracebus__Utsname uts = TRACEBUS__UTSNAME__INIT;
+        struct utsname u;
+
+        /* trace_processor decodes sched_switch prev_state by kernel version: without
+         * utsname it assumes 4.4 and gets modern kernels' states wrong. */
+        if (uname(&u) < 0)
+                return -errno;
+        uts.sysname = u.sysname;
+        uts.version = u.version;
+        uts.release = u.release;
+        uts.machine = u.machine;
+        info.utsname = &uts;
+        info.tracing_service_version = (char *) "tracebus " PACKAGE_VERSION;
+        info.has_hz = info.has_page_size = info.has_num_cpus = true;
+        info.hz = sysconf(_SC_CLK_TCK);
+        info.page_size = (uint32_t) rec->page_size;
+        info.num_cpus = rec->n_cpus;
+
+        packet.system_info = &info;
+        return trace_writer_append(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
+}
+
+static int append_trace_config_and_uuid(Recorder *rec) {
+        Tracebus__TracePacket packet = TRACEBUS__TRACE_PACKET__INIT;
+        Tracebus__TraceUuid uuid = TRACEBUS__TRACE_UUID__INIT;
+        int64_t random[2];
+        int r;
+
+        packet.trace_config = rec->trace_config;
+        r = trace_writer_append(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
+        if (r < 0)
+                return r;
+
+        if (getrandom(random, sizeof(random), 0) != sizeof(random))
+                return -errno;
+        uuid.has_msb = uuid.has_lsb = true;
+        uuid.msb = random[0];
+        uuid.lsb = random[1];
+        tracebus__trace_packet__init(&packet);
+        packet.trace_uuid = &uuid;
+        return trace_writer_append(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
+}
+
+static int append_service_event(Recorder *rec, bool started, uint64_t timestamp) {
+        Tracebus__TracePacket packet = TRACEBUS__TRACE_PACKET__INIT;
+        Tracebus__TracingServiceEvent event = TRACEBUS__TRACING_SERVICE_EVENT__INIT;
+
+        if (started)
+                event.has_tracing_started = event.tracing_started = true;
+        else
+                event.has_tracing_disabled = event.tracing_disabled = true;
+        packet.has_timestamp = true;
+        packet.timestamp = timestamp;
+        packet.service_event = &event;
+        return trace_writer_append(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
+}
+
+static void cpu_stats_to_proto(unsigned cpu, const TraceCpuStats *s, Tracebus__FtraceCpuStats *p) {
+        tracebus__ftrace_cpu_stats__init(p);
+        p->has_cpu = p->has_entries = p->has_overrun = p->has_commit_overrun = true;
+        p->has_bytes_read = p->has_oldest_event_ts = p->has_now_ts = true;
+        p->has_dropped_events = p->has_read_events = true;
+        p->cpu = cpu;
+        p->entries = s->entries;
+        p->overrun = s->overrun;
+        p->commit_overrun = s->commit_overrun;
+        p->bytes_read = s->bytes;
+        p->oldest_event_ts = s->oldest_event_ts;
+        p->now_ts = s->now_ts;
+        p->dropped_events = s->dropped_events;
+        p->read_events = s->read_events;
+}
+
+/* FtraceStats at the start and the end of the trace: the kernel's own loss counters. */
+static int append_ftrace_stats(Recorder *rec, bool end) {
+        Tracebus__TracePacket packet = TRACEBUS__TRACE_PACKET__INIT;
+        Tracebus__FtraceStats stats = TRACEBUS__FTRACE_STATS__INIT;
+        _cleanup_free_ Tracebus__FtraceCpuStats *cpu_stats = NULL;
+        _cleanup_free_ Tracebus__FtraceCpuStats **ptrs = NULL;
+        uint64_t lost = 0;
+        int r;
+
+        cpu_stats = calloc(rec->n_cpus, sizeof(*cpu_stats));
+        ptrs = calloc(rec->n_cpus, sizeof(*ptrs));
+        if (!cpu_stats || !ptrs)
+                return -ENOMEM;
+
+        for (unsigned cpu = 0; cpu < rec->n_cpus; cpu++) {
+                TraceCpuStats s;
+
+                r = trace_instance_read_cpu_stats_fd(rec->stats_fds[cpu], &s);
+                if (r < 0)
+                        return r;
+                if (!end)
+                        rec->start_stats[cpu] = s;
+                else
+                        lost += (s.overrun - rec->start_stats[cpu].overrun) +
+                                (s.dropped_events - rec->start_stats[cpu].dropped_events);
+                cpu_stats_to_proto(cpu, &s, &cpu_stats[cpu]);
+                ptrs[cpu] = &cpu_stats[cpu];
+        }
+        if (end)
+                atomic_store(&rec->events_lost, lost);
+
+        stats.has_phase = true;
+        stats.phase = end ? TRACEBUS__FTRACE_STATS__PHASE__END_OF_TRACE : TRACEBUS__FTRACE_STATS__PHASE__START_OF_TRACE;
+        stats.cpu_stats = ptrs;
+        stats.n_cpu_stats = rec->n_cpus;
+        packet.has_timestamp = true;
+        packet.timestamp = now_ns(CLOCK_BOOTTIME);
+        packet.ftrace_stats = &stats;
+        return trace_writer_append(&rec->writer, &packet, TRACE_SEQUENCE_FTRACE);
+}
+
+static int append_opening_packets(Recorder *rec) {
+        int r;
+
+        r = append_clock_snapshot(rec);
+        if (r < 0)
+                return r;
+        r = append_trace_config_and_uuid(rec);
+        if (r < 0)
+                return r;
+        r = append_system_info(rec);
+        if (r < 0)
+                return r;
+        return append_ftrace_stats(rec, /* end= */ false);
+}
+
+/* The worker thread. */
+
+static int pack_bundle(Recorder *rec, unsigned cpu) {
+        _cleanup_free_ uint8_t *buf = NULL;
+        size_t n = ftrace_bundle_n_events(rec->bundles[cpu]), len;
+        int r;
+
+        if (n == 0 && !ftrace_bundle_lost_events(rec->bundles[cpu]))
+                return 0;
+        r = ftrace_bundle_pack(rec->bundles[cpu], &buf, &len);
+        if (r < 0)
+                return r;
+        r = trace_writer_append_ftrace_bundle(&rec->writer, buf, len);
+        if (r < 0)
+                return r;
+        atomic_fetch_add(&rec->events, n);
+        return 0;
+}
+
+/* Reads up to MAX_PAGES_PER_CPU_PER_PASS pages of one CPU. Returns 1 if more may be waiting. */
+static int drain_cpu(Recorder *rec, unsigned cpu) {
+        for (unsigned i = 0; i < MAX_PAGES_PER_CPU_PER_PASS; i++) {
+                ssize_t n = read(rec->pipe_fds[cpu], rec->page, rec->page_size);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno == EAGAIN)
+                                return 0;
+                        return -errno;
+                }
+                if (n == 0)
+                        return 0;
+                /* A damaged page is recorded as an FtraceError in the bundle; go on. */
+                (void) ftrace_parser_parse_page(rec->parser, rec->page, (size_t) n, rec->bundles[cpu]);
+        }
+        return 1;
+}
+
+static int drain_all(Recorder *rec) {
+        bool more;
+        int r;
+
+        do {
+                more = false;
+                for (unsigned cpu = 0; cpu < rec->n_cpus; cpu++) {
+                        r = drain_cpu(rec, cpu);
+                        if (r < 0)
+                                return r;
+                        more = more || r > 0;
+                        r = pack_bundle(rec, cpu);
+                        if (r < 0)
+                                return r;
+                }
+        } while (more);
+        return 0;
+}
+
+static int flush_output(Recorder *rec) {
+        int r = trace_writer_flush(&rec->writer);
+
+        atomic_store(&rec->bytes_written, rec->writer.bytes_written);
+        return r;
+}
+
+static bool wait_for_stop(Recorder *rec) {
+        struct pollfd p = { .fd = rec->stop_fd, .events = POLLIN };
+        uint64_t v;
+
+        if (poll(&p, 1, (int) rec->drain_period_ms) <= 0)
+                return false;
+        return read(rec->stop_fd, &v, sizeof(v)) == sizeof(v);
+}
+
+static void finish(Recorder *rec, RecorderEnd end, int error) {
+        uint64_t one = 1;
+
+        rec->end = end;
+        rec->error = error;
+        (void) write(rec->done_fd, &one, sizeof(one));
+}
+
+static int write_closing_packets(Recorder *rec) {
+        int r;
+
+        r = append_ftrace_stats(rec, /* end= */ true);
+        if (r < 0)
+                return r;
+        r = append_service_event(rec, /* started= */ false, now_ns(CLOCK_BOOTTIME));
+        if (r < 0)
+                return r;
+        return flush_output(rec);
+}
+
+static RecorderEnd end_for_write_error(int r) {
+        return r == -EFBIG ? RECORDER_END_SIZE_REACHED : RECORDER_END_OUTPUT_ERROR;
+}
+
+static void *recorder_thread(void *userdata) {
+        Recorder *rec = userdata;
+        int r;
+
+        for (;;) {
+                bool stopping = wait_for_stop(rec);
+
+                r = drain_all(rec);
+                if (r < 0)
+                        return finish(rec, r == -ENOMEM ? RECORDER_END_OUTPUT_ERROR : RECORDER_END_READ_ERROR, r), NULL;
+                r = flush_output(rec);
+                if (r < 0) {
+                        /* Still try to close the trace properly if only the size limit was hit. */
+                        return finish(rec, end_for_write_error(r), r), NULL;
+                }
+                if (stopping)
+                        break;
+        }
+
+        r = write_closing_packets(rec);
+        finish(rec, r < 0 ? end_for_write_error(r) : RECORDER_END_STOPPED, r < 0 ? r : 0);
+        return NULL;
+}
+
+int recorder_start(Recorder *rec, TraceInstance *instance) {
+        uint64_t started;
+        int r;
+
+        assert(rec);
+        assert(!rec->thread_started);
+
+        r = append_opening_packets(rec);
+        if (r < 0)
+                return r;
+
+        /* tracing_started must come before the first event, or trace_processor drops events. */
+        started = now_ns(CLOCK_BOOTTIME);
+        r = append_service_event(rec, /* started= */ true, started);
+        if (r < 0)
+                return r;
+        r = trace_instance_set_tracing(instance, true);
+        if (r < 0)
+                return log_error_errno(r, "Failed to switch tracing on in %s: %m", trace_instance_name(instance));
+
+        r = -pthread_create(&rec->thread, NULL, recorder_thread, rec);
+        if (r < 0) {
+                (void) trace_instance_set_tracing(instance, false);
+                return r;
+        }
+        rec->thread_started = true;
+        return 0;
+}
+
+void recorder_stop(Recorder *rec) {
+        uint64_t one = 1;
+
+        (void) write(rec->stop_fd, &one, sizeof(one));
+}
+
+int recorder_done_fd(const Recorder *rec) {
+        return rec->done_fd;
+}
+
+RecorderEnd recorder_join(Recorder *rec, int *ret_error) {
+        if (rec->thread_started) {
+                (void) pthread_join(rec->thread, NULL);
+                rec->thread_started = false;
+        }
+        rec->output_fd = safe_close(rec->output_fd);
+        if (ret_error)
+                *ret_error = rec->error;
+        return rec->end;
+}
+
+void recorder_get_stats(const Recorder *rec, RecorderStats *ret) {
+        *ret = (RecorderStats) {
+                .events = atomic_load(&rec->events),
+                .bytes_written = atomic_load(&rec->bytes_written),
+                .events_lost = atomic_load(&rec->events_lost),
+        };
+}

@@ -1,2 +1,52 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "session-config.h"
+#include "tracefs-instance.h"
+
+/*
+ * The recorder: a worker thread per session that drains the instance's per-CPU
+ * ring buffers every drain period, decodes the pages and writes Perfetto packets
+ * into the output fd. It never touches the bus or the event loop; it reports back
+ * only through its counters (atomics) and by making done_fd readable when it ends.
+ */
+
+typedef enum RecorderEnd {
+        RECORDER_END_STOPPED,       /* recorder_stop() was called */
+        RECORDER_END_SIZE_REACHED,  /* max_file_size_bytes */
+        RECORDER_END_OUTPUT_ERROR,  /* the output fd failed (ENOSPC, EPIPE, ...) */
+        RECORDER_END_READ_ERROR,    /* tracefs failed */
+} RecorderEnd;
+
+typedef struct Recorder Recorder;
+
+typedef struct RecorderStats {
+        uint64_t events;         /* events written into the trace */
+        uint64_t bytes_written;  /* bytes written into the output */
+        uint64_t events_lost;    /* overruns reported by the kernel, summed over CPUs */
+} RecorderStats;
+
+/* Prepares a recorder for @instance (whose events must already be enabled) writing into
+ * @output_fd, which the recorder takes over. Tracing is not switched on yet. */
+int recorder_new(const SessionConfig *config, TraceInstance *instance, int output_fd, Recorder **ret);
+Recorder *recorder_free(Recorder *r);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Recorder *, recorder_free);
+
+/* Writes the trace's opening packets, switches tracing on and starts the thread. */
+int recorder_start(Recorder *r, TraceInstance *instance);
+
+/* Asks the thread to drain what is left, finish the trace and end. Tracing must already
+ * be switched off, so that the final drain empties the buffers. */
+void recorder_stop(Recorder *r);
+
+/* Readable once the thread has ended (then call recorder_join()). */
+int recorder_done_fd(const Recorder *r);
+
+/* Waits for the thread, closes the output and returns how it ended. */
+RecorderEnd recorder_join(Recorder *r, int *ret_error);
+
+void recorder_get_stats(const Recorder *r, RecorderStats *ret);

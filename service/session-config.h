@@ -1,2 +1,59 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.pb-c.h"
+#include "macro.h"
+
+/*
+ * What a session records, validated: the TraceConfig a caller sent (text format, or
+ * built from Start's options), reduced to what the recorder needs, with every limit
+ * applied. Nothing here touches tracefs except to read which events exist.
+ */
+
+#define SESSION_DEFAULT_BUFFER_SIZE_KB 2048u       /* per CPU, as Perfetto's default */
+#define SESSION_MAX_BUFFER_SIZE_KB (64u * 1024u)   /* per CPU; bounds kernel memory per session */
+#define SESSION_DEFAULT_DRAIN_PERIOD_MS 100u
+#define SESSION_MAX_DURATION_MS (7u * 24u * 3600u * 1000u)
+#define SESSION_MAX_EVENTS 4096u
+
+typedef struct SessionConfig {
+        char **events;                 /* "group/name", wildcards and bare names resolved */
+        uint32_t buffer_size_kb;       /* kernel buffer per CPU */
+        uint32_t drain_period_ms;
+        uint32_t duration_ms;          /* 0: until stopped */
+        bool compact_sched;
+        bool write_into_file;
+        uint32_t file_write_period_ms;
+        uint64_t max_file_size_bytes;  /* 0: unlimited */
+        uint8_t *trace_config;         /* the packed TraceConfig, echoed into the trace */
+        size_t trace_config_len;
+} SessionConfig;
+
+void session_config_done(SessionConfig *c);
+
+static inline void trace_config_freep(Tracebus__TraceConfig **tc) {
+        if (*tc)
+                tracebus__trace_config__free_unpacked(*tc, NULL);
+}
+
+/* Parses a text-format TraceConfig. -EINVAL with a message in *ret_error on bad input. */
+int session_config_parse_text(const char *text, Tracebus__TraceConfig **ret, char **ret_error);
+
+/* Builds the TraceConfig that Start's Events/DurationMs/BufferSizeKb options describe. */
+int session_config_from_options(char **events, uint32_t duration_ms, uint32_t buffer_size_kb,
+                                Tracebus__TraceConfig **ret);
+
+/* Validates @tc against the limits and the kernel's events under @tracefs_root.
+ * -EINVAL: bad value (message in *ret_error); -ENOENT: unknown events (their names,
+ * comma-separated, in *ret_error). */
+int session_config_load(const Tracebus__TraceConfig *tc, const char *tracefs_root,
+                        SessionConfig *ret, char **ret_error);
+
+/* Expands one event pattern ("group/name", "group/ *", "name") against @tracefs_root.
+ * Returns the number of events added to *events (0: nothing matched), or -EINVAL for a
+ * name that is not a plain event name. */
+int session_config_resolve_event(const char *tracefs_root, const char *pattern, char ***events);

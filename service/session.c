@@ -1,1 +1,227 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdio.h>
+#include <time.h>
+
+#include "log.h"
+#include "manager.h"
+#include "session-bus.h"
+#include "session.h"
+#include "strv.h"
+
+#define PROGRESS_INTERVAL_USEC (1000ull * 1000ull)
+
+static const char *const session_state_table[_SESSION_STATE_MAX] = {
+        [SESSION_STARTING] = "starting",
+        [SESSION_RECORDING] = "recording",
+        [SESSION_STOPPING] = "stopping",
+        [SESSION_ENDED] = "ended",
+};
+
+static const char *const session_end_reason_table[_SESSION_END_REASON_MAX] = {
+        [SESSION_END_STOPPED] = "stopped",
+        [SESSION_END_DURATION_REACHED] = "duration-reached",
+        [SESSION_END_SIZE_REACHED] = "size-reached",
+        [SESSION_END_CLIENT_VANISHED] = "client-vanished",
+        [SESSION_END_OUTPUT_ERROR] = "output-error",
+        [SESSION_END_SERVICE_SHUTDOWN] = "service-shutdown",
+};
+
+const char *session_state_to_string(SessionState s) {
+        return s >= 0 && s < _SESSION_STATE_MAX ? session_state_table[s] : NULL;
+}
+
+const char *session_end_reason_to_string(SessionEndReason r) {
+        return r >= 0 && r < _SESSION_END_REASON_MAX ? session_end_reason_table[r] : NULL;
+}
+
+static uint64_t now_usec(clockid_t clock) {
+        struct timespec ts;
+
+        (void) clock_gettime(clock, &ts);
+        return (uint64_t) ts.tv_sec * 1000000ull + (uint64_t) ts.tv_nsec / 1000ull;
+}
+
+void session_get_stats(const Session *s, RecorderStats *ret) {
+        if (s->recorder)
+                recorder_get_stats(s->recorder, ret);
+        else
+                *ret = s->final_stats;
+}
+
+static SessionEndReason reason_for_recorder_end(Session *s, RecorderEnd end) {
+        switch (end) {
+        case RECORDER_END_SIZE_REACHED:
+                return SESSION_END_SIZE_REACHED;
+        case RECORDER_END_OUTPUT_ERROR:
+        case RECORDER_END_READ_ERROR:
+                return SESSION_END_OUTPUT_ERROR;
+        case RECORDER_END_STOPPED:
+        default:
+                return s->end_reason;
+        }
+}
+
+/* The recorder thread is gone: the trace is complete. Tidy up and tell the bus. */
+static int on_recorder_done(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
+        Session *s = ASSERT_PTR(userdata);
+        RecorderEnd end;
+
+        if (s->state == SESSION_RECORDING)
+                /* Ended by itself (size limit, output error): reason from the recorder. */
+                s->end_reason = SESSION_END_STOPPED;
+
+        end = recorder_join(s->recorder, &s->end_error);
+        s->end_reason = reason_for_recorder_end(s, end);
+        recorder_get_stats(s->recorder, &s->final_stats);
+        s->recorder = recorder_free(s->recorder);
+        s->instance = trace_instance_free(s->instance);
+        s->done_source = sd_event_source_disable_unref(s->done_source);
+        s->duration_source = sd_event_source_disable_unref(s->duration_source);
+        s->progress_source = sd_event_source_disable_unref(s->progress_source);
+        s->state = SESSION_ENDED;
+
+        if (s->end_error < 0 && s->end_error != -EFBIG)
+                log_warning_errno(s->end_error, "Session %" PRIu64 " ended early, the output failed: %m", s->id);
+        log_info("Session %" PRIu64 " of UID %u ended (%s): %" PRIu64 " events, %" PRIu64 " bytes, %" PRIu64 " lost.",
+                 s->id, (unsigned) s->owner_uid, session_end_reason_to_string(s->end_reason),
+                 s->final_stats.events, s->final_stats.bytes_written, s->final_stats.events_lost);
+
+        /* Replies to Stop, emits SessionEnded; then the session goes away. */
+        session_bus_ended(s);
+        manager_session_ended(s->manager, s);
+        return 0;
+}
+
+static int on_duration_reached(sd_event_source *source, uint64_t usec, void *userdata) {
+        Session *s = ASSERT_PTR(userdata);
+
+        (void) session_stop(s, SESSION_END_DURATION_REACHED);
+        return 0;
+}
+
+static int on_progress(sd_event_source *source, uint64_t usec, void *userdata) {
+        Session *s = ASSERT_PTR(userdata);
+        RecorderStats now;
+
+        session_get_stats(s, &now);
+        if (memcmp(&now, &s->progress_reported, sizeof(now)) != 0) {
+                s->progress_reported = now;
+                session_bus_emit_progress(s);
+        }
+        return sd_event_source_set_time_relative(source, PROGRESS_INTERVAL_USEC);
+}
+
+static int session_add_event_sources(Session *s) {
+        sd_event *e = s->manager->event;
+        int r;
+
+        r = sd_event_add_io(e, &s->done_source, recorder_done_fd(s->recorder), EPOLLIN, on_recorder_done, s);
+        if (r < 0)
+                return r;
+        r = sd_event_add_time_relative(e, &s->progress_source, CLOCK_MONOTONIC, PROGRESS_INTERVAL_USEC, 0,
+                                       on_progress, s);
+        if (r < 0)
+                return r;
+        if (s->config.duration_ms == 0)
+                return 0;
+        /* Perfetto's duration_ms does not count time suspended, so CLOCK_MONOTONIC. */
+        return sd_event_add_time_relative(e, &s->duration_source, CLOCK_MONOTONIC,
+                                          (uint64_t) s->config.duration_ms * 1000ull, 0, on_duration_reached, s);
+}
+
+static int session_setup_instance(Session *s) {
+        char name[64];
+        int r;
+
+        snprintf(name, sizeof(name), "tracebus-%d-%" PRIu64, (int) getpid(), s->id);
+        r = trace_instance_new(name, s->config.buffer_size_kb, &s->instance);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create tracefs instance %s: %m", name);
+
+        STRV_FOREACH(e, s->config.events) {
+                r = trace_instance_enable_event(s->instance, *e);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to enable event %s: %m", *e);
+        }
+        return 0;
+}
+
+int session_new(Manager *m, uid_t owner_uid, SessionConfig *config, int output_fd,
+                const char *output_path, Session **ret) {
+        _cleanup_close_ int fd = output_fd;
+        Session *s;
+        int r;
+
+        assert(m);
+        assert(config);
+        assert(ret);
+
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->manager = m;
+        s->id = ++m->last_session_id;
+        s->owner_uid = owner_uid;
+        s->state = SESSION_STARTING;
+        s->config = *config;
+        *config = (SessionConfig) {};
+        if (output_path && !(s->output_path = strdup(output_path))) {
+                session_free(s);
+                return -ENOMEM;
+        }
+
+        r = session_setup_instance(s);
+        if (r >= 0)
+                r = recorder_new(&s->config, s->instance, TAKE_FD(fd), &s->recorder);
+        if (r >= 0)
+                r = session_add_event_sources(s);
+        if (r >= 0) {
+                s->started_at_usec = now_usec(CLOCK_REALTIME);
+                r = recorder_start(s->recorder, s->instance);
+        }
+        if (r < 0) {
+                session_free(s);
+                return r;
+        }
+
+        s->state = SESSION_RECORDING;
+        log_info("Session %" PRIu64 " of UID %u recording into %s.", s->id, (unsigned) owner_uid,
+                 s->output_path ?: "a file descriptor");
+        *ret = s;
+        return 0;
+}
+
+Session *session_free(Session *s) {
+        if (!s)
+                return NULL;
+        session_bus_free(s);
+        sd_event_source_disable_unref(s->done_source);
+        sd_event_source_disable_unref(s->duration_source);
+        sd_event_source_disable_unref(s->progress_source);
+        recorder_free(s->recorder);
+        trace_instance_free(s->instance);
+        session_config_done(&s->config);
+        free(s->output_path);
+        return mfree(s);
+}
+
+int session_stop(Session *s, SessionEndReason reason) {
+        int r;
+
+        if (s->state != SESSION_RECORDING)
+                return -EALREADY;
+
+        s->state = SESSION_STOPPING;
+        s->end_reason = reason;
+        s->duration_source = sd_event_source_disable_unref(s->duration_source);
+
+        /* Off first, so that the recorder's final drain empties the buffers for good. */
+        r = trace_instance_set_tracing(s->instance, false);
+        if (r < 0)
+                log_warning_errno(r, "Failed to switch tracing off in %s, stopping anyway: %m",
+                                  trace_instance_name(s->instance));
+        recorder_stop(s->recorder);
+        session_bus_emit_state(s);
+        log_info("Session %" PRIu64 " stopping (%s).", s->id, session_end_reason_to_string(reason));
+        return 0;
+}

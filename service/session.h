@@ -1,2 +1,78 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+#include "recorder.h"
+#include "session-config.h"
+#include "tracefs-instance.h"
+
+typedef struct Manager Manager;
+typedef struct Session Session;
+typedef struct SessionBus SessionBus;
+
+typedef enum SessionState {
+        SESSION_STARTING,
+        SESSION_RECORDING,
+        SESSION_STOPPING,
+        SESSION_ENDED,
+        _SESSION_STATE_MAX,
+        _SESSION_STATE_INVALID = -EINVAL,
+} SessionState;
+
+typedef enum SessionEndReason {
+        SESSION_END_STOPPED,
+        SESSION_END_DURATION_REACHED,
+        SESSION_END_SIZE_REACHED,
+        SESSION_END_CLIENT_VANISHED,
+        SESSION_END_OUTPUT_ERROR,
+        SESSION_END_SERVICE_SHUTDOWN,
+        _SESSION_END_REASON_MAX,
+        _SESSION_END_REASON_INVALID = -EINVAL,
+} SessionEndReason;
+
+const char *session_state_to_string(SessionState s);
+const char *session_end_reason_to_string(SessionEndReason r);
+
+struct Session {
+        Manager *manager;
+        Session *next, *prev;
+
+        uint64_t id;
+        uid_t owner_uid;
+        SessionConfig config;
+        char *output_path;           /* set when the service chose the file */
+        uint64_t started_at_usec;    /* CLOCK_REALTIME */
+
+        SessionState state;
+        SessionEndReason end_reason;
+        int end_error;
+
+        TraceInstance *instance;
+        Recorder *recorder;
+        RecorderStats final_stats;
+
+        sd_event_source *duration_source;
+        sd_event_source *done_source;
+        sd_event_source *progress_source;
+        RecorderStats progress_reported;
+
+        SessionBus *bus;             /* owned by session-bus.c */
+};
+
+/* Creates the session's tracefs instance, enables its events and starts recording into
+ * @output_fd (taken over, also on failure). */
+int session_new(Manager *m, uid_t owner_uid, SessionConfig *config, int output_fd,
+                const char *output_path, Session **ret);
+
+/* Frees an ended session (or one that failed to start). */
+Session *session_free(Session *s);
+
+/* Stops recording: switches tracing off and lets the recorder drain the rest. The session
+ * ends (session_bus_ended()) once the trace is complete. Returns 0 if it was recording,
+ * -EALREADY if it was already stopping. */
+int session_stop(Session *s, SessionEndReason reason);
+
+void session_get_stats(const Session *s, RecorderStats *ret);

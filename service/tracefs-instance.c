@@ -1,1 +1,218 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <tracefs.h>
+
+#include "fd-util.h"
+#include "log.h"
+#include "macro.h"
+#include "tracefs-instance.h"
+
+struct TraceInstance {
+        struct tracefs_instance *instance;
+        char *name;
+        char *dir;
+};
+
+const char *trace_instance_tracefs_root(void) {
+        /* tracefs_tracing_dir() may mount tracefs by itself; that is fine for a root service. */
+        return tracefs_tracing_dir();
+}
+
+static int instance_write(TraceInstance *t, const char *file, const char *value) {
+        if (tracefs_instance_file_write(t->instance, file, value) < 0)
+                return negative_errno();
+        return 0;
+}
+
+int trace_instance_new(const char *name, uint32_t buffer_size_kb, TraceInstance **ret) {
+        _cleanup_(trace_instance_freep) TraceInstance *t = NULL;
+        char size[32];
+        int r;
+
+        assert(name);
+        assert(ret);
+
+        if (!trace_instance_tracefs_root())
+                return -ENODEV;
+
+        t = calloc(1, sizeof(*t));
+        if (!t)
+                return -ENOMEM;
+        t->name = strdup(name);
+        if (!t->name)
+                return -ENOMEM;
+
+        errno = 0;
+        t->instance = tracefs_instance_create(name);
+        if (!t->instance)
+                return negative_errno();
+        if (!tracefs_instance_is_new(t->instance)) {
+                /* Someone else's instance: never touch it, and never remove it on free. */
+                tracefs_instance_free(t->instance);
+                t->instance = NULL;
+                return -EEXIST;
+        }
+        t->dir = tracefs_instance_get_dir(t->instance);
+        if (!t->dir)
+                return -ENOMEM;
+
+        r = trace_instance_set_tracing(t, false);
+        if (r < 0)
+                return r;
+        r = instance_write(t, "trace_clock", "boot");
+        if (r < 0)
+                return log_error_errno(r, "Failed to select the boot clock for %s: %m", name);
+        snprintf(size, sizeof(size), "%u", buffer_size_kb);
+        r = instance_write(t, "buffer_size_kb", size);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set a %u KiB buffer for %s: %m", buffer_size_kb, name);
+
+        *ret = TAKE_PTR(t);
+        return 0;
+}
+
+TraceInstance *trace_instance_free(TraceInstance *t) {
+        if (!t)
+                return NULL;
+        if (t->instance) {
+                (void) tracefs_trace_off(t->instance);
+                /* rmdir fails with EBUSY while events are enabled. */
+                (void) tracefs_event_disable(t->instance, NULL, NULL);
+                if (tracefs_instance_destroy(t->instance) < 0)
+                        log_warning_errno(negative_errno(), "Failed to remove tracefs instance %s, ignoring: %m", t->name);
+                tracefs_instance_free(t->instance);
+        }
+        free(t->dir);
+        free(t->name);
+        return mfree(t);
+}
+
+const char *trace_instance_name(const TraceInstance *t) {
+        return t->name;
+}
+
+int trace_instance_enable_event(TraceInstance *t, const char *event) {
+        _cleanup_free_ char *file = NULL;
+
+        /* Not tracefs_event_enable(): it takes regular expressions, and event names
+         * come from callers. The exact file is what we checked. */
+        if (asprintf(&file, "events/%s/enable", event) < 0)
+                return -ENOMEM;
+        return instance_write(t, file, "1");
+}
+
+int trace_instance_set_tracing(TraceInstance *t, bool on) {
+        return instance_write(t, "tracing_on", on ? "1" : "0");
+}
+
+int trace_instance_read_file(TraceInstance *t, const char *file, char **ret, size_t *ret_len) {
+        _cleanup_free_ char *path = NULL;
+
+        if (asprintf(&path, "%s/%s", t->dir, file) < 0)
+                return -ENOMEM;
+        return read_full_file(path, 1024 * 1024, ret, ret_len);
+}
+
+static int instance_open_cpu_file(TraceInstance *t, unsigned cpu, const char *file, int flags) {
+        _cleanup_free_ char *path = NULL;
+        int fd;
+
+        if (asprintf(&path, "%s/per_cpu/cpu%u/%s", t->dir, cpu, file) < 0)
+                return -ENOMEM;
+        fd = open(path, flags | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
+}
+
+int trace_instance_open_cpu_pipe(TraceInstance *t, unsigned cpu) {
+        return instance_open_cpu_file(t, cpu, "trace_pipe_raw", O_RDONLY | O_NONBLOCK);
+}
+
+int trace_instance_open_cpu_stats(TraceInstance *t, unsigned cpu) {
+        return instance_open_cpu_file(t, cpu, "stats", O_RDONLY);
+}
+
+int trace_instance_read_cpu_stats_fd(int fd, TraceCpuStats *ret) {
+        char buf[1024];
+        ssize_t n;
+        TraceCpuStats s = {};
+
+        n = pread(fd, buf, sizeof(buf) - 1, 0);
+        if (n < 0)
+                return -errno;
+        buf[n] = 0;
+
+        for (char *line = buf, *next; line && *line; line = next) {
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = 0;
+                (void) (sscanf(line, "entries: %" SCNu64, &s.entries) == 1 ||
+                        sscanf(line, "overrun: %" SCNu64, &s.overrun) == 1 ||
+                        sscanf(line, "commit overrun: %" SCNu64, &s.commit_overrun) == 1 ||
+                        sscanf(line, "bytes: %" SCNu64, &s.bytes) == 1 ||
+                        sscanf(line, "oldest event ts: %lf", &s.oldest_event_ts) == 1 ||
+                        sscanf(line, "now ts: %lf", &s.now_ts) == 1 ||
+                        sscanf(line, "dropped events: %" SCNu64, &s.dropped_events) == 1 ||
+                        sscanf(line, "read events: %" SCNu64, &s.read_events) == 1);
+        }
+        *ret = s;
+        return 0;
+}
+
+int trace_instance_n_cpus(TraceInstance *t) {
+        int n = 0;
+
+        for (;;) {
+                _cleanup_free_ char *path = NULL;
+                struct stat st;
+
+                if (asprintf(&path, "%s/per_cpu/cpu%d", t->dir, n) < 0)
+                        return -ENOMEM;
+                if (stat(path, &st) < 0)
+                        break;
+                n++;
+        }
+        return n > 0 ? n : -ENODEV;
+}
+
+static bool stale_instance_name(const char *name) {
+        unsigned pid;
+        char tail;
+
+        if (sscanf(name, "tracebus-%u-%*u%c", &pid, &tail) < 1)
+                return false;
+        if (pid == (unsigned) getpid())
+                return false;
+        /* A running tracebusd owns it (tests run several side by side). */
+        return kill((pid_t) pid, 0) < 0 && errno == ESRCH;
+}
+
+int trace_instance_remove_stale(void) {
+        char **names;
+        int removed = 0;
+
+        names = tracefs_instances("^tracebus-");
+        for (char **n = names; n && *n; n++) {
+                struct tracefs_instance *inst;
+
+                if (!stale_instance_name(*n))
+                        continue;
+                inst = tracefs_instance_alloc(NULL, *n);
+                if (!inst)
+                        continue;
+                (void) tracefs_trace_off(inst);
+                (void) tracefs_event_disable(inst, NULL, NULL);
+                if (tracefs_instance_destroy(inst) >= 0) {
+                        log_info("Removed tracefs instance %s left by a service that is gone.", *n);
+                        removed++;
+                }
+                tracefs_instance_free(inst);
+        }
+        tracefs_list_free(names);
+        return removed;
+}

@@ -1,1 +1,78 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fd-util.h"
+#include "macro.h"
+
+int loop_write(int fd, const void *buf, size_t len) {
+        const char *p = buf;
+
+        while (len > 0) {
+                ssize_t n = write(fd, p, len);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (n == 0)
+                        return -EIO;
+                p += n;
+                len -= (size_t) n;
+        }
+        return 0;
+}
+
+int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0, allocated = 4096;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return -errno;
+
+        buf = malloc(allocated);
+        if (!buf)
+                return -ENOMEM;
+
+        for (;;) {
+                ssize_t n;
+
+                if (size + 1 >= allocated) {
+                        if (allocated >= max + 1)
+                                return -EFBIG;
+                        char *p = realloc(buf, MIN(allocated * 2, max + 1));
+                        if (!p)
+                                return -ENOMEM;
+                        buf = p;
+                        allocated = MIN(allocated * 2, max + 1);
+                }
+                n = read(fd, buf + size, allocated - size - 1);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (n == 0)
+                        break;
+                size += (size_t) n;
+        }
+
+        buf[size] = 0;
+        if (ret_len)
+                *ret_len = size;
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+int write_string_file(const char *path, const char *value) {
+        _cleanup_close_ int fd = -EBADF;
+
+        fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY | O_TRUNC);
+        if (fd < 0)
+                return -errno;
+        return loop_write(fd, value, strlen(value));
+}

@@ -1,2 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Writes all of @buf, retrying on EINTR and short writes. Returns 0 or -errno. */
+int loop_write(int fd, const void *buf, size_t len);
+
+/* Reads a whole (small) file into a NUL-terminated malloc'd buffer; at most @max bytes. */
+int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len);
+
+/* Writes @value to the file at @path, which must exist (sysfs/tracefs style). */
+int write_string_file(const char *path, const char *value);

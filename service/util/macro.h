@@ -2,6 +2,7 @@
 #pragma once
 
 #include <assert.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,4 +91,8 @@ static inline const char *strempty(const char *s) {
 
 static inline int negative_errno(void) {
         return errno > 0 ? -errno : -EIO;
+}
+
+static inline bool isempty_str(const char *s) {
+        return !s || !*s;
 }
