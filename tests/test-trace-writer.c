@@ -1,3 +1,181 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The trace writer: framing, sequence flags and the file-size limit, checked by reading
+ * the bytes back with protobuf-c's own decoder. */
 #include <glib.h>
-int main(int argc, char **argv) { g_test_init(&argc, &argv, NULL); return g_test_run(); }
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "trace-writer.h"
+
+typedef struct {
+        int fd;
+        TraceWriter w;
+} Fixture;
+
+static void fixture_setup(Fixture *f, gconstpointer data) {
+        f->fd = memfd_create("trace", MFD_CLOEXEC);
+        g_assert_cmpint(f->fd, >=, 0);
+        trace_writer_init(&f->w, f->fd, GPOINTER_TO_UINT(data));
+}
+
+static void fixture_teardown(Fixture *f, gconstpointer data) {
+        trace_writer_done(&f->w);
+        close(f->fd);
+}
+
+static GBytes *read_back(int fd) {
+        off_t size = lseek(fd, 0, SEEK_END);
+        guint8 *buf = g_malloc(size ?: 1);
+
+        g_assert_cmpint(pread(fd, buf, size, 0), ==, size);
+        return g_bytes_new_take(buf, size);
+}
+
+static void free_packet(gpointer p) {
+        tracebus__trace_packet__free_unpacked(p, NULL);
+}
+
+/* Splits a Trace into its packets, asserting the framing is exact. */
+static GPtrArray *decode_packets(GBytes *bytes) {
+        GPtrArray *packets = g_ptr_array_new_with_free_func((GDestroyNotify) free_packet);
+        Tracebus__Trace *trace;
+        gsize len;
+        const guint8 *data = g_bytes_get_data(bytes, &len);
+
+        trace = tracebus__trace__unpack(NULL, len, data);
+        g_assert_nonnull(trace);
+        for (size_t i = 0; i < trace->n_packet; i++) {
+                size_t plen = tracebus__trace_packet__get_packed_size(trace->packet[i]);
+                guint8 *copy = g_malloc(plen);
+                tracebus__trace_packet__pack(trace->packet[i], copy);
+                g_ptr_array_add(packets, tracebus__trace_packet__unpack(NULL, plen, copy));
+                g_free(copy);
+        }
+        tracebus__trace__free_unpacked(trace, NULL);
+        return packets;
+}
+
+static void test_varint(void) {
+        guint8 out[10];
+
+        g_assert_cmpuint(varint_encode(0, out), ==, 1);
+        g_assert_cmpuint(out[0], ==, 0);
+        g_assert_cmpuint(varint_encode(300, out), ==, 2);
+        g_assert_cmpuint(out[0], ==, 0xac);
+        g_assert_cmpuint(out[1], ==, 0x02);
+        g_assert_cmpuint(varint_encode(UINT64_MAX, out), ==, 10);
+        g_assert_cmpuint(out[9], ==, 0x01);
+}
+
+static void append_system_info(TraceWriter *w, uint32_t seq) {
+        Tracebus__TracePacket p = TRACEBUS__TRACE_PACKET__INIT;
+        Tracebus__SystemInfo info = TRACEBUS__SYSTEM_INFO__INIT;
+
+        info.has_num_cpus = true;
+        info.num_cpus = 2;
+        p.system_info = &info;
+        g_assert_cmpint(trace_writer_append(w, &p, seq), ==, 0);
+}
+
+static void append_bundle(TraceWriter *w, uint32_t cpu) {
+        Tracebus__FtraceEventBundle b = TRACEBUS__FTRACE_EVENT_BUNDLE__INIT;
+        guint8 buf[64];
+
+        b.has_cpu = true;
+        b.cpu = cpu;
+        b.has_previous_bundle_end_timestamp = true;
+        b.previous_bundle_end_timestamp = 123456789;
+        g_assert_cmpuint(tracebus__ftrace_event_bundle__get_packed_size(&b), <=, sizeof(buf));
+        size_t len = tracebus__ftrace_event_bundle__pack(&b, buf);
+        g_assert_cmpint(trace_writer_append_ftrace_bundle(w, buf, len), ==, 0);
+}
+
+static void test_sequences(Fixture *f, gconstpointer data) {
+        g_autoptr(GBytes) bytes = NULL;
+        g_autoptr(GPtrArray) packets = NULL;
+        Tracebus__TracePacket *p;
+
+        append_system_info(&f->w, TRACE_SEQUENCE_SERVICE);
+        append_system_info(&f->w, TRACE_SEQUENCE_SERVICE);
+        append_bundle(&f->w, 0);
+        append_bundle(&f->w, 1);
+        g_assert_cmpint(trace_writer_flush(&f->w), ==, 0);
+        g_assert_cmpuint(trace_writer_pending(&f->w), ==, 0);
+
+        bytes = read_back(f->fd);
+        g_assert_cmpuint(f->w.bytes_written, ==, g_bytes_get_size(bytes));
+        packets = decode_packets(bytes);
+        g_assert_cmpuint(packets->len, ==, 4);
+
+        /* Every packet has a sequence; only the first of each sequence says it is first. */
+        p = packets->pdata[0];
+        g_assert_true(p->has_trusted_packet_sequence_id);
+        g_assert_cmpuint(p->trusted_packet_sequence_id, ==, TRACE_SEQUENCE_SERVICE);
+        g_assert_true(p->has_first_packet_on_sequence && p->first_packet_on_sequence);
+        g_assert_cmpuint(p->sequence_flags, ==, 1);
+        g_assert_cmpuint(p->system_info->num_cpus, ==, 2);
+        p = packets->pdata[1];
+        g_assert_false(p->has_first_packet_on_sequence);
+        g_assert_false(p->has_sequence_flags);
+
+        p = packets->pdata[2];
+        g_assert_cmpuint(p->trusted_packet_sequence_id, ==, TRACE_SEQUENCE_FTRACE);
+        g_assert_true(p->first_packet_on_sequence);
+        g_assert_cmpuint(p->sequence_flags, ==, 1);
+        g_assert_nonnull(p->ftrace_events);
+        g_assert_cmpuint(p->ftrace_events->cpu, ==, 0);
+        g_assert_cmpuint(p->ftrace_events->previous_bundle_end_timestamp, ==, 123456789);
+        p = packets->pdata[3];
+        g_assert_cmpuint(p->trusted_packet_sequence_id, ==, TRACE_SEQUENCE_FTRACE);
+        g_assert_false(p->has_first_packet_on_sequence);
+        g_assert_cmpuint(p->ftrace_events->cpu, ==, 1);
+}
+
+/* max_file_size_bytes: the file stops at the last whole packet that fits. */
+static void test_size_limit(Fixture *f, gconstpointer data) {
+        g_autoptr(GBytes) bytes = NULL;
+        g_autoptr(GPtrArray) packets = NULL;
+        int r = 0;
+
+        for (unsigned i = 0; i < 100 && r == 0; i++) {
+                append_bundle(&f->w, i % 2);
+                r = trace_writer_flush(&f->w);
+        }
+        g_assert_cmpint(r, ==, -EFBIG);
+        g_assert_cmpint(trace_writer_flush(&f->w), ==, -EFBIG);
+
+        bytes = read_back(f->fd);
+        g_assert_cmpuint(g_bytes_get_size(bytes), <=, GPOINTER_TO_UINT(data));
+        g_assert_cmpuint(g_bytes_get_size(bytes), >, GPOINTER_TO_UINT(data) - 32);
+        packets = decode_packets(bytes);
+        g_assert_cmpuint(packets->len, >, 1);
+        for (guint i = 0; i < packets->len; i++)
+                g_assert_nonnull(((Tracebus__TracePacket *) packets->pdata[i])->ftrace_events);
+}
+
+/* A failing output (a pipe whose reader went away) reports the error, and nothing is lost
+ * from the buffer's accounting. */
+static void test_write_error(void) {
+        TraceWriter w;
+        int p[2];
+
+        g_assert_cmpint(pipe(p), ==, 0);
+        close(p[0]);
+        signal(SIGPIPE, SIG_IGN);
+        trace_writer_init(&w, p[1], 0);
+        append_bundle(&w, 0);
+        g_assert_cmpint(trace_writer_flush(&w), ==, -EPIPE);
+        g_assert_cmpuint(w.bytes_written, ==, 0);
+        trace_writer_done(&w);
+        close(p[1]);
+}
+
+int main(int argc, char **argv) {
+        g_test_init(&argc, &argv, NULL);
+        g_test_add_func("/trace-writer/varint", test_varint);
+        g_test_add("/trace-writer/sequences", Fixture, GUINT_TO_POINTER(0), fixture_setup, test_sequences, fixture_teardown);
+        g_test_add("/trace-writer/size-limit", Fixture, GUINT_TO_POINTER(400), fixture_setup, test_size_limit, fixture_teardown);
+        g_test_add_func("/trace-writer/write-error", test_write_error);
+        return g_test_run();
+}
