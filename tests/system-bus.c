@@ -1,0 +1,975 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "system-bus.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glib-unix.h>
+#include <glib/gstdio.h>
+#include <grp.h>
+#include <limits.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ENV_TMPDIR "TRACEBUS_TEST_TMPDIR"
+#define POLKIT_NAME "org.freedesktop.PolicyKit1"
+#define POLKIT_BUS_CONF "/usr/share/dbus-1/system.d/org.freedesktop.PolicyKit1.conf"
+
+static const char *const test_users[] = { "tbuser", "tbadmin", "tbother", "tbchallenge", NULL };
+
+/* ---- emergency cleanup: a fatal signal in the owner process ---- */
+
+static char emergency_logs[3][PATH_MAX];
+static volatile pid_t emergency_pids[3];
+
+static void write_all(int fd, const char *p, size_t n) {
+        while (n > 0) {
+                ssize_t k = write(fd, p, n);
+                if (k <= 0)
+                        return;
+                p += k;
+                n -= (size_t) k;
+        }
+}
+
+static void dump_file_raw(const char *path) {
+        char buf[4096];
+        int fd;
+        ssize_t n;
+
+        if (!path[0])
+                return;
+        write_all(2, "\n===== ", 7);
+        write_all(2, path, strlen(path));
+        write_all(2, " =====\n", 7);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        while ((n = read(fd, buf, sizeof buf)) > 0)
+                write_all(2, buf, (size_t) n);
+        close(fd);
+}
+
+static void emergency_handler(int sig) {
+        /* Only async-signal-safe calls: the process is going down anyway. */
+        write_all(2, "\n# tracebus test harness: fatal signal, dumping logs and killing the stack\n", 75);
+        for (size_t i = 0; i < G_N_ELEMENTS(emergency_logs); i++)
+                dump_file_raw(emergency_logs[i]);
+        for (size_t i = 0; i < G_N_ELEMENTS(emergency_pids); i++)
+                if (emergency_pids[i] > 0)
+                        kill(emergency_pids[i], SIGKILL);
+        signal(sig, SIG_DFL);
+        raise(sig);
+}
+
+static void install_emergency_handler(const TbSystemBus *bus) {
+        const char *names[] = { "service.log", "polkitd.log", "bus.log" };
+        struct sigaction sa = { .sa_handler = emergency_handler };
+
+        for (size_t i = 0; i < G_N_ELEMENTS(names); i++)
+                g_snprintf(emergency_logs[i], sizeof emergency_logs[i], "%s/%s", bus->log_dir, names[i]);
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_RESETHAND;
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGABRT, &sa, NULL);
+        sigaction(SIGSEGV, &sa, NULL);
+}
+
+static void set_emergency_pids(const TbSystemBus *bus) {
+        emergency_pids[0] = bus->service_pid;
+        emergency_pids[1] = bus->polkitd_pid;
+        emergency_pids[2] = bus->bus_pid;
+}
+
+/* ---- environment checks ---- */
+
+static bool have_program(const char *name) {
+        g_autofree char *p = g_find_program_in_path(name);
+        return p != NULL;
+}
+
+static const char *polkitd_path(void) {
+        if (access("/usr/lib/polkit-1/polkitd", X_OK) == 0)
+                return "/usr/lib/polkit-1/polkitd";
+        if (access("/usr/libexec/polkitd", X_OK) == 0)
+                return "/usr/libexec/polkitd";
+        return NULL;
+}
+
+static char *missing_requirement(void) {
+        if (geteuid() != 0)
+                return g_strdup("not running as root");
+        if (access(TB_INSTANCES_DIR, F_OK) < 0)
+                return g_strdup("tracefs is not mounted at /sys/kernel/tracing (tools/setup-debian mounts it)");
+        if (!have_program("dbus-daemon"))
+                return g_strdup("dbus-daemon not found (package dbus-daemon)");
+        if (!polkitd_path())
+                return g_strdup("polkitd not found (package polkitd)");
+        if (access(POLKIT_BUS_CONF, R_OK) < 0)
+                return g_strdup("polkitd's bus policy " POLKIT_BUS_CONF " is missing");
+        if (!have_program("unshare") || !have_program("busctl") || !have_program("timeout"))
+                return g_strdup("unshare, busctl or timeout not found");
+        for (size_t i = 0; test_users[i]; i++)
+                if (!getpwnam(test_users[i]))
+                        return g_strdup_printf("test user %s does not exist (run tools/setup-debian)", test_users[i]);
+        if (!g_getenv("TRACEBUS_SOURCE_DIR") || !g_getenv("TRACEBUS_BUILD_DIR"))
+                return g_strdup("TRACEBUS_SOURCE_DIR/TRACEBUS_BUILD_DIR not set (run through meson test)");
+        return NULL;
+}
+
+void tb_require_system_bus_environment(void) {
+        g_autofree char *why = missing_requirement();
+        const char *ci = g_getenv("CI");
+
+        if (!why)
+                return;
+        if (ci && *ci) {
+                printf("Bail out! CI is set, refusing to skip: %s\n", why);
+                fflush(stdout);
+                exit(1);
+        }
+        printf("1..0 # SKIP %s\n", why);
+        fflush(stdout);
+        exit(0);
+}
+
+/* ---- processes ---- */
+
+typedef struct {
+        int stdout_fd; /* -1: leave as set up by g_spawn */
+        bool pdeathsig;
+} ChildSetup;
+
+static void child_setup_pdeathsig(gpointer data) {
+        const ChildSetup *cs = data;
+        if (cs && cs->pdeathsig)
+                (void) prctl(PR_SET_PDEATHSIG, SIGTERM);
+}
+
+bool tb_pid_alive(pid_t pid) {
+        g_autofree char *path = NULL, *stat = NULL;
+        const char *p;
+
+        if (pid <= 0)
+                return false;
+        path = g_strdup_printf("/proc/%d/stat", (int) pid);
+        if (!g_file_get_contents(path, &stat, NULL, NULL))
+                return false;
+        p = strrchr(stat, ')');
+        if (!p || strlen(p) < 3)
+                return false;
+        return p[2] != 'Z' && p[2] != 'X';
+}
+
+/* waitpid with a timeout. Returns true and the status when pid exited. */
+static bool wait_pid_timeout(pid_t pid, guint timeout_ms, int *ret_status) {
+        gint64 deadline = g_get_monotonic_time() + (gint64) timeout_ms * 1000;
+
+        for (;;) {
+                int status;
+                pid_t r = waitpid(pid, &status, WNOHANG);
+                if (r == pid) {
+                        *ret_status = status;
+                        return true;
+                }
+                if (r < 0 && errno != EINTR)
+                        return false;
+                if (g_get_monotonic_time() > deadline)
+                        return false;
+                g_usleep(10 * 1000);
+        }
+}
+
+static int stop_pid(GPid *pid, int sig, guint timeout_ms, const char *what) {
+        int status = -1;
+
+        if (*pid <= 0)
+                return -1;
+        (void) kill(*pid, sig);
+        if (!wait_pid_timeout(*pid, timeout_ms, &status)) {
+                g_printerr("# %s (pid %d) did not exit within %u ms, killing it\n", what, (int) *pid, timeout_ms);
+                (void) kill(*pid, SIGKILL);
+                (void) waitpid(*pid, NULL, 0);
+                status = -1;
+        }
+        *pid = 0;
+        return status;
+}
+
+static bool spawn_logged(char **argv, char **envp, const char *log_path, int stdout_pipe_wanted,
+                         GPid *ret_pid, int *ret_stdout, GError **error) {
+        ChildSetup cs = { .pdeathsig = true };
+        int log_fd, null_fd, pipefd[2] = { -1, -1 };
+        bool ok;
+
+        log_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (log_fd < 0) {
+                g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno), "open %s: %s", log_path, g_strerror(errno));
+                return false;
+        }
+        null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (stdout_pipe_wanted && !g_unix_open_pipe(pipefd, FD_CLOEXEC, error)) {
+                close(log_fd);
+                close(null_fd);
+                return false;
+        }
+        ok = g_spawn_async_with_fds(NULL, argv, envp, G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_SEARCH_PATH,
+                                    child_setup_pdeathsig, &cs, ret_pid, null_fd,
+                                    stdout_pipe_wanted ? pipefd[1] : log_fd, log_fd, error);
+        close(log_fd);
+        close(null_fd);
+        if (pipefd[1] >= 0)
+                close(pipefd[1]);
+        if (!ok) {
+                if (pipefd[0] >= 0)
+                        close(pipefd[0]);
+                return false;
+        }
+        if (ret_stdout)
+                *ret_stdout = pipefd[0];
+        return true;
+}
+
+/* Reads one line from fd within timeout_ms. */
+char *tb_read_line(int fd, guint timeout_ms, GError **error) {
+        GString *s = g_string_new(NULL);
+        gint64 deadline = g_get_monotonic_time() + (gint64) timeout_ms * 1000;
+
+        for (;;) {
+                struct pollfd pfd = { .fd = fd, .events = POLLIN };
+                gint64 left = (deadline - g_get_monotonic_time()) / 1000;
+                char c;
+                int r;
+
+                if (left <= 0) {
+                        g_set_error(error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT, "timed out reading a line");
+                        break;
+                }
+                r = poll(&pfd, 1, (int) left);
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r <= 0)
+                        continue;
+                r = (int) read(fd, &c, 1);
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r <= 0) {
+                        g_set_error(error, G_IO_ERROR, G_IO_ERROR_BROKEN_PIPE, "EOF before a full line (\"%s\")", s->str);
+                        break;
+                }
+                if (c == '\n')
+                        return g_string_free(s, FALSE);
+                g_string_append_c(s, c);
+        }
+        g_string_free(s, TRUE);
+        return NULL;
+}
+
+bool tb_wait_for_name(GDBusConnection *conn, const char *name, GPid watch_pid, guint timeout_ms, GError **error) {
+        gint64 deadline = g_get_monotonic_time() + (gint64) timeout_ms * 1000;
+
+        for (;;) {
+                g_autoptr(GVariant) reply = NULL;
+                g_autoptr(GError) e = NULL;
+                gboolean has = FALSE;
+
+                reply = g_dbus_connection_call_sync(conn, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                                    "org.freedesktop.DBus", "NameHasOwner",
+                                                    g_variant_new("(s)", name), G_VARIANT_TYPE("(b)"),
+                                                    G_DBUS_CALL_FLAGS_NONE, 5000, NULL, &e);
+                if (!reply) {
+                        g_propagate_prefixed_error(error, g_steal_pointer(&e), "NameHasOwner(%s): ", name);
+                        return false;
+                }
+                g_variant_get(reply, "(b)", &has);
+                if (has)
+                        return true;
+                if (watch_pid > 0 && !tb_pid_alive(watch_pid)) {
+                        g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED,
+                                    "pid %d exited before %s appeared on the bus", (int) watch_pid, name);
+                        return false;
+                }
+                if (g_get_monotonic_time() > deadline) {
+                        g_set_error(error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
+                                    "%s did not appear on the bus within %u ms", name, timeout_ms);
+                        return false;
+                }
+                g_usleep(20 * 1000);
+        }
+}
+
+/* ---- setting up the temporary directory ---- */
+
+static bool copy_matching(const char *from_dir, const char *suffix, const char *to_dir, guint *ret_n, GError **error) {
+        g_autoptr(GDir) d = g_dir_open(from_dir, 0, error);
+        const char *name;
+        guint n = 0;
+
+        if (!d)
+                return false;
+        while ((name = g_dir_read_name(d))) {
+                g_autofree char *src = NULL, *dst = NULL, *contents = NULL;
+                gsize len;
+
+                if (!g_str_has_suffix(name, suffix))
+                        continue;
+                src = g_build_filename(from_dir, name, NULL);
+                dst = g_build_filename(to_dir, name, NULL);
+                if (!g_file_get_contents(src, &contents, &len, error) ||
+                    !g_file_set_contents_full(dst, contents, (gssize) len, G_FILE_SET_CONTENTS_NONE, 0644, error))
+                        return false;
+                n++;
+        }
+        if (ret_n)
+                *ret_n = n;
+        return true;
+}
+
+static const char bus_config_template[] =
+        "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN\"\n"
+        " \"http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd\">\n"
+        "<!-- Generated by tests/system-bus.c: /usr/share/dbus-1/system.conf without <user>, <fork>,\n"
+        "     <pidfile>, <syslog> and <servicehelper>, with test-local paths. -->\n"
+        "<busconfig>\n"
+        "  <type>system</type>\n"
+        "  <auth>EXTERNAL</auth>\n"
+        "  <listen>unix:path=@T@/system_bus_socket</listen>\n"
+        "  <servicedir>@T@/services</servicedir>\n"
+        "  <policy context=\"default\">\n"
+        "    <allow user=\"*\"/>\n"
+        "    <deny own=\"*\"/>\n"
+        "    <deny send_type=\"method_call\"/>\n"
+        "    <allow send_type=\"signal\"/>\n"
+        "    <allow send_requested_reply=\"true\" send_type=\"method_return\"/>\n"
+        "    <allow send_requested_reply=\"true\" send_type=\"error\"/>\n"
+        "    <allow receive_type=\"method_call\"/>\n"
+        "    <allow receive_type=\"method_return\"/>\n"
+        "    <allow receive_type=\"error\"/>\n"
+        "    <allow receive_type=\"signal\"/>\n"
+        "    <allow send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus\"/>\n"
+        "    <allow send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus.Introspectable\"/>\n"
+        "    <allow send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus.Properties\"/>\n"
+        "    <deny send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus\"\n"
+        "          send_member=\"UpdateActivationEnvironment\"/>\n"
+        "    <deny send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus.Debug.Stats\"/>\n"
+        "  </policy>\n"
+        "  <policy user=\"root\">\n"
+        "    <allow send_destination=\"org.freedesktop.DBus\" send_interface=\"org.freedesktop.DBus.Monitoring\"/>\n"
+        "  </policy>\n"
+        "  <include>" POLKIT_BUS_CONF "</include>\n"
+        "  <includedir>@T@/system.d</includedir>\n"
+        "</busconfig>\n";
+
+static bool prepare_tmpdir(TbSystemBus *bus, GError **error) {
+        const char *subdirs[] = { "system.d", "services", "actions", "rules.d", "empty", "state", "logs" };
+        g_autofree char *config = NULL, *conf_path = NULL, *src = NULL;
+        g_auto(GStrv) parts = NULL;
+        guint n;
+
+        bus->tmpdir = g_dir_make_tmp("tracebus-test-XXXXXX", error);
+        if (!bus->tmpdir)
+                return false;
+        /* mktemp's 0700 would keep polkitd (after it drops root) and the
+         * non-root test clients away from the socket. */
+        if (chmod(bus->tmpdir, 0755) < 0) {
+                g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno), "chmod %s: %s", bus->tmpdir, g_strerror(errno));
+                return false;
+        }
+        for (size_t i = 0; i < G_N_ELEMENTS(subdirs); i++) {
+                g_autofree char *p = g_build_filename(bus->tmpdir, subdirs[i], NULL);
+                if (g_mkdir(p, 0755) < 0 || chmod(p, 0755) < 0) {
+                        g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno), "mkdir %s: %s", p, g_strerror(errno));
+                        return false;
+                }
+        }
+        bus->state_dir = g_build_filename(bus->tmpdir, "state", NULL);
+        bus->log_dir = g_build_filename(bus->tmpdir, "logs", NULL);
+
+        parts = g_strsplit(bus_config_template, "@T@", -1);
+        config = g_strjoinv(bus->tmpdir, parts);
+        conf_path = g_build_filename(bus->tmpdir, "system.conf", NULL);
+        if (!g_file_set_contents_full(conf_path, config, -1, G_FILE_SET_CONTENTS_NONE, 0644, error))
+                return false;
+
+        /* The shipped bus policy, polkit actions and the test rules. */
+        src = g_build_filename(bus->source_dir, "dbus", NULL);
+        {
+                g_autofree char *dst = g_build_filename(bus->tmpdir, "system.d", NULL);
+                if (!copy_matching(src, ".conf", dst, &n, error))
+                        return false;
+                if (n == 0) {
+                        g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "no dbus/*.conf in %s", src);
+                        return false;
+                }
+        }
+        g_free(src);
+        src = g_build_filename(bus->source_dir, "polkit", NULL);
+        {
+                g_autofree char *dst = g_build_filename(bus->tmpdir, "actions", NULL);
+                if (!copy_matching(src, ".policy", dst, &n, error))
+                        return false;
+                if (n == 0) {
+                        g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "no polkit/*.policy in %s", src);
+                        return false;
+                }
+        }
+        g_free(src);
+        src = g_build_filename(bus->source_dir, "tests", "polkit-rules", NULL);
+        {
+                g_autofree char *dst = g_build_filename(bus->tmpdir, "rules.d", NULL);
+                if (!copy_matching(src, ".rules", dst, &n, error))
+                        return false;
+        }
+        return true;
+}
+
+/* ---- start/stop ---- */
+
+static bool start_dbus_daemon(TbSystemBus *bus, GError **error) {
+        g_autofree char *conf_arg = g_strdup_printf("--config-file=%s/system.conf", bus->tmpdir);
+        g_autofree char *log = g_build_filename(bus->log_dir, "bus.log", NULL);
+        char *argv[] = { "dbus-daemon", conf_arg, "--nofork", "--print-address=1", NULL };
+        g_autoptr(GError) e = NULL;
+        int out_fd = -1;
+
+        if (!spawn_logged(argv, NULL, log, true, &bus->bus_pid, &out_fd, error))
+                return false;
+        bus->address = tb_read_line(out_fd, 10000, &e);
+        close(out_fd);
+        if (!bus->address) {
+                g_propagate_prefixed_error(error, g_steal_pointer(&e), "dbus-daemon did not print its address: ");
+                return false;
+        }
+        g_setenv("DBUS_SYSTEM_BUS_ADDRESS", bus->address, TRUE);
+        return true;
+}
+
+static bool connect_bus(TbSystemBus *bus, GError **error) {
+        bus->conn = g_dbus_connection_new_for_address_sync(
+                        bus->address,
+                        G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION,
+                        NULL, NULL, error);
+        if (!bus->conn)
+                return false;
+        g_dbus_connection_set_exit_on_close(bus->conn, FALSE);
+        return true;
+}
+
+static bool start_polkitd(TbSystemBus *bus, GError **error) {
+        g_autofree char *script = g_build_filename(bus->source_dir, "tests", "polkitd-private.sh", NULL);
+        g_autofree char *actions = g_build_filename(bus->tmpdir, "actions", NULL);
+        g_autofree char *rules = g_build_filename(bus->tmpdir, "rules.d", NULL);
+        g_autofree char *empty = g_build_filename(bus->tmpdir, "empty", NULL);
+        g_autofree char *log = g_build_filename(bus->log_dir, "polkitd.log", NULL);
+        char *argv[] = { "unshare", "--mount", "--propagation", "private", "/bin/sh", script,
+                         actions, rules, empty, NULL };
+
+        /* unshare without --fork execs, so the pid is polkitd's own. */
+        if (!spawn_logged(argv, NULL, log, false, &bus->polkitd_pid, NULL, error))
+                return false;
+        set_emergency_pids(bus);
+        if (!tb_wait_for_name(bus->conn, POLKIT_NAME, bus->polkitd_pid, 15000, error)) {
+                g_prefix_error(error, "polkitd: ");
+                return false;
+        }
+        return true;
+}
+
+static bool start_service(TbSystemBus *bus, GError **error) {
+        g_autofree char *exe = g_build_filename(bus->build_dir, "service", "tracebusd", NULL);
+        g_autofree char *log = g_build_filename(bus->log_dir, "service.log", NULL);
+        g_auto(GStrv) envp = g_get_environ();
+        char *argv[] = { exe, NULL };
+
+        if (access(exe, X_OK) < 0) {
+                g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "%s is not built", exe);
+                return false;
+        }
+        envp = g_environ_setenv(envp, "DBUS_SYSTEM_BUS_ADDRESS", bus->address, TRUE);
+        envp = g_environ_setenv(envp, "STATE_DIRECTORY", bus->state_dir, TRUE);
+        if (!spawn_logged(argv, envp, log, false, &bus->service_pid, NULL, error))
+                return false;
+        set_emergency_pids(bus);
+        if (!tb_wait_for_name(bus->conn, TB_BUS_NAME, bus->service_pid, 15000, error)) {
+                g_prefix_error(error, "tracebusd: ");
+                return false;
+        }
+        return true;
+}
+
+static char *env_dir(const char *name) {
+        const char *v = g_getenv(name);
+        if (!v)
+                return NULL;
+        /* Work from a canonical absolute path whatever the cwd. */
+        return g_canonicalize_filename(v, NULL);
+}
+
+TbSystemBus *tb_system_bus_start(TbStartFlags flags, GError **error) {
+        TbSystemBus *bus = g_new0(TbSystemBus, 1);
+        g_autofree char *pidstr = NULL, *pidfile = NULL;
+
+        bus->owner = true;
+        bus->source_dir = env_dir("TRACEBUS_SOURCE_DIR");
+        bus->build_dir = env_dir("TRACEBUS_BUILD_DIR");
+        if (!bus->source_dir || !bus->build_dir) {
+                g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                            "TRACEBUS_SOURCE_DIR and TRACEBUS_BUILD_DIR must be set");
+                goto fail;
+        }
+        if (!prepare_tmpdir(bus, error))
+                goto fail;
+        g_setenv(ENV_TMPDIR, bus->tmpdir, TRUE);
+        install_emergency_handler(bus);
+        if (!start_dbus_daemon(bus, error))
+                goto fail;
+        set_emergency_pids(bus);
+        if (!connect_bus(bus, error) || !start_polkitd(bus, error))
+                goto fail;
+        if ((flags & TB_START_SERVICE) && !start_service(bus, error))
+                goto fail;
+
+        /* For attached subprocesses (no setenv() now: GDBus has threads). */
+        pidstr = g_strdup_printf("%d\n", (int) bus->service_pid);
+        pidfile = g_build_filename(bus->tmpdir, "service.pid", NULL);
+        if (!g_file_set_contents(pidfile, pidstr, -1, error))
+                goto fail;
+        return bus;
+
+fail:
+        if (bus->log_dir)
+                tb_system_bus_dump_logs(bus);
+        tb_system_bus_stop(bus, g_getenv("TRACEBUS_TEST_KEEP") != NULL);
+        return NULL;
+}
+
+TbSystemBus *tb_system_bus_attach(GError **error) {
+        g_autoptr(GError) e = NULL;
+        TbSystemBus *bus = g_new0(TbSystemBus, 1);
+        const char *tmp = g_getenv(ENV_TMPDIR), *addr = g_getenv("DBUS_SYSTEM_BUS_ADDRESS");
+        g_autofree char *pidfile = NULL, *pid = NULL;
+
+        if (!tmp || !addr) {
+                g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                            "not started by tb_system_bus_start() (no " ENV_TMPDIR ")");
+                g_free(bus);
+                return NULL;
+        }
+        bus->owner = false;
+        bus->tmpdir = g_strdup(tmp);
+        bus->address = g_strdup(addr);
+        bus->state_dir = g_build_filename(tmp, "state", NULL);
+        bus->log_dir = g_build_filename(tmp, "logs", NULL);
+        bus->source_dir = env_dir("TRACEBUS_SOURCE_DIR");
+        bus->build_dir = env_dir("TRACEBUS_BUILD_DIR");
+        pidfile = g_build_filename(tmp, "service.pid", NULL);
+        bus->service_pid = g_file_get_contents(pidfile, &pid, NULL, NULL) ? atoi(pid) : 0;
+        if (!connect_bus(bus, error)) {
+                tb_system_bus_stop(bus, true);
+                return NULL;
+        }
+        return bus;
+}
+
+int tb_system_bus_stop_service(TbSystemBus *bus, guint timeout_ms) {
+        if (!bus->owner || bus->service_pid <= 0)
+                return -1;
+        return stop_pid(&bus->service_pid, SIGTERM, timeout_ms, "tracebusd");
+}
+
+void tb_system_bus_stop(TbSystemBus *bus, bool keep) {
+        if (!bus)
+                return;
+        if (bus->owner) {
+                if (bus->service_pid > 0) {
+                        int st = tb_system_bus_stop_service(bus, 30000);
+                        g_autofree char *s = tb_wait_status_to_string(st);
+                        g_printerr("# tracebusd stopped: %s\n", s);
+                }
+                stop_pid(&bus->polkitd_pid, SIGTERM, 5000, "polkitd");
+        }
+        g_clear_object(&bus->conn);
+        if (bus->owner) {
+                stop_pid(&bus->bus_pid, SIGTERM, 5000, "dbus-daemon");
+                memset((void *) emergency_pids, 0, sizeof emergency_pids);
+                if (bus->tmpdir && !keep) {
+                        const char *argv[] = { "rm", "-rf", "--one-file-system", bus->tmpdir, NULL };
+                        (void) g_spawn_sync(NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL,
+                                            NULL, NULL, NULL, NULL);
+                } else if (bus->tmpdir)
+                        g_printerr("# test files kept in %s\n", bus->tmpdir);
+        }
+        g_free(bus->tmpdir);
+        g_free(bus->address);
+        g_free(bus->state_dir);
+        g_free(bus->log_dir);
+        g_free(bus->source_dir);
+        g_free(bus->build_dir);
+        g_free(bus);
+}
+
+void tb_system_bus_dump_logs(const TbSystemBus *bus) {
+        const char *names[] = { "service.log", "polkitd.log", "bus.log" };
+
+        fflush(stdout);
+        for (size_t i = 0; i < G_N_ELEMENTS(names); i++) {
+                g_autofree char *p = g_build_filename(bus->log_dir, names[i], NULL);
+                g_autofree char *contents = NULL;
+
+                g_printerr("\n===== %s =====\n", p);
+                if (g_file_get_contents(p, &contents, NULL, NULL))
+                        g_printerr("%s", contents);
+                else
+                        g_printerr("(missing)\n");
+        }
+        g_printerr("===== end of logs =====\n");
+}
+
+/* ---- users ---- */
+
+bool tb_user_lookup(const char *name, TbUser *ret, GError **error) {
+        struct passwd *pw = getpwnam(name);
+        int n = 64;
+
+        if (!pw) {
+                g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "no such user %s", name);
+                return false;
+        }
+        ret->name = g_strdup(name);
+        ret->uid = pw->pw_uid;
+        ret->gid = pw->pw_gid;
+        ret->groups = g_new(gid_t, n);
+        if (getgrouplist(name, pw->pw_gid, ret->groups, &n) < 0) {
+                ret->groups = g_renew(gid_t, ret->groups, n);
+                (void) getgrouplist(name, pw->pw_gid, ret->groups, &n);
+        }
+        ret->n_groups = n;
+        return true;
+}
+
+void tb_user_clear(TbUser *user) {
+        g_clear_pointer(&user->name, g_free);
+        g_clear_pointer(&user->groups, g_free);
+}
+
+static void die_raw(const char *msg) {
+        write_all(2, msg, strlen(msg));
+        _exit(126);
+}
+
+void tb_user_become(const TbUser *user) {
+        if (setgroups((size_t) user->n_groups, user->groups) < 0)
+                die_raw("tb_user_become: setgroups failed\n");
+        if (setresgid(user->gid, user->gid, user->gid) < 0)
+                die_raw("tb_user_become: setresgid failed\n");
+        if (setresuid(user->uid, user->uid, user->uid) < 0)
+                die_raw("tb_user_become: setresuid failed\n");
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+}
+
+static void child_setup_user(gpointer data) {
+        const TbUser *user = data;
+        if (user)
+                tb_user_become(user);
+        else
+                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+}
+
+bool tb_run_as_user(const char *user, const char *const *argv, TbCommandResult *ret, GError **error) {
+        g_auto(TbUser) u = { 0 };
+        g_autoptr(GPtrArray) args = g_ptr_array_new();
+        g_auto(GStrv) envp = g_get_environ();
+        bool ok;
+
+        if (user && !tb_user_lookup(user, &u, error))
+                return false;
+        /* Nothing here may hang the suite: the service could. */
+        g_ptr_array_add(args, (char *) "timeout");
+        g_ptr_array_add(args, (char *) "-k");
+        g_ptr_array_add(args, (char *) "5");
+        g_ptr_array_add(args, (char *) "120");
+        for (size_t i = 0; argv[i]; i++)
+                g_ptr_array_add(args, (char *) argv[i]);
+        g_ptr_array_add(args, NULL);
+        envp = g_environ_setenv(envp, "HOME", "/", TRUE);
+        if (user) {
+                envp = g_environ_setenv(envp, "USER", user, TRUE);
+                envp = g_environ_setenv(envp, "LOGNAME", user, TRUE);
+        }
+        memset(ret, 0, sizeof *ret);
+        ok = g_spawn_sync("/", (char **) args->pdata, envp, G_SPAWN_SEARCH_PATH, child_setup_user,
+                          user ? &u : NULL, &ret->out, &ret->err, &ret->wait_status, error);
+        return ok;
+}
+
+void tb_command_result_clear(TbCommandResult *res) {
+        g_clear_pointer(&res->out, g_free);
+        g_clear_pointer(&res->err, g_free);
+}
+
+char *tb_wait_status_to_string(int st) {
+        if (st == -1)
+                return g_strdup("killed by the harness (timeout) or not running");
+        if (WIFEXITED(st))
+                return g_strdup_printf("exit %d", WEXITSTATUS(st));
+        if (WIFSIGNALED(st))
+                return g_strdup_printf("signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
+        return g_strdup_printf("wait status 0x%x", st);
+}
+
+bool tb_command_succeeded(const TbCommandResult *res) {
+        return WIFEXITED(res->wait_status) && WEXITSTATUS(res->wait_status) == 0;
+}
+
+/* ---- busy processes ---- */
+
+static void busy_loop(const char *comm, int in_fd, int out_fd, bool starts) {
+        struct timespec ts = { .tv_sec = 0, .tv_nsec = 1000 * 1000 };
+        unsigned i = 0;
+        char c = 'x';
+
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+        (void) prctl(PR_SET_NAME, comm);
+        if (starts && write(out_fd, &c, 1) != 1)
+                _exit(1);
+        for (;;) {
+                if (read(in_fd, &c, 1) != 1)
+                        _exit(0);
+                /* A breather every 32 rounds: still tens of thousands of
+                 * switches per second, without starving the machine. */
+                if (starts && ++i % 32 == 0)
+                        nanosleep(&ts, NULL);
+                if (write(out_fd, &c, 1) != 1)
+                        _exit(0);
+        }
+}
+
+bool tb_busy_start(const char *comm, TbBusy *ret, GError **error) {
+        int a[2], b[2];
+
+        memset(ret, 0, sizeof *ret);
+        g_strlcpy(ret->comm, comm, sizeof ret->comm);
+        if (pipe2(a, O_CLOEXEC) < 0 || pipe2(b, O_CLOEXEC) < 0) {
+                g_set_error(error, G_IO_ERROR, g_io_error_from_errno(errno), "pipe: %s", g_strerror(errno));
+                return false;
+        }
+        fflush(NULL);
+        ret->pid = fork();
+        if (ret->pid == 0)
+                busy_loop(ret->comm, b[0], a[1], true);
+        ret->peer_pid = fork();
+        if (ret->peer_pid == 0)
+                busy_loop(ret->comm, a[0], b[1], false);
+        close(a[0]);
+        close(a[1]);
+        close(b[0]);
+        close(b[1]);
+        if (ret->pid < 0 || ret->peer_pid < 0) {
+                g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "fork failed");
+                tb_busy_stop(ret);
+                return false;
+        }
+        /* Let them get going (and set their names) before anything records. */
+        g_usleep(50 * 1000);
+        return true;
+}
+
+void tb_busy_stop(TbBusy *busy) {
+        pid_t *pids[] = { &busy->pid, &busy->peer_pid };
+        for (size_t i = 0; i < G_N_ELEMENTS(pids); i++) {
+                if (*pids[i] > 0) {
+                        kill(*pids[i], SIGKILL);
+                        (void) waitpid(*pids[i], NULL, 0);
+                }
+                *pids[i] = 0;
+        }
+}
+
+/* ---- tracefs and directories ---- */
+
+static gint cmp_str(gconstpointer a, gconstpointer b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+static char **sorted_strv(GPtrArray *a) {
+        g_ptr_array_sort(a, cmp_str);
+        g_ptr_array_add(a, NULL);
+        return (char **) g_ptr_array_free(a, FALSE);
+}
+
+char **tb_tracebus_instances(void) {
+        GPtrArray *a = g_ptr_array_new();
+        DIR *d = opendir(TB_INSTANCES_DIR);
+        struct dirent *de;
+
+        if (d) {
+                while ((de = readdir(d)))
+                        if (g_str_has_prefix(de->d_name, "tracebus-"))
+                                g_ptr_array_add(a, g_strdup(de->d_name));
+                closedir(d);
+        }
+        return sorted_strv(a);
+}
+
+static void list_tree_rec(const char *root, const char *rel, GPtrArray *out) {
+        g_autofree char *path = rel ? g_build_filename(root, rel, NULL) : g_strdup(root);
+        g_autoptr(GDir) d = g_dir_open(path, 0, NULL);
+        const char *name;
+
+        if (!d)
+                return;
+        while ((name = g_dir_read_name(d))) {
+                char *r = rel ? g_build_filename(rel, name, NULL) : g_strdup(name);
+                g_autofree char *full = g_build_filename(root, r, NULL);
+                g_ptr_array_add(out, r);
+                if (g_file_test(full, G_FILE_TEST_IS_DIR) && !g_file_test(full, G_FILE_TEST_IS_SYMLINK))
+                        list_tree_rec(root, r, out);
+        }
+}
+
+char **tb_list_tree(const char *dir) {
+        GPtrArray *a = g_ptr_array_new();
+        list_tree_rec(dir, NULL, a);
+        return sorted_strv(a);
+}
+
+char **tb_strv_added(char *const *a, char *const *b) {
+        GPtrArray *r = g_ptr_array_new();
+        for (size_t i = 0; b && b[i]; i++)
+                if (!a || !g_strv_contains((const char *const *) a, b[i]))
+                        g_ptr_array_add(r, g_strdup(b[i]));
+        g_ptr_array_add(r, NULL);
+        return (char **) g_ptr_array_free(r, FALSE);
+}
+
+/* ---- D-Bus helpers ---- */
+
+GVariant *tb_get_property(GDBusConnection *conn, const char *path, const char *iface, const char *name,
+                          GError **error) {
+        g_autoptr(GVariant) reply = NULL;
+        GVariant *v = NULL;
+
+        reply = g_dbus_connection_call_sync(conn, TB_BUS_NAME, path, "org.freedesktop.DBus.Properties", "Get",
+                                            g_variant_new("(ss)", iface, name), G_VARIANT_TYPE("(v)"),
+                                            G_DBUS_CALL_FLAGS_NONE, 10000, NULL, error);
+        if (!reply)
+                return NULL;
+        g_variant_get(reply, "(v)", &v);
+        return v;
+}
+
+char *tb_session_state(GDBusConnection *conn, const char *path, GError **error) {
+        g_autoptr(GVariant) v = tb_get_property(conn, path, TB_SESSION_IFACE, "State", error);
+
+        if (!v)
+                return NULL;
+        if (!g_variant_is_of_type(v, G_VARIANT_TYPE_STRING)) {
+                g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, "State has type %s, not s",
+                            g_variant_get_type_string(v));
+                return NULL;
+        }
+        return g_variant_dup_string(v, NULL);
+}
+
+bool tb_wait_session_over(GDBusConnection *conn, const char *path, char *const *instance_names, guint timeout_ms,
+                          GError **error) {
+        gint64 deadline = g_get_monotonic_time() + (gint64) timeout_ms * 1000;
+        g_autofree char *last_state = NULL;
+
+        for (;;) {
+                g_autoptr(GError) e = NULL;
+                g_autofree char *state = tb_session_state(conn, path, &e);
+                g_auto(GStrv) now = tb_tracebus_instances();
+                bool over = !state || g_str_equal(state, "ended");
+                bool instance_left = false;
+
+                for (size_t i = 0; instance_names && instance_names[i]; i++)
+                        if (g_strv_contains((const char *const *) now, instance_names[i]))
+                                instance_left = true;
+                if (over && !instance_left)
+                        return true;
+                g_free(last_state);
+                last_state = g_strdup(state ? state : e->message);
+                if (g_get_monotonic_time() > deadline) {
+                        g_set_error(error, G_IO_ERROR, G_IO_ERROR_TIMED_OUT,
+                                    "session %s not over after %u ms (state: %s, its instance %s)", path, timeout_ms,
+                                    last_state, instance_left ? "still exists" : "is gone");
+                        return false;
+                }
+                g_usleep(50 * 1000);
+        }
+}
+
+/* ---- running test cases ---- */
+
+static TbSystemBus *the_bus;
+static bool any_failed;
+
+TbSystemBus *tb_bus(void) {
+        return the_bus;
+}
+
+void tb_test_note_failure(void) {
+        any_failed = true;
+}
+
+static void run_isolated(gconstpointer data) {
+        void (*func)(void) = (void (*)(void)) data;
+
+        if (g_test_subprocess()) {
+                func();
+                return;
+        }
+        g_test_trap_subprocess(NULL, 240 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_INHERIT_STDERR);
+        if (!g_test_trap_has_passed()) {
+                g_printerr("# %s failed in its subprocess (see its stderr above)\n", g_test_get_path());
+                any_failed = true;
+                g_test_fail();
+        }
+}
+
+void tb_test_add_isolated(const char *path, void (*func)(void)) {
+        g_test_add_data_func(path, (gconstpointer) func, run_isolated);
+}
+
+int tb_test_run(TbStartFlags flags) {
+        g_autoptr(GError) error = NULL;
+        int r;
+
+        if (g_test_subprocess()) {
+                the_bus = tb_system_bus_attach(&error);
+                if (!the_bus)
+                        g_error("cannot attach to the test bus: %s", error->message);
+                r = g_test_run();
+                tb_system_bus_stop(the_bus, true);
+                return r;
+        }
+
+        the_bus = tb_system_bus_start(flags, &error);
+        if (!the_bus) {
+                printf("Bail out! could not bring up the test bus: %s\n", error->message);
+                fflush(stdout);
+                return 1;
+        }
+        g_printerr("# test bus at %s, files in %s\n", the_bus->address, the_bus->tmpdir);
+        /* Only parent-side checks run here; they must not abort the run. */
+        g_test_set_nonfatal_assertions();
+        r = g_test_run();
+        if (r != 0 || any_failed) {
+                g_printerr("# some test failed: logs of the test stack follow\n");
+                tb_system_bus_dump_logs(the_bus);
+        }
+        tb_system_bus_stop(the_bus, (r != 0 || any_failed) && g_getenv("TRACEBUS_TEST_KEEP"));
+        the_bus = NULL;
+        return r != 0 || any_failed ? 1 : 0;
+}

@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * Test harness for the bus suite: a private system-type dbus-daemon, the real
+ * polkitd in a private mount namespace (our .policy, tests/polkit-rules), and
+ * tracebusd from the build tree, all as root. See
+ * shared/notes/system-bus-harness.md for the recipe.
+ *
+ * Layout of the 0755 temporary directory:
+ *   system.conf             bus config       system.d/   copy of the dbus/ .conf
+ *   system_bus_socket       the bus          services/   (empty: no activation)
+ *   actions/  rules.d/  empty/               bind-mounted for polkitd
+ *   state/                  STATE_DIRECTORY of tracebusd
+ *   logs/{bus,polkitd,service}.log
+ *
+ * Test binaries bring the stack up once in main() and run each case in a
+ * g_test_trap_subprocess() child, which finds the stack through environment
+ * variables (tb_system_bus_attach()). One failing case then does not stop the
+ * others, and the parent dumps the logs once at the end.
+ */
+
+#include <gio/gio.h>
+#include <glib.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#define TB_BUS_NAME "org.tracebus.Tracebus1"
+#define TB_MANAGER_PATH "/org/tracebus/Tracebus1"
+#define TB_MANAGER_IFACE "org.tracebus.Tracebus1.Manager"
+#define TB_SESSION_IFACE "org.tracebus.Tracebus1.Session"
+#define TB_INSTANCES_DIR "/sys/kernel/tracing/instances"
+
+typedef enum {
+        TB_START_SERVICE = 1 << 0, /* also start tracebusd and wait for its name */
+} TbStartFlags;
+
+typedef struct {
+        char *tmpdir;
+        char *address;    /* DBUS_SYSTEM_BUS_ADDRESS */
+        char *state_dir;  /* tracebusd's STATE_DIRECTORY */
+        char *log_dir;
+        char *source_dir; /* TRACEBUS_SOURCE_DIR */
+        char *build_dir;  /* TRACEBUS_BUILD_DIR */
+        GPid bus_pid;
+        GPid polkitd_pid;
+        GPid service_pid; /* also known to attached subprocesses */
+        bool owner;       /* this process started the stack and stops it */
+        GDBusConnection *conn; /* root's own connection to the bus */
+} TbSystemBus;
+
+/*
+ * Skip policy for bus tests: when not root, or tracefs, dbus-daemon, polkitd,
+ * unshare or the test users are missing, print a TAP skip plan and exit 0, or,
+ * when $CI is set, a TAP "Bail out!" and exit 1: CI must never skip silently.
+ * Call after g_test_init().
+ */
+void tb_require_system_bus_environment(void);
+
+TbSystemBus *tb_system_bus_start(TbStartFlags flags, GError **error);
+/* In a g_test_subprocess() child: the stack the parent started. */
+TbSystemBus *tb_system_bus_attach(GError **error);
+/* SIGTERM tracebusd and wait up to timeout_ms. Returns its wait status, or -1
+ * when it had to be killed (or was not running). */
+int tb_system_bus_stop_service(TbSystemBus *bus, guint timeout_ms);
+/* Stops what this process started (service, polkitd, dbus-daemon), removes
+ * the temporary directory unless keep is true, and frees bus. */
+void tb_system_bus_stop(TbSystemBus *bus, bool keep);
+void tb_system_bus_dump_logs(const TbSystemBus *bus);
+
+/* ---- running test cases ----
+ *
+ * tb_test_add_isolated() registers a case that runs in its own
+ * g_test_trap_subprocess() child (with stderr inherited), so that one failure
+ * does not abort the others. tb_test_run() starts the stack in the parent (or
+ * attaches to it in a child), runs g_test_run(), and in the parent dumps the
+ * logs when anything failed and stops the stack. Tests registered with plain
+ * g_test_add_func() run in the parent, after the isolated ones if their path
+ * sorts later; there assertions are non-fatal. */
+void tb_test_add_isolated(const char *path, void (*func)(void));
+int tb_test_run(TbStartFlags flags);
+/* The stack of this test process (parent or child). */
+TbSystemBus *tb_bus(void);
+/* Mark the run as failed from parent-side code. */
+void tb_test_note_failure(void);
+
+/* Reads one line (without the newline) from fd within timeout_ms. */
+char *tb_read_line(int fd, guint timeout_ms, GError **error);
+
+bool tb_wait_for_name(GDBusConnection *conn, const char *name, GPid watch_pid,
+                      guint timeout_ms, GError **error);
+/* True when pid exists and is not a zombie. */
+bool tb_pid_alive(pid_t pid);
+
+/* ---- test users ---- */
+
+typedef struct {
+        char *name;
+        uid_t uid;
+        gid_t gid;
+        gid_t *groups;
+        int n_groups;
+} TbUser;
+
+bool tb_user_lookup(const char *name, TbUser *ret, GError **error);
+void tb_user_clear(TbUser *user);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TbUser, tb_user_clear)
+/* In a forked child only (async-signal-safe): setgroups, setresgid, setresuid
+ * to user, then PR_SET_PDEATHSIG (a credential change clears it). _exit(126)
+ * on failure. */
+void tb_user_become(const TbUser *user);
+
+typedef struct {
+        int wait_status;
+        char *out;
+        char *err;
+} TbCommandResult;
+
+/* Run argv as user (NULL: stay root) with the current environment
+ * (DBUS_SYSTEM_BUS_ADDRESS included), HOME=/, cwd /, under `timeout 120`.
+ * Returns false only when it could not be spawned. */
+bool tb_run_as_user(const char *user, const char *const *argv, TbCommandResult *ret, GError **error);
+void tb_command_result_clear(TbCommandResult *res);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TbCommandResult, tb_command_result_clear)
+/* "exit 0", "exit 3", "signal 9", for messages. */
+char *tb_wait_status_to_string(int wait_status);
+bool tb_command_succeeded(const TbCommandResult *res);
+
+/* ---- a busy process pair the test knows ---- */
+
+typedef struct {
+        pid_t pid;      /* ping */
+        pid_t peer_pid; /* pong */
+        char comm[16];
+} TbBusy;
+
+/* Two children named comm (PR_SET_NAME) ping-pong a byte through pipes, with
+ * a short sleep every few rounds, so sched_switch/sched_waking events with
+ * their pids keep coming. They die with the caller (PR_SET_PDEATHSIG). */
+bool tb_busy_start(const char *comm, TbBusy *ret, GError **error);
+void tb_busy_stop(TbBusy *busy);
+
+/* ---- tracefs and the trace dir ---- */
+
+/* Sorted names under /sys/kernel/tracing/instances/ that start "tracebus-". */
+char **tb_tracebus_instances(void);
+/* Sorted relative paths of everything under dir ("" entries excluded); an
+ * empty list when dir does not exist. */
+char **tb_list_tree(const char *dir);
+/* Elements of b that are not in a (both sorted or not, small lists). */
+char **tb_strv_added(char *const *a, char *const *b);
+
+/* ---- D-Bus helpers on root's connection ---- */
+
+GVariant *tb_get_property(GDBusConnection *conn, const char *path, const char *iface,
+                          const char *name, GError **error);
+/* The session's State, or NULL with error (e.g. the object is gone). */
+char *tb_session_state(GDBusConnection *conn, const char *path, GError **error);
+/* Waits until the session is "ended" or gone and no tracefs instance named
+ * in instance_names (may be NULL) exists. */
+bool tb_wait_session_over(GDBusConnection *conn, const char *path, char *const *instance_names,
+                          guint timeout_ms, GError **error);
