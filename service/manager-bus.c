@@ -13,26 +13,33 @@
 #include "trace-dir.h"
 
 #define ACTION_RECORD "org.tracebus.record"
+#define ACTION_MANAGE "org.tracebus.manage"
 
-/* A Start call between validation and polkit's answer. */
-struct StartRequest {
+/* A call waiting for polkit. What happens once polkit has answered depends on the method. */
+struct BusRequest {
         Manager *manager;
-        StartRequest *next, *prev;
+        BusRequest *next, *prev;
         sd_bus_message *message;
         uid_t uid;
+        PolkitQuery *query;
+        void (*on_result)(BusRequest *req, int result);
+
+        /* Start */
         SessionConfig config;
         int output_fd;              /* -EBADF: the service creates the file */
-        PolkitQuery *query;
+        char *detach_key;           /* start detached */
+        /* Stop */
+        uint64_t session_id;
 };
 
-static StartRequest *start_request_free(StartRequest *req) {
+static BusRequest *bus_request_free(BusRequest *req) {
         if (!req)
                 return NULL;
         if (req->manager) {
                 if (req->prev)
                         req->prev->next = req->next;
-                else if (req->manager->start_requests == req)
-                        req->manager->start_requests = req->next;
+                else if (req->manager->requests == req)
+                        req->manager->requests = req->next;
                 if (req->next)
                         req->next->prev = req->prev;
         }
@@ -40,15 +47,71 @@ static StartRequest *start_request_free(StartRequest *req) {
         sd_bus_message_unref(req->message);
         session_config_done(&req->config);
         safe_close(req->output_fd);
+        free(req->detach_key);
         return mfree(req);
 }
-DEFINE_TRIVIAL_CLEANUP_FUNC(StartRequest *, start_request_free);
+DEFINE_TRIVIAL_CLEANUP_FUNC(BusRequest *, bus_request_free);
+
+static int bus_request_new(sd_bus_message *message, BusRequest **ret) {
+        _cleanup_(bus_request_freep) BusRequest *req = NULL;
+        int r;
+
+        req = calloc(1, sizeof(*req));
+        if (!req)
+                return -ENOMEM;
+        req->output_fd = -EBADF;
+        req->message = sd_bus_message_ref(message);
+        r = bus_sender_euid(message, &req->uid);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(req);
+        return 0;
+}
+
+static void on_polkit_result(int result, void *userdata) {
+        _cleanup_(bus_request_freep) BusRequest *req = userdata;
+
+        req->query = polkit_query_free(req->query);
+        req->on_result(req, result);
+}
+
+/* Hands the request to polkit; the manager keeps it until polkit answers. Returns 1:
+ * the handler's reply comes later. */
+static int bus_request_authorize(Manager *m, BusRequest **reqp, const char *action, bool interactive,
+                                 void (*on_result)(BusRequest *req, int result)) {
+        BusRequest *req = *reqp;
+        int r;
+
+        req->on_result = on_result;
+        r = polkit_check_async(req->message, action, interactive, on_polkit_result, req, &req->query);
+        if (r < 0)
+                return r;
+        req->manager = m;
+        req->next = m->requests;
+        if (m->requests)
+                m->requests->prev = req;
+        m->requests = TAKE_PTR(*reqp);
+        return 1;
+}
+
+static void reply_polkit_refusal(BusRequest *req, int result, const char *action, const char *what) {
+        if (result == -EBADR)
+                (void) sd_bus_reply_method_errorf(req->message, SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED,
+                                                  "%s needs authentication (polkit action %s), but the call "
+                                                  "did not allow interactive authorization.", what, action);
+        else if (result == -EACCES)
+                (void) sd_bus_reply_method_errorf(req->message, SD_BUS_ERROR_ACCESS_DENIED,
+                                                  "Not authorized: %s needs polkit action %s.", what, action);
+        else
+                (void) sd_bus_reply_method_errnof(req->message, result, "Failed to check authorization: %m");
+}
 
 typedef struct StartOptions {
         int output_fd;              /* borrowed from the message */
         char **events;
         uint32_t duration_ms;
         uint32_t buffer_size_kb;
+        const char *detach_key;     /* borrowed from the message */
         bool has_events, has_duration, has_buffer;
 } StartOptions;
 
@@ -79,12 +142,14 @@ static int read_start_options(sd_bus_message *m, StartOptions *o, sd_bus_error *
                 } else if (strcmp(key, "DurationMs") == 0) {
                         r = sd_bus_message_read(m, "v", "u", &o->duration_ms);
                         o->has_duration = true;
+                } else if (strcmp(key, "DetachKey") == 0) {
+                        r = sd_bus_message_read(m, "v", "s", &o->detach_key);
                 } else if (strcmp(key, "BufferSizeKb") == 0) {
                         r = sd_bus_message_read(m, "v", "u", &o->buffer_size_kb);
                         o->has_buffer = true;
                 } else
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                 "Unknown option '%.64s'; known: Output, Events, DurationMs, BufferSizeKb.", key);
+                                                 "Unknown option '%.64s'; known: Output, DetachKey, Events, DurationMs, BufferSizeKb.", key);
                 if (r < 0)
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                                  "Option '%s' has the wrong type.", key);
@@ -162,7 +227,7 @@ static int reply_with_session(sd_bus_message *m, Session *s) {
         return sd_bus_reply_method_return(m, "o", path);
 }
 
-static int create_output(Manager *m, StartRequest *req, char **ret_path, sd_bus_error *error) {
+static int create_output(Manager *m, BusRequest *req, char **ret_path, sd_bus_error *error) {
         char hint[32];
         int r;
 
@@ -178,11 +243,26 @@ static int create_output(Manager *m, StartRequest *req, char **ret_path, sd_bus_
         return 0;
 }
 
-static int start_session(StartRequest *req, sd_bus_error *error) {
+static int check_key(const char *key, sd_bus_error *error) {
+        if (!session_detach_key_valid(key))
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "A detach key is 1 to %u printable ASCII characters.", SESSION_DETACH_KEY_MAX);
+        return 0;
+}
+
+static int check_key_free(Manager *m, uid_t uid, const char *key, sd_bus_error *error) {
+        if (manager_find_detached(m, uid, key))
+                return sd_bus_error_setf(error, TB_ERROR_KEY_IN_USE,
+                                         "Another of your sessions is detached under the key '%s'; "
+                                         "attach to it, or pick another key.", key);
+        return 0;
+}
+
+static int start_session(BusRequest *req, sd_bus_error *error) {
         Manager *m = req->manager;
         _cleanup_free_ char *path = NULL;
         bool per_uid;
-        Session *s;
+        Session *s = NULL;
         int r;
 
         if (manager_check_limits(m, req->uid, &per_uid) < 0)
@@ -190,6 +270,12 @@ static int start_session(StartRequest *req, sd_bus_error *error) {
                                          per_uid ? "You have %u tracing sessions already; stop one first."
                                                  : "The service runs its limit of %u sessions; try again later.",
                                          per_uid ? m->limits.max_sessions_per_uid : m->limits.max_sessions);
+        /* Checked again: another session may have taken the key while polkit thought. */
+        if (req->detach_key) {
+                r = check_key_free(m, req->uid, req->detach_key, error);
+                if (r < 0)
+                        return r;
+        }
 
         if (req->output_fd < 0) {
                 r = create_output(m, req, &path, error);
@@ -205,55 +291,39 @@ static int start_session(StartRequest *req, sd_bus_error *error) {
         }
         manager_add_session(m, s);
 
-        r = session_bus_bind(s, req->message);
-        if (r < 0) {
-                (void) session_stop(s, SESSION_END_CLIENT_VANISHED);
-                return sd_bus_error_set_errnof(error, r, "Failed to track the caller: %m");
+        /* Started detached, the session is never bound: no window in which a vanishing
+         * client would stop it. */
+        if (req->detach_key)
+                session_set_detach_key(s, TAKE_PTR(req->detach_key));
+        else {
+                r = session_bus_bind(s, req->message);
+                if (r < 0) {
+                        (void) session_stop(s, SESSION_END_CLIENT_VANISHED);
+                        return sd_bus_error_set_errnof(error, r, "Failed to track the caller: %m");
+                }
         }
         return reply_with_session(req->message, s);
 }
 
-static void reply_error(sd_bus_message *m, int r, sd_bus_error *error) {
-        if (sd_bus_error_is_set(error))
-                (void) sd_bus_reply_method_error(m, error);
-        else
-                (void) sd_bus_reply_method_errnof(m, r, "Failed to start tracing: %m");
-}
-
-static void on_start_authorized(int result, void *userdata) {
-        _cleanup_(start_request_freep) StartRequest *req = userdata;
+static void on_start_result(BusRequest *req, int result) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         int r;
 
-        req->query = NULL;  /* it is done; the polkit module frees nothing after calling us */
-        if (result == -EACCES) {
-                log_info("UID %u is not authorized to record.", (unsigned) req->uid);
-                (void) sd_bus_reply_method_errorf(req->message, SD_BUS_ERROR_ACCESS_DENIED,
-                                                  "Not authorized to record kernel traces (polkit action %s).",
-                                                  ACTION_RECORD);
-                return;
-        }
-        if (result == -EBADR) {
-                (void) sd_bus_reply_method_errorf(req->message, SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED,
-                                                  "Recording needs authentication (polkit action %s), "
-                                                  "but the call did not allow interactive authorization.",
-                                                  ACTION_RECORD);
-                return;
-        }
         if (result < 0) {
-                (void) sd_bus_reply_method_errnof(req->message, result, "Failed to check authorization: %m");
-                return;
+                log_info("UID %u may not record (%s).", (unsigned) req->uid, strerror(-result));
+                return reply_polkit_refusal(req, result, ACTION_RECORD, "Recording kernel traces");
         }
-
         r = start_session(req, &error);
-        if (r < 0)
-                reply_error(req->message, r, &error);
+        if (r < 0 && sd_bus_error_is_set(&error))
+                (void) sd_bus_reply_method_error(req->message, &error);
+        else if (r < 0)
+                (void) sd_bus_reply_method_errnof(req->message, r, "Failed to start tracing: %m");
 }
 
 static int method_start(sd_bus_message *message, void *userdata, sd_bus_error *error) {
         Manager *m = ASSERT_PTR(userdata);
         _cleanup_(start_options_done) StartOptions o = { .output_fd = -EBADF };
-        _cleanup_(start_request_freep) StartRequest *req = NULL;
+        _cleanup_(bus_request_freep) BusRequest *req = NULL;
         const char *text;
         int r;
 
@@ -264,15 +334,20 @@ static int method_start(sd_bus_message *message, void *userdata, sd_bus_error *e
         r = read_start_options(message, &o, error);
         if (r < 0)
                 return r;
-
-        req = calloc(1, sizeof(*req));
-        if (!req)
-                return -ENOMEM;
-        req->output_fd = -EBADF;
-        req->message = sd_bus_message_ref(message);
-        r = bus_sender_euid(message, &req->uid);
+        r = bus_request_new(message, &req);
         if (r < 0)
                 return r;
+        if (o.detach_key) {
+                r = check_key(o.detach_key, error);
+                if (r < 0)
+                        return r;
+                r = check_key_free(m, req->uid, o.detach_key, error);
+                if (r < 0)
+                        return r;
+                req->detach_key = strdup(o.detach_key);
+                if (!req->detach_key)
+                        return -ENOMEM;
+        }
         if (o.output_fd >= 0) {
                 r = take_output_fd(o.output_fd, &req->output_fd, error);
                 if (r < 0)
@@ -282,36 +357,227 @@ static int method_start(sd_bus_message *message, void *userdata, sd_bus_error *e
         if (r < 0)
                 return r;
 
-        r = polkit_check_async(message, ACTION_RECORD, on_start_authorized, req, &req->query);
+        return bus_request_authorize(m, &req, ACTION_RECORD, /* interactive= */ true, on_start_result);
+}
+
+static int find_session(Manager *m, const char *path, Session **ret, sd_bus_error *error) {
+        Session *s = session_from_path(m, path);
+
+        if (!s || s->state == SESSION_ENDED)
+                return sd_bus_error_setf(error, TB_ERROR_NO_SUCH_SESSION, "There is no tracing session %s.", path);
+        *ret = s;
+        return 0;
+}
+
+static int stop_session(Session *s, sd_bus_message *message) {
+        int r;
+
+        r = session_bus_queue_stop(s, message);
         if (r < 0)
                 return r;
-
-        req->manager = m;
-        req->next = m->start_requests;
-        if (m->start_requests)
-                m->start_requests->prev = req;
-        m->start_requests = TAKE_PTR(req);
+        (void) session_stop(s, SESSION_END_STOPPED);
+        /* Answered from session_bus_ended(), once the trace is complete. */
         return 1;
+}
+
+static void on_stop_result(BusRequest *req, int result) {
+        Session *s = NULL;
+        int r;
+
+        if (result < 0)
+                return reply_polkit_refusal(req, result, ACTION_MANAGE, "Stopping another user's session");
+        /* The session may have ended while polkit thought. */
+        s = manager_find_session(req->manager, req->session_id);
+        if (!s || s->state == SESSION_ENDED) {
+                (void) sd_bus_reply_method_errorf(req->message, TB_ERROR_NO_SUCH_SESSION,
+                                                  "The tracing session has ended.");
+                return;
+        }
+        r = stop_session(s, req->message);
+        if (r < 0)
+                (void) sd_bus_reply_method_errnof(req->message, r, "Failed to stop the session: %m");
+}
+
+int manager_bus_stop(Manager *m, Session *s, sd_bus_message *message, sd_bus_error *error) {
+        _cleanup_(bus_request_freep) BusRequest *req = NULL;
+        int r;
+
+        r = bus_request_new(message, &req);
+        if (r < 0)
+                return r;
+        if (req->uid == s->owner_uid)
+                return stop_session(s, message);
+
+        /* Someone else's session: only holders of org.tracebus.manage may stop it. */
+        req->session_id = s->id;
+        return bus_request_authorize(m, &req, ACTION_MANAGE, /* interactive= */ true, on_stop_result);
 }
 
 static int method_stop(sd_bus_message *message, void *userdata, sd_bus_error *error) {
         Manager *m = ASSERT_PTR(userdata);
         const char *path;
-        Session *s;
-        uid_t uid;
+        Session *s = NULL;
         int r;
 
         r = sd_bus_message_read(message, "o", &path);
+        if (r < 0)
+                return r;
+        r = find_session(m, path, &s, error);
+        if (r < 0)
+                return r;
+        return manager_bus_stop(m, s, message, error);
+}
+
+int manager_bus_detach(Manager *m, Session *s, const char *key, sd_bus_message *message, sd_bus_error *error) {
+        _cleanup_free_ char *copy = NULL;
+        uid_t uid;
+        int r;
+
+        r = check_key(key, error);
+        if (r < 0)
+                return r;
+        r = bus_sender_euid(message, &uid);
+        if (r < 0)
+                return r;
+        if (uid != s->owner_uid)
+                return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                        "This tracing session belongs to another user.");
+        if (s->state != SESSION_RECORDING)
+                return sd_bus_error_set(error, TB_ERROR_NO_SUCH_SESSION, "The tracing session is ending.");
+        if (session_is_detached(s))
+                return sd_bus_error_setf(error, TB_ERROR_KEY_IN_USE, "The session is already detached.");
+        r = check_key_free(m, uid, key, error);
+        if (r < 0)
+                return r;
+
+        copy = strdup(key);
+        if (!copy)
+                return -ENOMEM;
+        session_bus_unbind(s);
+        session_set_detach_key(s, TAKE_PTR(copy));
+        session_bus_emit_state(s);
+        return sd_bus_reply_method_return(message, NULL);
+}
+
+static int method_detach(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        Manager *m = ASSERT_PTR(userdata);
+        const char *path, *key;
+        Session *s = NULL;
+        int r;
+
+        r = sd_bus_message_read(message, "os", &path, &key);
+        if (r < 0)
+                return r;
+        r = find_session(m, path, &s, error);
+        if (r < 0)
+                return r;
+        return manager_bus_detach(m, s, key, message, error);
+}
+
+static int method_attach(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        Manager *m = ASSERT_PTR(userdata);
+        const char *key;
+        Session *s = NULL;
+        uid_t uid;
+        int r;
+
+        r = sd_bus_message_read(message, "s", &key);
+        if (r < 0)
+                return r;
+        r = check_key(key, error);
         if (r < 0)
                 return r;
         r = bus_sender_euid(message, &uid);
         if (r < 0)
                 return r;
 
-        s = session_from_path(m, path);
-        if (!s)
-                return sd_bus_error_setf(error, TB_ERROR_NO_SUCH_SESSION, "There is no tracing session %s.", path);
-        return session_bus_method_stop(s, message, error);
+        /* Strictly per UID, root included: another user's key is indistinguishable from none. */
+        s = manager_find_detached(m, uid, key);
+        if (!s || s->state != SESSION_RECORDING)
+                return sd_bus_error_setf(error, TB_ERROR_NO_SUCH_SESSION,
+                                         "You have no session detached under the key '%s'.", key);
+
+        r = session_bus_bind(s, message);
+        if (r < 0)
+                return r;
+        session_set_detach_key(s, NULL);
+        session_bus_emit_state(s);
+        return reply_with_session(message, s);
+}
+
+static int method_is_detached(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        Manager *m = ASSERT_PTR(userdata);
+        const char *key;
+        Session *s = NULL;
+        uid_t uid;
+        int r;
+
+        r = sd_bus_message_read(message, "s", &key);
+        if (r < 0)
+                return r;
+        r = check_key(key, error);
+        if (r < 0)
+                return r;
+        r = bus_sender_euid(message, &uid);
+        if (r < 0)
+                return r;
+        s = manager_find_detached(m, uid, key);
+        return sd_bus_reply_method_return(message, "b", s && s->state == SESSION_RECORDING);
+}
+
+static int reply_session_list(Manager *m, sd_bus_message *message, uid_t uid, bool all) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r;
+
+        r = sd_bus_message_new_method_return(message, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', "o");
+        if (r < 0)
+                return r;
+        for (Session *s = m->sessions; s; s = s->next) {
+                _cleanup_free_ char *path = NULL;
+
+                if (!all && s->owner_uid != uid)
+                        continue;
+                path = session_bus_path(s);
+                if (!path)
+                        return -ENOMEM;
+                r = sd_bus_message_append(reply, "o", path);
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static void on_list_result(BusRequest *req, int result) {
+        int r;
+
+        /* Not a manager: the caller's own sessions, which need no authorization. */
+        r = reply_session_list(req->manager, req->message, req->uid, result > 0);
+        if (r < 0)
+                (void) sd_bus_reply_method_errnof(req->message, r, "Failed to list sessions: %m");
+}
+
+static int method_list_sessions(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        Manager *m = ASSERT_PTR(userdata);
+        _cleanup_(bus_request_freep) BusRequest *req = NULL;
+        int r;
+
+        r = bus_request_new(message, &req);
+        if (r < 0)
+                return r;
+        /* Whoever has no session of another user to see needs no polkit round trip. */
+        bool others = false;
+        for (Session *s = m->sessions; s; s = s->next)
+                others = others || s->owner_uid != req->uid;
+        if (!others)
+                return reply_session_list(m, message, req->uid, false);
+        /* Listing never pops up an authentication dialog: without it, one's own sessions. */
+        return bus_request_authorize(m, &req, ACTION_MANAGE, /* interactive= */ false, on_list_result);
 }
 
 static const sd_bus_vtable manager_vtable[] = {
@@ -324,6 +590,22 @@ static const sd_bus_vtable manager_vtable[] = {
                                 SD_BUS_ARGS("o", session),
                                 SD_BUS_RESULT("a{sv}", stats),
                                 method_stop, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Detach",
+                                SD_BUS_ARGS("o", session, "s", key),
+                                SD_BUS_NO_RESULT,
+                                method_detach, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Attach",
+                                SD_BUS_ARGS("s", key),
+                                SD_BUS_RESULT("o", session),
+                                method_attach, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("IsDetached",
+                                SD_BUS_ARGS("s", key),
+                                SD_BUS_RESULT("b", detached),
+                                method_is_detached, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ListSessions",
+                                SD_BUS_NO_ARGS,
+                                SD_BUS_RESULT("ao", sessions),
+                                method_list_sessions, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_ARGS("SessionEnded",
                                 SD_BUS_ARGS("o", session, "s", reason, "a{sv}", stats), 0),
         SD_BUS_VTABLE_END
@@ -339,16 +621,13 @@ int manager_connect_bus(Manager *m) {
                                      manager_vtable, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to export the manager: %m");
-        r = sd_bus_add_fallback_vtable(m->bus, NULL, SESSION_PATH_PREFIX, "org.tracebus.Tracebus1.Session",
+        r = sd_bus_add_fallback_vtable(m->bus, NULL, SESSION_PATH_PREFIX, SESSION_INTERFACE,
                                        session_vtable, session_object_find, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to export sessions: %m");
         r = sd_bus_add_node_enumerator(m->bus, NULL, SESSION_PATH_PREFIX, session_node_enumerator, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to add the session enumerator: %m");
-        r = sd_bus_add_object_manager(m->bus, NULL, TRACEBUS_OBJECT_PATH);
-        if (r < 0)
-                return log_error_errno(r, "Failed to add the object manager: %m");
         r = sd_bus_error_add_map(tracebus_error_map);
         if (r < 0)
                 return r;
@@ -362,11 +641,11 @@ int manager_connect_bus(Manager *m) {
 }
 
 void manager_bus_done(Manager *m) {
-        while (m->start_requests) {
-                StartRequest *req = m->start_requests;
+        while (m->requests) {
+                BusRequest *req = m->requests;
 
                 (void) sd_bus_reply_method_errorf(req->message, SD_BUS_ERROR_NO_REPLY,
                                                   "The service is shutting down.");
-                start_request_free(req);
+                bus_request_free(req);
         }
 }

@@ -12,3 +12,7 @@
 int manager_connect_bus(Manager *m);
 /* Cancels pending polkit queries and answers their callers. */
 void manager_bus_done(Manager *m);
+
+/* Stop and Detach, shared by the Manager's methods and the Session's own. */
+int manager_bus_stop(Manager *m, Session *s, sd_bus_message *message, sd_bus_error *error);
+int manager_bus_detach(Manager *m, Session *s, const char *key, sd_bus_message *message, sd_bus_error *error);

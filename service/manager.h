@@ -8,7 +8,7 @@
 
 #include "session.h"
 
-typedef struct StartRequest StartRequest;
+typedef struct BusRequest BusRequest;
 
 typedef struct ManagerLimits {
         unsigned max_sessions;            /* all UIDs together */
@@ -24,7 +24,7 @@ typedef struct Manager {
         unsigned n_sessions;
         uint64_t last_session_id;
 
-        StartRequest *start_requests;     /* Start calls waiting for polkit */
+        BusRequest *requests;             /* calls waiting for polkit */
 
         char *state_dir;                  /* traces go to STATE/traces/<uid>/ */
         const char *tracefs_root;

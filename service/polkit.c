@@ -60,13 +60,13 @@ static int on_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_err
         return 0;
 }
 
-int polkit_check_async(sd_bus_message *m, const char *action,
+int polkit_check_async(sd_bus_message *m, const char *action, bool allow_interaction,
                        polkit_callback_t callback, void *userdata, PolkitQuery **ret) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL;
         _cleanup_(polkit_query_freep) PolkitQuery *q = NULL;
         sd_bus *bus = sd_bus_message_get_bus(m);
         const char *sender = sd_bus_message_get_sender(m);
-        bool interactive = sd_bus_message_get_allow_interactive_authorization(m) > 0;
+        bool interactive = allow_interaction && sd_bus_message_get_allow_interactive_authorization(m) > 0;
         int r;
 
         assert(action);

@@ -20,8 +20,9 @@ typedef struct PolkitQuery PolkitQuery;
 typedef void (*polkit_callback_t)(int result, void *userdata);
 
 /* Asks whether the sender of @m may do @action. User interaction is requested only if
- * @m allows it. The callback runs once, from the event loop, unless the query is freed first. */
-int polkit_check_async(sd_bus_message *m, const char *action,
+ * @interactive and @m allows it. The callback runs once, from the event loop, unless the
+ * query is freed first. */
+int polkit_check_async(sd_bus_message *m, const char *action, bool interactive,
                        polkit_callback_t callback, void *userdata, PolkitQuery **ret);
 
 /* Cancels a pending query; the callback is not called. NULL-safe. */

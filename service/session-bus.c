@@ -5,6 +5,7 @@
 
 #include "errors.h"
 #include "log.h"
+#include "manager-bus.h"
 #include "manager.h"
 #include "session-bus.h"
 #include "strv.h"
@@ -83,6 +84,13 @@ int session_bus_bind(Session *s, sd_bus_message *m) {
         if (r < 0)
                 return r;
         return sd_bus_track_add_sender(s->bus->track, m);
+}
+
+void session_bus_unbind(Session *s) {
+        if (!s->bus)
+                return;
+        s->bus->track = sd_bus_track_unref(s->bus->track);
+        s->bus->owner_name = mfree(s->bus->owner_name);
 }
 
 int session_bus_queue_stop(Session *s, sd_bus_message *m) {
@@ -180,19 +188,47 @@ void session_bus_ended(Session *s) {
                 log_warning_errno(r, "Failed to send SessionEnded for session %" PRIu64 ", ignoring: %m", s->id);
 }
 
+static int append_property(sd_bus_message *reply, const Session *s, const char *property);
+
+/* PropertiesChanged goes to the owner's connection only, like SessionEnded: a broadcast
+ * would tell every user on the machine what this session records. */
 static void emit_changed(Session *s, char **names) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *signal = NULL;
         _cleanup_free_ char *path = session_bus_path(s);
         int r;
 
-        if (!path || !s->manager->bus)
+        if (!path || !s->manager->bus || !s->bus || !s->bus->owner_name)
                 return;
-        r = sd_bus_emit_properties_changed_strv(s->manager->bus, path, "org.tracebus.Tracebus1.Session", names);
+        r = sd_bus_message_new_signal(s->manager->bus, &signal, path, "org.freedesktop.DBus.Properties",
+                                      "PropertiesChanged");
+        if (r >= 0)
+                r = sd_bus_message_set_destination(signal, s->bus->owner_name);
+        if (r >= 0)
+                r = sd_bus_message_append(signal, "s", SESSION_INTERFACE);
+        if (r >= 0)
+                r = sd_bus_message_open_container(signal, 'a', "{sv}");
+        STRV_FOREACH(n, names) {
+                if (r >= 0)
+                        r = sd_bus_message_open_container(signal, 'e', "sv");
+                if (r >= 0)
+                        r = sd_bus_message_append(signal, "s", *n);
+                if (r >= 0)
+                        r = append_property(signal, s, *n);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(signal);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(signal);
+        if (r >= 0)
+                r = sd_bus_message_append(signal, "as", 0);
+        if (r >= 0)
+                r = sd_bus_send(s->manager->bus, signal, NULL);
         if (r < 0)
                 log_debug_errno(r, "Failed to emit PropertiesChanged, ignoring: %m");
 }
 
 void session_bus_emit_state(Session *s) {
-        emit_changed(s, (char *[]) { (char *) "State", NULL });
+        emit_changed(s, (char *[]) { (char *) "State", (char *) "Detached", NULL });
 }
 
 void session_bus_emit_progress(Session *s) {
@@ -214,15 +250,23 @@ void session_bus_free(Session *s) {
         s->bus = mfree(s->bus);
 }
 
-/* The object tree: a session is visible only to its owner (and root). */
+/* The object tree. Another user's session paths answer AccessDenied (they are not
+ * enumerated for them); only the owner and root read a session's properties. */
 
-static bool may_see(sd_bus *bus, const Session *s) {
+static int check_visible(sd_bus *bus, const Session *s, sd_bus_error *error) {
         sd_bus_message *m = sd_bus_get_current_message(bus);
         uid_t uid;
+        int r;
 
-        if (!m || bus_sender_euid(m, &uid) < 0)
-                return false;
-        return uid == 0 || uid == s->owner_uid;
+        if (!m)
+                return -EPERM;
+        r = bus_sender_euid(m, &uid);
+        if (r < 0)
+                return r;
+        if (uid != 0 && uid != s->owner_uid)
+                return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                        "This tracing session belongs to another user.");
+        return 0;
 }
 
 int session_object_find(sd_bus *bus, const char *path, const char *interface, void *userdata,
@@ -230,7 +274,7 @@ int session_object_find(sd_bus *bus, const char *path, const char *interface, vo
         Manager *m = ASSERT_PTR(userdata);
         Session *s = session_from_path(m, path);
 
-        if (!s || !may_see(bus, s))
+        if (!s)
                 return 0;
         *ret_found = s;
         return 1;
@@ -239,12 +283,15 @@ int session_object_find(sd_bus *bus, const char *path, const char *interface, vo
 int session_node_enumerator(sd_bus *bus, const char *path, void *userdata, char ***nodes, sd_bus_error *error) {
         Manager *m = ASSERT_PTR(userdata);
         _cleanup_strv_free_ char **l = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error ignored = SD_BUS_ERROR_NULL;
 
         for (Session *s = m->sessions; s; s = s->next) {
                 _cleanup_free_ char *p = NULL;
 
-                if (!may_see(bus, s))
+                if (check_visible(bus, s, &ignored) < 0) {
+                        sd_bus_error_free(&ignored);
                         continue;
+                }
                 p = session_bus_path(s);
                 if (!p || strv_extend(&l, p) < 0)
                         return -ENOMEM;
@@ -253,83 +300,102 @@ int session_node_enumerator(sd_bus *bus, const char *path, void *userdata, char 
         return 1;
 }
 
-/* Properties. */
+static const struct {
+        const char *name;
+        const char *signature;
+} session_properties[] = {
+        { "State", "s" }, { "OwnerUid", "u" }, { "OutputPath", "s" }, { "Detached", "b" },
+        { "Events", "as" }, { "DurationMs", "u" }, { "StartedAt", "t" },
+        { "BytesWritten", "t" }, { "EventsRecorded", "t" }, { "EventsLost", "t" },
+};
 
-static int property_get_state(sd_bus *bus, const char *path, const char *interface, const char *property,
-                              sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        Session *s = ASSERT_PTR(userdata);
-        return sd_bus_message_append(reply, "s", session_state_to_string(s->state));
-}
-
-static int property_get_output_path(sd_bus *bus, const char *path, const char *interface, const char *property,
-                                    sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        Session *s = ASSERT_PTR(userdata);
-        return sd_bus_message_append(reply, "s", strempty(s->output_path));
-}
-
-static int property_get_events(sd_bus *bus, const char *path, const char *interface, const char *property,
-                               sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        Session *s = ASSERT_PTR(userdata);
-        return sd_bus_message_append_strv(reply, s->config.events);
-}
-
-static int property_get_duration(sd_bus *bus, const char *path, const char *interface, const char *property,
-                                 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        Session *s = ASSERT_PTR(userdata);
-        return sd_bus_message_append(reply, "u", s->config.duration_ms);
-}
-
-static int property_get_stat(sd_bus *bus, const char *path, const char *interface, const char *property,
-                             sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        Session *s = ASSERT_PTR(userdata);
+/* Appends the bare value of @property. */
+static int append_value(sd_bus_message *reply, const Session *s, const char *property) {
         RecorderStats st;
 
         session_get_stats(s, &st);
+        if (strcmp(property, "State") == 0)
+                return sd_bus_message_append(reply, "s", session_state_to_string(s->state));
+        if (strcmp(property, "OwnerUid") == 0)
+                return sd_bus_message_append(reply, "u", (uint32_t) s->owner_uid);
+        if (strcmp(property, "OutputPath") == 0)
+                return sd_bus_message_append(reply, "s", strempty(s->output_path));
+        if (strcmp(property, "Detached") == 0)
+                return sd_bus_message_append(reply, "b", session_is_detached(s));
+        if (strcmp(property, "Events") == 0)
+                return sd_bus_message_append_strv(reply, s->config.events);
+        if (strcmp(property, "DurationMs") == 0)
+                return sd_bus_message_append(reply, "u", s->config.duration_ms);
+        if (strcmp(property, "StartedAt") == 0)
+                return sd_bus_message_append(reply, "t", s->started_at_usec);
         if (strcmp(property, "BytesWritten") == 0)
                 return sd_bus_message_append(reply, "t", st.bytes_written);
         if (strcmp(property, "EventsRecorded") == 0)
                 return sd_bus_message_append(reply, "t", st.events);
-        return sd_bus_message_append(reply, "t", st.events_lost);
+        if (strcmp(property, "EventsLost") == 0)
+                return sd_bus_message_append(reply, "t", st.events_lost);
+        return -ENOENT;
 }
 
-static int method_session_stop(sd_bus_message *m, void *userdata, sd_bus_error *error);
+/* Appends @property as a variant, for our own PropertiesChanged. */
+static int append_property(sd_bus_message *reply, const Session *s, const char *property) {
+        for (size_t i = 0; i < ELEMENTSOF(session_properties); i++) {
+                int r;
 
-const sd_bus_vtable session_vtable[] = {
-        SD_BUS_VTABLE_START(0),
-        SD_BUS_PROPERTY("State", "s", property_get_state, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("OutputPath", "s", property_get_output_path, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("OwnerUid", "u", NULL, offsetof(Session, owner_uid), SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("Events", "as", property_get_events, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("DurationMs", "u", property_get_duration, 0, SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("StartedAt", "t", NULL, offsetof(Session, started_at_usec), SD_BUS_VTABLE_PROPERTY_CONST),
-        SD_BUS_PROPERTY("BytesWritten", "t", property_get_stat, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("EventsRecorded", "t", property_get_stat, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("EventsLost", "t", property_get_stat, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_METHOD_WITH_ARGS("Stop", SD_BUS_NO_ARGS, SD_BUS_RESULT("a{sv}", stats),
-                                method_session_stop, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_VTABLE_END
-};
+                if (strcmp(session_properties[i].name, property) != 0)
+                        continue;
+                r = sd_bus_message_open_container(reply, 'v', session_properties[i].signature);
+                if (r >= 0)
+                        r = append_value(reply, s, property);
+                return r < 0 ? r : sd_bus_message_close_container(reply);
+        }
+        return -ENOENT;
+}
 
-/* Stop, on the Manager (with a path) or on the session itself. */
-int session_bus_method_stop(Session *s, sd_bus_message *m, sd_bus_error *error) {
-        uid_t uid;
+static int property_get(sd_bus *bus, const char *path, const char *interface, const char *property,
+                        sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Session *s = ASSERT_PTR(userdata);
         int r;
 
-        r = bus_sender_euid(m, &uid);
+        r = check_visible(bus, s, error);
         if (r < 0)
                 return r;
-        if (uid != 0 && uid != s->owner_uid)
-                return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                        "This tracing session belongs to another user.");
-
-        r = session_bus_queue_stop(s, m);
-        if (r < 0)
-                return r;
-        (void) session_stop(s, SESSION_END_STOPPED);
-        /* Answered from session_bus_ended(), once the trace is complete. */
-        return 1;
+        return append_value(reply, s, property);
 }
 
 static int method_session_stop(sd_bus_message *m, void *userdata, sd_bus_error *error) {
-        return session_bus_method_stop(ASSERT_PTR(userdata), m, error);
+        Session *s = ASSERT_PTR(userdata);
+        return manager_bus_stop(s->manager, s, m, error);
 }
+
+static int method_session_detach(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        Session *s = ASSERT_PTR(userdata);
+        const char *key;
+        int r;
+
+        r = sd_bus_message_read(m, "s", &key);
+        if (r < 0)
+                return r;
+        return manager_bus_detach(s->manager, s, key, m, error);
+}
+
+#define SESSION_PROPERTY(name, sig, flags) SD_BUS_PROPERTY(name, sig, property_get, 0, flags)
+
+const sd_bus_vtable session_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SESSION_PROPERTY("State", "s", SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SESSION_PROPERTY("OwnerUid", "u", SD_BUS_VTABLE_PROPERTY_CONST),
+        SESSION_PROPERTY("OutputPath", "s", SD_BUS_VTABLE_PROPERTY_CONST),
+        SESSION_PROPERTY("Detached", "b", SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SESSION_PROPERTY("Events", "as", SD_BUS_VTABLE_PROPERTY_CONST),
+        SESSION_PROPERTY("DurationMs", "u", SD_BUS_VTABLE_PROPERTY_CONST),
+        SESSION_PROPERTY("StartedAt", "t", SD_BUS_VTABLE_PROPERTY_CONST),
+        SESSION_PROPERTY("BytesWritten", "t", SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SESSION_PROPERTY("EventsRecorded", "t", SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SESSION_PROPERTY("EventsLost", "t", SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_METHOD_WITH_ARGS("Stop", SD_BUS_NO_ARGS, SD_BUS_RESULT("a{sv}", stats),
+                                method_session_stop, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Detach", SD_BUS_ARGS("s", key), SD_BUS_NO_RESULT,
+                                method_session_detach, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_VTABLE_END
+};

@@ -6,6 +6,7 @@
 #include "session.h"
 
 #define SESSION_PATH_PREFIX "/org/tracebus/Tracebus1/session"
+#define SESSION_INTERFACE "org.tracebus.Tracebus1.Session"
 
 extern const sd_bus_vtable session_vtable[];
 
@@ -20,6 +21,8 @@ Session *session_from_path(Manager *m, const char *path);
 
 /* Binds the session's lifetime to the sender of @m: when it leaves the bus, the session stops. */
 int session_bus_bind(Session *s, sd_bus_message *m);
+/* Detaches the session from its connection: it keeps recording when the client leaves. */
+void session_bus_unbind(Session *s);
 /* Keeps a Stop call to answer once the trace is complete. */
 int session_bus_queue_stop(Session *s, sd_bus_message *m);
 /* Stop's a{sv} stats. */
@@ -33,4 +36,3 @@ void session_bus_free(Session *s);
 
 /* The caller's EUID, as the bus reports it (SO_PEERCRED): never from the message. */
 int bus_sender_euid(sd_bus_message *m, uid_t *ret);
-int session_bus_method_stop(Session *s, sd_bus_message *m, sd_bus_error *error);

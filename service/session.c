@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "log.h"
@@ -202,6 +203,7 @@ Session *session_free(Session *s) {
         trace_instance_free(s->instance);
         session_config_done(&s->config);
         free(s->output_path);
+        free(s->detach_key);
         return mfree(s);
 }
 
@@ -224,4 +226,29 @@ int session_stop(Session *s, SessionEndReason reason) {
         session_bus_emit_state(s);
         log_info("Session %" PRIu64 " stopping (%s).", s->id, session_end_reason_to_string(reason));
         return 0;
+}
+
+bool session_detach_key_valid(const char *key) {
+        size_t n = key ? strlen(key) : 0;
+
+        if (n == 0 || n > SESSION_DETACH_KEY_MAX)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (key[i] < 0x20 || key[i] > 0x7e)
+                        return false;
+        return true;
+}
+
+Session *manager_find_detached(Manager *m, uid_t uid, const char *key) {
+        for (Session *s = m->sessions; s; s = s->next)
+                if (s->owner_uid == uid && s->detach_key && strcmp(s->detach_key, key) == 0 &&
+                    s->state != SESSION_ENDED)
+                        return s;
+        return NULL;
+}
+
+void session_set_detach_key(Session *s, char *key) {
+        free(s->detach_key);
+        s->detach_key = key;
+        log_info("Session %" PRIu64 " %s.", s->id, key ? "detached" : "attached");
 }

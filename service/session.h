@@ -46,6 +46,8 @@ struct Session {
         char *output_path;           /* set when the service chose the file */
         uint64_t started_at_usec;    /* CLOCK_REALTIME */
 
+        char *detach_key;            /* set while detached: the session outlives its client */
+
         SessionState state;
         SessionEndReason end_reason;
         int end_error;
@@ -76,3 +78,17 @@ Session *session_free(Session *s);
 int session_stop(Session *s, SessionEndReason reason);
 
 void session_get_stats(const Session *s, RecorderStats *ret);
+
+static inline bool session_is_detached(const Session *s) {
+        return s->detach_key != NULL;
+}
+
+/* Detach keys: 1 to 64 printable ASCII characters. */
+#define SESSION_DETACH_KEY_MAX 64u
+bool session_detach_key_valid(const char *key);
+
+/* Finds @uid's detached session with @key. Keys are per UID: other users' keys never match. */
+Session *manager_find_detached(Manager *m, uid_t uid, const char *key);
+
+/* Marks the session detached under @key (moved), or attached again with NULL. */
+void session_set_detach_key(Session *s, char *key);
