@@ -785,14 +785,17 @@ bool tb_busy_start(const char *comm, TbBusy *ret, GError **error) {
 }
 
 void tb_busy_stop(TbBusy *busy) {
-        pid_t *pids[] = { &busy->pid, &busy->peer_pid };
+        /* The pids stay in *busy: tests look for them in the trace after. */
+        pid_t pids[] = { busy->pid, busy->peer_pid };
+        if (busy->stopped)
+                return;
         for (size_t i = 0; i < G_N_ELEMENTS(pids); i++) {
-                if (*pids[i] > 0) {
-                        kill(*pids[i], SIGKILL);
-                        (void) waitpid(*pids[i], NULL, 0);
+                if (pids[i] > 0) {
+                        kill(pids[i], SIGKILL);
+                        (void) waitpid(pids[i], NULL, 0);
                 }
-                *pids[i] = 0;
         }
+        busy->stopped = true;
 }
 
 /* ---- tracefs and directories ---- */

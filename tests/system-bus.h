@@ -132,12 +132,14 @@ typedef struct {
         pid_t pid;      /* ping */
         pid_t peer_pid; /* pong */
         char comm[16];
+        bool stopped;
 } TbBusy;
 
 /* Two children named comm (PR_SET_NAME) ping-pong a byte through pipes, with
  * a short sleep every few rounds, so sched_switch/sched_waking events with
  * their pids keep coming. They die with the caller (PR_SET_PDEATHSIG). */
 bool tb_busy_start(const char *comm, TbBusy *ret, GError **error);
+/* Kills and reaps both; idempotent; keeps the pids for later checks. */
 void tb_busy_stop(TbBusy *busy);
 
 /* ---- tracefs and the trace dir ---- */

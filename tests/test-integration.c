@@ -639,22 +639,70 @@ static char **busctl_tokens(const char *s) {
         return (char **) g_ptr_array_free(a, FALSE);
 }
 
-/* (b) tbuser with plain busctl: Start, then Stop; the service writes the file. */
+static void snapshot_state(char ***ret_instances, char ***ret_files);
+
+/* A file the service wrote for uid: a new regular file directly in
+ * STATE_DIRECTORY/traces/<uid>/, owned by uid, mode 0600. */
+static void assert_service_file(const char *file, uid_t uid) {
+        g_autofree char *tdir = traces_dir();
+        g_autofree char *user_dir = g_strdup_printf("%s/%u/", tdir, (unsigned) uid);
+        struct stat st;
+
+        note("service-written file %s (expected in %s)\n", file, user_dir);
+        g_assert_true(g_str_has_prefix(file, user_dir));
+        g_assert_null(strchr(file + strlen(user_dir), '/'));
+        g_assert_cmpint(lstat(file, &st), ==, 0);
+        g_assert_true(S_ISREG(st.st_mode));
+        g_assert_cmpuint(st.st_uid, ==, uid);
+        g_assert_cmpuint(st.st_mode & 07777, ==, 0600);
+}
+
+/* The one new regular file under traces/ since before, as an absolute path. */
+static char *new_trace_file(char **files_before) {
+        g_autofree char *tdir = traces_dir();
+        g_auto(GStrv) now = tb_list_tree(tdir), added = tb_strv_added(files_before, now);
+        char *found = NULL;
+
+        for (size_t i = 0; added[i]; i++) {
+                g_autofree char *full = g_build_filename(tdir, added[i], NULL);
+                note("new in the trace dir: %s\n", added[i]);
+                if (g_file_test(full, G_FILE_TEST_IS_REGULAR)) {
+                        g_assert_null(found);
+                        found = g_steal_pointer(&full);
+                }
+        }
+        return found;
+}
+
+/* busctl's a{sv} output (a{sv} N "Key" t 1 "OutputPath" s "/x" ...) -> table. */
+static GHashTable *busctl_stats(const char *out) {
+        g_auto(GStrv) tok = busctl_tokens(out);
+        GHashTable *h = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+
+        g_assert_cmpstr(tok[0], ==, "a{sv}");
+        for (size_t i = 2; tok[i] && tok[i + 1] && tok[i + 2]; i += 3)
+                g_hash_table_insert(h, g_strdup(tok[i]), g_strdup(tok[i + 2]));
+        return h;
+}
+
+/* (b1) tbuser with plain busctl. busctl leaves the bus right after Start, and
+ * a session belongs to its client's connection: it ends (client-vanished),
+ * and the file the service chose is complete. Stop afterwards is logged. */
 static void test_busctl_service_file(void) {
         g_autofree char *config = config_text(10000);
         const char *start_argv[] = { "busctl", "--system", "call", TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_IFACE,
                                      "Start", "sa{sv}", config, "0", NULL };
         g_auto(TbCommandResult) start = { 0 }, stop = { 0 };
         g_autoptr(GError) error = NULL;
-        g_auto(GStrv) tok = NULL, stok = NULL;
-        g_autofree char *output_path = NULL, *user_dir = NULL, *tdir = traces_dir();
+        g_auto(GStrv) tok = NULL, inst = NULL, files = NULL;
+        g_autofree char *file = NULL;
         g_auto(TbTraceSummary) s = { 0 };
         g_auto(TbUser) u = { 0 };
         TbBusy busy;
-        struct stat st;
         const char *path;
 
         g_assert_true(tb_user_lookup("tbuser", &u, NULL));
+        snapshot_state(&inst, &files);
         g_assert_true(tb_busy_start("tbbusy-ctl", &busy, &error));
         g_assert_true(tb_run_as_user("tbuser", start_argv, &start, &error));
         log_command("busctl Start as tbuser", &start);
@@ -665,38 +713,77 @@ static void test_busctl_service_file(void) {
         path = tok[1];
         g_assert_true(g_variant_is_object_path(path));
         g_assert_true(g_str_has_prefix(path, TB_MANAGER_PATH "/session/"));
-        g_usleep(500 * 1000);
 
+        g_assert_true(tb_wait_session_over(tb_bus()->conn, path, NULL, 15000, &error));
+        g_assert_no_error(error);
+        {
+                g_auto(GStrv) now = tb_tracebus_instances(), added = tb_strv_added(inst, now);
+                g_assert_cmpuint(g_strv_length(added), ==, 0);
+        }
         {
                 const char *stop_argv[] = { "busctl", "--system", "call", TB_BUS_NAME, TB_MANAGER_PATH,
                                             TB_MANAGER_IFACE, "Stop", "o", path, NULL };
                 g_assert_true(tb_run_as_user("tbuser", stop_argv, &stop, &error));
         }
         tb_busy_stop(&busy);
-        log_command("busctl Stop as tbuser", &stop);
-        g_assert_true(tb_command_succeeded(&stop));
+        log_command("busctl Stop as tbuser, after busctl's Start connection is gone", &stop);
 
-        /* a{sv} N "Key" t 1 "OutputPath" s "/..." ... */
-        stok = busctl_tokens(stop.out);
-        g_assert_cmpstr(stok[0], ==, "a{sv}");
-        for (size_t i = 2; stok[i] && stok[i + 1] && stok[i + 2]; i += 3) {
-                if (g_str_equal(stok[i], "OutputPath")) {
-                        g_assert_cmpstr(stok[i + 1], ==, "s");
-                        output_path = g_strdup(stok[i + 2]);
-                }
+        file = new_trace_file(files);
+        g_assert_nonnull(file);
+        if (tb_command_succeeded(&stop)) {
+                g_autoptr(GHashTable) st = busctl_stats(stop.out);
+                const char *op = g_hash_table_lookup(st, "OutputPath");
+                if (op)
+                        g_assert_cmpstr(op, ==, file);
         }
-        g_assert_nonnull(output_path);
-
-        user_dir = g_strdup_printf("%s/%u/", tdir, (unsigned) u.uid);
-        note("OutputPath %s (expected under %s)\n", output_path, user_dir);
-        g_assert_true(g_str_has_prefix(output_path, user_dir));
-        g_assert_null(strstr(output_path + strlen(user_dir), "/"));
-        g_assert_cmpint(lstat(output_path, &st), ==, 0);
-        g_assert_true(S_ISREG(st.st_mode));
-        g_assert_cmpuint(st.st_uid, ==, u.uid);
-        g_assert_cmpuint(st.st_mode & 07777, ==, 0600);
-        summarise(output_path, &s);
+        assert_service_file(file, u.uid);
+        summarise(file, &s);
         assert_trace_complete(&s);
+}
+
+/* (b2) tbuser keeps the connection, then stops: Stop's OutputPath is the
+ * file the service chose, and matches the session's OutputPath property. */
+static void test_stop_output_path(void) {
+        g_autofree char *path = NULL, *err = NULL, *state = NULL, *stats = NULL;
+        g_autoptr(GHashTable) st = NULL;
+        g_autoptr(GVariant) prop = NULL;
+        g_autoptr(GError) error = NULL;
+        g_auto(TbTraceSummary) s = { 0 };
+        g_auto(TbUser) u = { 0 };
+        const char *file;
+        ClientSpec holder = { .user = "tbuser", .op = OP_START, .events = sched_events, .duration_ms = 60000,
+                              .output_fd = -1, .hold = true };
+        TbBusy busy;
+        Client c;
+
+        g_assert_true(tb_user_lookup("tbuser", &u, NULL));
+        g_assert_true(tb_busy_start("tbbusy-path", &busy, &error));
+        client_spawn(&holder, &c);
+        path = client_expect(&c, 'O', 30000, &err);
+        if (!path)
+                g_error("tbuser's Start failed: %s", err);
+        state = wait_state(path, "recording", 10000);
+        g_assert_cmpstr(state, ==, "recording");
+        prop = tb_get_property(tb_bus()->conn, path, TB_SESSION_IFACE, "OutputPath", &error);
+        g_assert_no_error(error);
+        g_usleep(500 * 1000);
+
+        g_assert_cmpint(write(c.ctl_fd, "s", 1), ==, 1);
+        stats = client_expect(&c, 'S', 30000, &err);
+        client_finish(&c, 10000);
+        tb_busy_stop(&busy);
+        if (!stats)
+                g_error("tbuser's Stop failed: %s", err);
+        note("Stop stats:%s\n", stats);
+        st = parse_stats(stats);
+        file = g_hash_table_lookup(st, "OutputPath");
+        g_assert_nonnull(file);
+        g_assert_cmpstr(g_variant_get_string(prop, NULL), ==, file);
+        g_assert_cmpstr(g_hash_table_lookup(st, "Reason"), ==, "stopped");
+        assert_service_file(file, u.uid);
+        summarise(file, &s);
+        assert_trace_complete(&s);
+        assert_busy_seen(&s, &busy);
 }
 
 static void snapshot_state(char ***ret_instances, char ***ret_files) {
@@ -792,7 +879,10 @@ static void test_stop_other_uid(void) {
                 e2 = client_run(&via_session, NULL);
         }
         g_assert_cmpstr(e1, ==, ERR_ACCESS_DENIED);
-        g_assert_cmpstr(e2, ==, ERR_ACCESS_DENIED);
+        /* tracebusd shows a session object only to its owner and root, so
+         * Session.Stop() from another UID may also find no object at all. */
+        if (g_strcmp0(e2, "org.freedesktop.DBus.Error.UnknownObject") != 0)
+                g_assert_cmpstr(e2, ==, ERR_ACCESS_DENIED);
         g_free(state);
         state = tb_session_state(tb_bus()->conn, path, &error);
         g_assert_no_error(error);
@@ -908,15 +998,52 @@ static void test_service_survived(void) {
         g_assert_cmpuint(g_strv_length(inst), ==, 0);
 }
 
-/* In the parent, last: SIGTERM makes the service exit cleanly. */
+/* In the parent, last (assertions are non-fatal here): SIGTERM while a
+ * session records makes the service finalize it and exit cleanly. */
 static void test_shutdown(void) {
-        int status = tb_system_bus_stop_service(tb_bus(), 30000);
-        g_autofree char *s = tb_wait_status_to_string(status);
-        g_auto(GStrv) inst = tb_tracebus_instances();
+        g_autofree char *out_path = NULL, *path = NULL, *err = NULL, *state = NULL, *desc = NULL, *st_str = NULL;
+        g_auto(GStrv) inst = NULL;
+        g_auto(TbTraceSummary) s = { 0 };
+        g_autoptr(GError) error = NULL;
+        int fd = open_output("shutdown.pftrace", &out_path), status;
+        ClientSpec holder = { .user = "tbuser", .op = OP_START, .events = sched_events, .duration_ms = 60000,
+                              .output_fd = fd, .hold = true };
+        Client c;
 
-        g_printerr("# tracebusd after SIGTERM: %s\n", s);
+        client_spawn(&holder, &c);
+        close(fd);
+        path = client_expect(&c, 'O', 30000, &err);
+        if (!path)
+                note("tbuser's Start failed: %s\n", err);
+        g_assert_nonnull(path);
+        if (path) {
+                state = wait_state(path, "recording", 10000);
+                g_assert_cmpstr(state, ==, "recording");
+                g_usleep(500 * 1000);
+        }
+
+        status = tb_system_bus_stop_service(tb_bus(), 30000);
+        st_str = tb_wait_status_to_string(status);
+        g_printerr("# tracebusd after SIGTERM with a session recording: %s\n", st_str);
         g_assert_true(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        client_finish(&c, 5000);
+
+        inst = tb_tracebus_instances();
+        for (size_t i = 0; inst[i]; i++)
+                note("left-over instance: %s\n", inst[i]);
         g_assert_cmpuint(g_strv_length(inst), ==, 0);
+
+        if (path) {
+                if (tb_trace_file_read(out_path, &s, &error)) {
+                        desc = tb_trace_summary_describe(&s);
+                        note("%s: %s\n", out_path, desc);
+                        g_assert_true(s.has_clock_snapshot && s.has_tracing_started);
+                        g_assert_cmpuint(s.n_sched_switch + s.n_compact_switch, >, 0);
+                } else {
+                        note("trace of the session cut by SIGTERM does not decode: %s\n", error->message);
+                        g_assert_not_reached();
+                }
+        }
         if (g_test_failed())
                 tb_test_note_failure();
 }
@@ -933,6 +1060,7 @@ int main(int argc, char **argv) {
                 tb_test_add_isolated("/bus/integration/a-cli-config-file", test_cli_config_file);
                 tb_test_add_isolated("/bus/integration/a-cli-denied", test_cli_denied);
                 tb_test_add_isolated("/bus/integration/b-busctl-service-file", test_busctl_service_file);
+                tb_test_add_isolated("/bus/integration/b-stop-output-path", test_stop_output_path);
                 tb_test_add_isolated("/bus/integration/c-denied", test_denied);
                 tb_test_add_isolated("/bus/integration/d-challenge", test_challenge);
                 tb_test_add_isolated("/bus/integration/e-stop-other-uid", test_stop_other_uid);
