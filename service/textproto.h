@@ -15,9 +15,19 @@
  * *@ret_error (if not NULL) a malloc'd one-line message of the form
  * "SOURCE:LINE:COLUMN: what is wrong", naming the field; @source_name is SOURCE.
  * Other negative errno values (-ENOMEM) are returned without a message.
+ *
+ * The input comes from unprivileged D-Bus clients, so it is bounded: at most
+ * TEXTPROTO_MAX_SIZE bytes, no NUL bytes, and messages nested at most
+ * TEXTPROTO_MAX_DEPTH deep below the top-level one. Anything beyond is -EINVAL
+ * with a message. Apart from @source_name, the error text is printable ASCII
+ * (other bytes of the input are shown as \xHH), so it can go into a D-Bus error
+ * as is. A NULL @source_name reads "<input>".
  */
 int textproto_parse(const ProtobufCMessageDescriptor *desc,
                     const char *text, size_t len,
                     const char *source_name,
                     ProtobufCMessage **ret,
                     char **ret_error);
+
+#define TEXTPROTO_MAX_SIZE (4U * 1024U * 1024U)
+#define TEXTPROTO_MAX_DEPTH 64U
