@@ -786,6 +786,67 @@ static void test_stop_output_path(void) {
         assert_busy_seen(&s, &busy);
 }
 
+/* (b3) busctl with DetachKey: the session outlives busctl's connection, and
+ * a later busctl Stop returns OutputPath: the service's file for tbuser. */
+static void test_busctl_detached(void) {
+        g_autofree char *config = config_text(30000);
+        const char *start_argv[] = { "busctl", "--system", "call", TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_IFACE,
+                                     "Start", "sa{sv}", config, "1", "DetachKey", "s", "tb-detach-1", NULL };
+        const char *is_argv[] = { "busctl", "--system", "call", TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_IFACE,
+                                  "IsDetached", "s", "tb-detach-1", NULL };
+        g_auto(TbCommandResult) start = { 0 }, isdet = { 0 }, stop = { 0 };
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GHashTable) st = NULL;
+        g_autoptr(GVariant) detached = NULL;
+        g_auto(GStrv) tok = NULL;
+        g_autofree char *state = NULL;
+        g_auto(TbTraceSummary) s = { 0 };
+        g_auto(TbUser) u = { 0 };
+        const char *file;
+        TbBusy busy;
+        const char *path;
+
+        g_assert_true(tb_user_lookup("tbuser", &u, NULL));
+        g_assert_true(tb_busy_start("tbbusy-det", &busy, &error));
+        g_assert_true(tb_run_as_user("tbuser", start_argv, &start, &error));
+        log_command("busctl Start (DetachKey) as tbuser", &start);
+        g_assert_true(tb_command_succeeded(&start));
+        tok = busctl_tokens(start.out);
+        g_assert_cmpuint(g_strv_length(tok), ==, 2);
+        path = tok[1];
+
+        /* busctl is gone; the session is not. */
+        g_usleep(500 * 1000);
+        state = tb_session_state(tb_bus()->conn, path, &error);
+        g_assert_no_error(error);
+        g_assert_cmpstr(state, ==, "recording");
+        detached = tb_get_property(tb_bus()->conn, path, TB_SESSION_IFACE, "Detached", &error);
+        g_assert_no_error(error);
+        g_assert_true(g_variant_get_boolean(detached));
+        g_assert_true(tb_run_as_user("tbuser", is_argv, &isdet, &error));
+        log_command("busctl IsDetached as tbuser", &isdet);
+        g_assert_true(tb_command_succeeded(&isdet));
+        g_assert_cmpstr(g_strstrip(isdet.out), ==, "b true");
+
+        {
+                const char *stop_argv[] = { "busctl", "--system", "call", TB_BUS_NAME, TB_MANAGER_PATH,
+                                            TB_MANAGER_IFACE, "Stop", "o", path, NULL };
+                g_assert_true(tb_run_as_user("tbuser", stop_argv, &stop, &error));
+        }
+        tb_busy_stop(&busy);
+        log_command("busctl Stop as tbuser", &stop);
+        g_assert_true(tb_command_succeeded(&stop));
+        st = busctl_stats(stop.out);
+        file = g_hash_table_lookup(st, "OutputPath");
+        g_assert_nonnull(file);
+        g_assert_cmpstr(g_hash_table_lookup(st, "Reason"), ==, "stopped");
+        g_assert_true(tb_wait_session_over(tb_bus()->conn, path, NULL, 10000, &error));
+        assert_service_file(file, u.uid);
+        summarise(file, &s);
+        assert_trace_complete(&s);
+        assert_busy_seen(&s, &busy);
+}
+
 static void snapshot_state(char ***ret_instances, char ***ret_files) {
         g_autofree char *tdir = traces_dir();
         *ret_instances = tb_tracebus_instances();
@@ -915,6 +976,41 @@ static void test_stop_other_uid(void) {
         summarise(out_path, &s);
         assert_trace_complete(&s);
         assert_busy_seen(&s, &busy);
+}
+
+/* (e2) tbadmin holds org.tracebus.manage: it may stop tbuser's session. */
+static void test_admin_stops_other(void) {
+        g_autofree char *out_path = NULL, *path = NULL, *err = NULL, *state = NULL, *stats = NULL;
+        g_autofree char *e = NULL;
+        g_autoptr(GHashTable) st = NULL;
+        g_auto(TbTraceSummary) s = { 0 };
+        g_autoptr(GError) error = NULL;
+        int fd = open_output("admin-stop.pftrace", &out_path);
+        ClientSpec holder = { .user = "tbuser", .op = OP_START, .events = sched_events, .duration_ms = 60000,
+                              .output_fd = fd, .hold = true };
+        Client c;
+
+        client_spawn(&holder, &c);
+        close(fd);
+        path = client_expect(&c, 'O', 30000, &err);
+        if (!path)
+                g_error("tbuser's Start failed: %s", err);
+        state = wait_state(path, "recording", 10000);
+        g_assert_cmpstr(state, ==, "recording");
+        g_usleep(300 * 1000);
+        {
+                ClientSpec admin = { .user = "tbadmin", .op = OP_STOP_MANAGER, .path = path, .output_fd = -1 };
+                e = client_run(&admin, &stats);
+        }
+        g_assert_null(e);
+        note("tbadmin's Stop stats:%s\n", stats);
+        st = parse_stats(stats);
+        g_assert_nonnull(g_hash_table_lookup(st, "Events"));
+        g_assert_true(tb_wait_session_over(tb_bus()->conn, path, NULL, 10000, &error));
+        g_assert_no_error(error);
+        client_finish(&c, 5000);
+        summarise(out_path, &s);
+        assert_trace_complete(&s);
 }
 
 /* (f) The client is killed with SIGKILL while recording. */
@@ -1061,9 +1157,11 @@ int main(int argc, char **argv) {
                 tb_test_add_isolated("/bus/integration/a-cli-denied", test_cli_denied);
                 tb_test_add_isolated("/bus/integration/b-busctl-service-file", test_busctl_service_file);
                 tb_test_add_isolated("/bus/integration/b-stop-output-path", test_stop_output_path);
+                tb_test_add_isolated("/bus/integration/b-busctl-detached", test_busctl_detached);
                 tb_test_add_isolated("/bus/integration/c-denied", test_denied);
                 tb_test_add_isolated("/bus/integration/d-challenge", test_challenge);
                 tb_test_add_isolated("/bus/integration/e-stop-other-uid", test_stop_other_uid);
+                tb_test_add_isolated("/bus/integration/e-admin-stops-other", test_admin_stops_other);
                 tb_test_add_isolated("/bus/integration/f-client-killed", test_client_killed);
                 tb_test_add_isolated("/bus/integration/g-bad-input", test_bad_input);
                 tb_test_add_isolated("/bus/integration/h-service-survived", test_service_survived);
