@@ -16,6 +16,37 @@
 typedef struct FtraceParser FtraceParser;
 typedef struct FtraceBundle FtraceBundle;
 
+/* FtraceEventBundle.FtraceError.status values (Perfetto's FtraceParseStatus). */
+typedef enum FtraceParseStatus {
+        FTRACE_STATUS_OK = 1,
+        FTRACE_STATUS_ABI_INVALID_PAGE_HEADER = 4,
+        FTRACE_STATUS_ABI_SHORT_EVENT_HEADER = 5,
+        FTRACE_STATUS_ABI_NULL_PADDING = 6,
+        FTRACE_STATUS_ABI_SHORT_PADDING_LENGTH = 7,
+        FTRACE_STATUS_ABI_INVALID_PADDING_LENGTH = 8,
+        FTRACE_STATUS_ABI_SHORT_TIME_EXTEND = 9,
+        FTRACE_STATUS_ABI_SHORT_TIME_STAMP = 10,
+        FTRACE_STATUS_ABI_SHORT_DATA_LENGTH = 11,
+        FTRACE_STATUS_ABI_ZERO_DATA_LENGTH = 12,
+        FTRACE_STATUS_ABI_INVALID_DATA_LENGTH = 13,
+        FTRACE_STATUS_ABI_SHORT_EVENT_ID = 14,
+        FTRACE_STATUS_ABI_END_OVERFLOW = 15,
+        FTRACE_STATUS_SHORT_COMPACT_EVENT = 16,
+        FTRACE_STATUS_INVALID_EVENT = 17,
+} FtraceParseStatus;
+
+/* Totals over the parser's life, for logs and tests. */
+typedef struct FtraceParserStats {
+        uint64_t pages;             /* pages given to ftrace_parser_parse_page() */
+        uint64_t bad_pages;         /* ... of which malformed (-EBADMSG) */
+        uint64_t lost_pages;        /* ... whose header had the missed-events flag */
+        uint64_t events;            /* events appended to bundles */
+        uint64_t skipped;           /* data records of events that were not added */
+        uint64_t time_extends;      /* time-extend records */
+        uint64_t time_stamps;       /* absolute time-stamp records */
+        uint64_t paddings;          /* padding records (discarded events, page tails) */
+} FtraceParserStats;
+
 int ftrace_parser_new(FtraceParser **ret);
 FtraceParser *ftrace_parser_free(FtraceParser *p);
 
@@ -23,8 +54,16 @@ FtraceParser *ftrace_parser_free(FtraceParser *p);
 int ftrace_parser_load_header_page(FtraceParser *p, const char *text, size_t len);
 
 /* The text of events/@group/<name>/format. Events that were not added are skipped when
- * found in a page (and counted in ftrace_bundle_n_skipped()). */
+ * found in a page (and counted in ftrace_bundle_n_skipped()). Adding an event id that
+ * is already known is a no-op. Returns the event id. */
 int ftrace_parser_add_event(FtraceParser *p, const char *group, const char *text, size_t len);
+
+void ftrace_parser_get_stats(const FtraceParser *p, FtraceParserStats *ret);
+
+/* Whether the header of @page has the missed-events flag, so that a reader can pack
+ * the current bundle first and give the loss its own bundle, as traced_probes does.
+ * Returns 1, 0, or -EBADMSG for a page too short to have a header. */
+int ftrace_parser_page_lost_events(const FtraceParser *p, const void *page, size_t size);
 
 /* A bundle collects the events of one CPU between two packs. */
 /* With @compact_sched, sched_switch and sched_waking go into FtraceEventBundle.compact_sched. */
@@ -37,8 +76,14 @@ FtraceBundle *ftrace_bundle_free(FtraceBundle *b);
  * events decoded before the damage are kept, and an FtraceError is recorded). */
 int ftrace_parser_parse_page(FtraceParser *p, const void *page, size_t size, FtraceBundle *b);
 
+/* Events appended since the last pack (full and compact). */
 size_t ftrace_bundle_n_events(const FtraceBundle *b);
+/* Data records of unknown events met since the last pack. */
+size_t ftrace_bundle_n_skipped(const FtraceBundle *b);
+/* FtraceErrors recorded since the last pack. */
+size_t ftrace_bundle_n_errors(const FtraceBundle *b);
 bool ftrace_bundle_lost_events(const FtraceBundle *b);
+/* Timestamp of the last event appended, or of the previous bundle's last event. */
 uint64_t ftrace_bundle_last_timestamp(const FtraceBundle *b);
 
 /* Serializes the collected events as an FtraceEventBundle message (not wrapped in a

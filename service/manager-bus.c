@@ -261,7 +261,7 @@ static int check_key_free(Manager *m, uid_t uid, const char *key, sd_bus_error *
 static int start_session(BusRequest *req, sd_bus_error *error) {
         Manager *m = req->manager;
         _cleanup_free_ char *path = NULL;
-        bool per_uid;
+        bool per_uid, output_passed;
         Session *s = NULL;
         int r;
 
@@ -277,7 +277,8 @@ static int start_session(BusRequest *req, sd_bus_error *error) {
                         return r;
         }
 
-        if (req->output_fd < 0) {
+        output_passed = req->output_fd >= 0;
+        if (!output_passed) {
                 r = create_output(m, req, &path, error);
                 if (r < 0)
                         return r;
@@ -292,9 +293,10 @@ static int start_session(BusRequest *req, sd_bus_error *error) {
         manager_add_session(m, s);
 
         /* Started detached, the session is never bound: no window in which a vanishing
-         * client would stop it. */
-        if (req->detach_key)
-                session_set_detach_key(s, TAKE_PTR(req->detach_key));
+         * client would stop it. Without Output, the caller cannot hold a connection
+         * (busctl): the session is detached, keyless, and stopped by its path. */
+        if (req->detach_key || !output_passed)
+                session_set_detached(s, true, TAKE_PTR(req->detach_key));
         else {
                 r = session_bus_bind(s, req->message);
                 if (r < 0) {
@@ -444,8 +446,8 @@ int manager_bus_detach(Manager *m, Session *s, const char *key, sd_bus_message *
                                         "This tracing session belongs to another user.");
         if (s->state != SESSION_RECORDING)
                 return sd_bus_error_set(error, TB_ERROR_NO_SUCH_SESSION, "The tracing session is ending.");
-        if (session_is_detached(s))
-                return sd_bus_error_setf(error, TB_ERROR_KEY_IN_USE, "The session is already detached.");
+        if (s->detach_key)
+                return sd_bus_error_setf(error, TB_ERROR_KEY_IN_USE, "The session is already detached under a key.");
         r = check_key_free(m, uid, key, error);
         if (r < 0)
                 return r;
@@ -454,7 +456,7 @@ int manager_bus_detach(Manager *m, Session *s, const char *key, sd_bus_message *
         if (!copy)
                 return -ENOMEM;
         session_bus_unbind(s);
-        session_set_detach_key(s, TAKE_PTR(copy));
+        session_set_detached(s, true, TAKE_PTR(copy));
         session_bus_emit_state(s);
         return sd_bus_reply_method_return(message, NULL);
 }
@@ -500,7 +502,7 @@ static int method_attach(sd_bus_message *message, void *userdata, sd_bus_error *
         r = session_bus_bind(s, message);
         if (r < 0)
                 return r;
-        session_set_detach_key(s, NULL);
+        session_set_detached(s, false, NULL);
         session_bus_emit_state(s);
         return reply_with_session(message, s);
 }

@@ -247,8 +247,10 @@ Session *manager_find_detached(Manager *m, uid_t uid, const char *key) {
         return NULL;
 }
 
-void session_set_detach_key(Session *s, char *key) {
+void session_set_detached(Session *s, bool detached, char *key) {
         free(s->detach_key);
         s->detach_key = key;
-        log_info("Session %" PRIu64 " %s.", s->id, key ? "detached" : "attached");
+        s->detached = detached;
+        log_info("Session %" PRIu64 " %s%s%s.", s->id, detached ? "detached" : "attached",
+                 key ? " under key " : "", strempty(key));
 }

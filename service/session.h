@@ -46,7 +46,11 @@ struct Session {
         char *output_path;           /* set when the service chose the file */
         uint64_t started_at_usec;    /* CLOCK_REALTIME */
 
-        char *detach_key;            /* set while detached: the session outlives its client */
+        /* A detached session outlives its client. It has a key when Detach or DetachKey
+         * gave it one; a session writing into the trace directory starts detached
+         * without one, since its callers (busctl) leave the bus right after Start. */
+        bool detached;
+        char *detach_key;
 
         SessionState state;
         SessionEndReason end_reason;
@@ -80,7 +84,7 @@ int session_stop(Session *s, SessionEndReason reason);
 void session_get_stats(const Session *s, RecorderStats *ret);
 
 static inline bool session_is_detached(const Session *s) {
-        return s->detach_key != NULL;
+        return s->detached;
 }
 
 /* Detach keys: 1 to 64 printable ASCII characters. */
@@ -90,5 +94,5 @@ bool session_detach_key_valid(const char *key);
 /* Finds @uid's detached session with @key. Keys are per UID: other users' keys never match. */
 Session *manager_find_detached(Manager *m, uid_t uid, const char *key);
 
-/* Marks the session detached under @key (moved), or attached again with NULL. */
-void session_set_detach_key(Session *s, char *key);
+/* Marks the session detached, under @key (moved; may be NULL), or attached again. */
+void session_set_detached(Session *s, bool detached, char *key);
