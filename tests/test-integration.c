@@ -685,21 +685,23 @@ static GHashTable *busctl_stats(const char *out) {
         return h;
 }
 
-/* (b1) tbuser with plain busctl. busctl leaves the bus right after Start, and
- * a session belongs to its client's connection: it ends (client-vanished),
- * and the file the service chose is complete. Stop afterwards is logged. */
+/* (b1) tbuser with plain busctl: Start, then Stop. busctl leaves the bus
+ * right after Start; a session writing into the trace directory starts
+ * detached, so it keeps recording until Stop, whose OutputPath is a new file
+ * of tbuser's in STATE_DIRECTORY/traces/<uid>/. */
 static void test_busctl_service_file(void) {
-        g_autofree char *config = config_text(10000);
+        g_autofree char *config = config_text(20000);
         const char *start_argv[] = { "busctl", "--system", "call", TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_IFACE,
                                      "Start", "sa{sv}", config, "0", NULL };
         g_auto(TbCommandResult) start = { 0 }, stop = { 0 };
         g_autoptr(GError) error = NULL;
+        g_autoptr(GHashTable) st = NULL;
         g_auto(GStrv) tok = NULL, inst = NULL, files = NULL;
-        g_autofree char *file = NULL;
+        g_autofree char *state = NULL, *created = NULL;
         g_auto(TbTraceSummary) s = { 0 };
         g_auto(TbUser) u = { 0 };
+        const char *path, *file;
         TbBusy busy;
-        const char *path;
 
         g_assert_true(tb_user_lookup("tbuser", &u, NULL));
         snapshot_state(&inst, &files);
@@ -714,31 +716,36 @@ static void test_busctl_service_file(void) {
         g_assert_true(g_variant_is_object_path(path));
         g_assert_true(g_str_has_prefix(path, TB_MANAGER_PATH "/session/"));
 
-        g_assert_true(tb_wait_session_over(tb_bus()->conn, path, NULL, 15000, &error));
+        g_usleep(500 * 1000);
+        state = tb_session_state(tb_bus()->conn, path, &error);
         g_assert_no_error(error);
-        {
-                g_auto(GStrv) now = tb_tracebus_instances(), added = tb_strv_added(inst, now);
-                g_assert_cmpuint(g_strv_length(added), ==, 0);
-        }
+        g_assert_cmpstr(state, ==, "recording");
         {
                 const char *stop_argv[] = { "busctl", "--system", "call", TB_BUS_NAME, TB_MANAGER_PATH,
                                             TB_MANAGER_IFACE, "Stop", "o", path, NULL };
                 g_assert_true(tb_run_as_user("tbuser", stop_argv, &stop, &error));
         }
         tb_busy_stop(&busy);
-        log_command("busctl Stop as tbuser, after busctl's Start connection is gone", &stop);
-
-        file = new_trace_file(files);
+        log_command("busctl Stop as tbuser", &stop);
+        g_assert_true(tb_command_succeeded(&stop));
+        st = busctl_stats(stop.out);
+        file = g_hash_table_lookup(st, "OutputPath");
         g_assert_nonnull(file);
-        if (tb_command_succeeded(&stop)) {
-                g_autoptr(GHashTable) st = busctl_stats(stop.out);
-                const char *op = g_hash_table_lookup(st, "OutputPath");
-                if (op)
-                        g_assert_cmpstr(op, ==, file);
+        g_assert_cmpstr(g_hash_table_lookup(st, "Reason"), ==, "stopped");
+        g_assert_true(tb_wait_session_over(tb_bus()->conn, path, NULL, 10000, &error));
+        g_assert_no_error(error);
+        {
+                g_auto(GStrv) now = tb_tracebus_instances(), added = tb_strv_added(inst, now);
+                g_assert_cmpuint(g_strv_length(added), ==, 0);
         }
+
+        /* It is the one new file, and the service made it for tbuser. */
+        created = new_trace_file(files);
+        g_assert_cmpstr(created, ==, file);
         assert_service_file(file, u.uid);
         summarise(file, &s);
         assert_trace_complete(&s);
+        assert_busy_seen(&s, &busy);
 }
 
 /* (b2) tbuser keeps the connection, then stops: Stop's OutputPath is the
