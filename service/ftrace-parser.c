@@ -124,11 +124,22 @@ static inline size_t pb_varint_len(uint64_t v) {
         return n;
 }
 
+/* Callers reserve 10 bytes. Most values (prio, cpu, state, lengths) take one byte,
+ * pids two or three, timestamps six. */
 static inline uint8_t *pb_varint(uint8_t *p, uint64_t v) {
-        while (v >= 0x80) {
+        if (_likely_(v < 0x80)) {
+                *p = (uint8_t) v;
+                return p + 1;
+        }
+        if (v < 0x4000) {
+                p[0] = (uint8_t) v | 0x80;
+                p[1] = (uint8_t) (v >> 7);
+                return p + 2;
+        }
+        do {
                 *p++ = (uint8_t) v | 0x80;
                 v >>= 7;
-        }
+        } while (v >= 0x80);
         *p++ = (uint8_t) v;
         return p;
 }
@@ -336,21 +347,28 @@ typedef struct FtraceErrorEntry {
         uint32_t status;
 } FtraceErrorEntry;
 
-/* Comms of the compact events, each stored once per bundle. */
+/* Comms of the compact events, each stored once per bundle. A comm is at most 16
+ * bytes (TASK_COMM_LEN; checked when the event is added), so the key is two words,
+ * zero-padded after the string: hashing and comparing take no loop over bytes. */
+typedef struct InternKey {
+        uint64_t w[2];
+} InternKey;
+
 typedef struct Interner {
-        Buf pool;                 /* the strings, back to back */
-        uint32_t *offsets;        /* per entry: start in pool */
+        InternKey *keys;          /* per entry */
         uint8_t *lengths;
         size_t n, allocated;
         uint32_t *slots;          /* open addressing: entry index + 1, 0 is free */
-        size_t n_slots;
+        size_t n_slots;           /* a power of two, at least twice n */
 } Interner;
 
+/* One group of columns (sched_switch's or sched_waking's): every column has room
+ * for @room more events, each value being at most 10 bytes. */
 typedef struct CompactSched {
         Buf col[_COL_MAX];        /* packed varints, ready to be copied */
         Interner names;
         uint64_t last_switch_ts, last_waking_ts;
-        size_t n_switch, n_waking;
+        size_t switch_room, waking_room;
 } CompactSched;
 
 struct FtraceBundle {
@@ -620,8 +638,8 @@ static void event_info_setup_compact(EventInfo *e, const struct tep_event *ev, u
         for (size_t i = 0; i < 4; i++) {
                 int idx = find_field_index(e, ev, names[i], i == 3 ? SRC_CHARS : SRC_INT);
 
-                /* The interner keeps string lengths in a byte. */
-                if (idx < 0 || e->fields[idx].size > UINT8_MAX)
+                /* The interner keys are 16 bytes: TASK_COMM_LEN. */
+                if (idx < 0 || (i == 3 && e->fields[idx].size > sizeof(InternKey)))
                         return;
                 e->compact_fields[i] = (int8_t) idx;
         }
@@ -837,8 +855,7 @@ int ftrace_parser_page_lost_events(const FtraceParser *p, const void *page, size
 /* ---- bundles ------------------------------------------------------------------------ */
 
 static void interner_done(Interner *in) {
-        buf_done(&in->pool);
-        in->offsets = mfree(in->offsets);
+        in->keys = mfree(in->keys);
         in->lengths = mfree(in->lengths);
         in->slots = mfree(in->slots);
         in->n = in->allocated = in->n_slots = 0;
@@ -846,7 +863,6 @@ static void interner_done(Interner *in) {
 
 static void interner_reset(Interner *in) {
         in->n = 0;
-        in->pool.len = 0;
         if (in->slots)
                 memset(in->slots, 0, in->n_slots * sizeof(uint32_t));
 }
@@ -862,7 +878,7 @@ static void compact_sched_reset(CompactSched *c) {
                 c->col[i].len = 0;
         interner_reset(&c->names);
         c->last_switch_ts = c->last_waking_ts = 0;
-        c->n_switch = c->n_waking = 0;
+        c->switch_room = c->waking_room = 0;
 }
 
 int ftrace_bundle_new(uint32_t cpu, bool compact_sched, FtraceBundle **ret) {
@@ -943,30 +959,55 @@ static void bundle_add_error(FtraceBundle *b, uint64_t timestamp, FtraceParseSta
 
 /* ---- the hot path ------------------------------------------------------------------- */
 
+/* If-chains, not switches: a jump table's indirect branch per field costs more here
+ * than the few well-predicted compares (and kernel formats are mostly 4 and 8 bytes). */
 static inline uint64_t read_number(const uint8_t *s, unsigned size, bool is_signed) {
-        switch (size) {
-        case 1:
-                return is_signed ? (uint64_t) (int64_t) (int8_t) s[0] : s[0];
-        case 2: {
+        if (_likely_(size == 4)) {
+                uint32_t v = rd32(s);
+
+                return is_signed ? (uint64_t) (int64_t) (int32_t) v : v;
+        }
+        if (size == 8)
+                return rd64(s);
+        if (size == 2) {
                 uint16_t v;
 
                 memcpy(&v, s, sizeof(v));
                 return is_signed ? (uint64_t) (int64_t) (int16_t) v : v;
         }
-        case 4: {
-                uint32_t v = rd32(s);
-
-                return is_signed ? (uint64_t) (int64_t) (int32_t) v : v;
-        }
-        default:
-                return rd64(s);
-        }
+        return is_signed ? (uint64_t) (int64_t) (int8_t) s[0] : s[0];
 }
 
 static inline size_t str_len(const uint8_t *s, size_t max) {
-        const uint8_t *z = memchr(s, 0, max);
+        const uint8_t *z;
 
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        /* comm[16], by far the most common: find the NUL a word at a time. */
+        if (max == 16) {
+                for (size_t i = 0; i < 16; i += 8) {
+                        uint64_t w = rd64(s + i);
+                        uint64_t zero = (w - 0x0101010101010101ULL) & ~w & 0x8080808080808080ULL;
+
+                        if (zero)
+                                return i + ((size_t) __builtin_ctzll(zero) >> 3);
+                }
+                return 16;
+        }
+#endif
+        z = memchr(s, 0, max);
         return z ? (size_t) (z - s) : max;
+}
+
+/* A char array of @size bytes as a string; the bound reserved @size bytes of room. */
+static inline uint8_t *put_chars(uint8_t *p, const uint8_t *s, size_t size) {
+        size_t n = str_len(s, size);
+
+        *p++ = (uint8_t) n;
+        if (_likely_(size == 16 && n < 0x80)) {
+                memcpy(p, s, 16);       /* fixed size: two moves, not a call */
+                return p + n;
+        }
+        return pb_put_bytes(p - 1, s, n);
 }
 
 static uint8_t *put_hex(uint8_t *p, const uint8_t *s, size_t n) {
@@ -996,37 +1037,40 @@ static inline bool dataloc(const FieldSpec *f, const uint8_t *rec, size_t len,
         return true;
 }
 
-/* Writes the key and value of @f. NULL if the record contradicts its format. The caller
- * reserved EventInfo's bound, which covers every case. */
-static uint8_t *put_field(uint8_t *p, const FieldSpec *f, const uint8_t *rec, size_t len) {
+/* The key and value of the fields that are neither numbers nor char arrays. NULL if
+ * the record contradicts its format. */
+static uint8_t *put_field_other(uint8_t *p, const FieldSpec *f, const uint8_t *rec, size_t len) {
         const uint8_t *s = rec + f->offset;
         size_t n;
 
-        switch (f->source) {
-        case SRC_INT:
-                p = pb_put_key(p, &f->key);
-                return pb_varint(p, read_number(s, f->size, f->is_signed));
-        case SRC_CHARS:
-                p = pb_put_key(p, &f->key);
-                return pb_put_bytes(p, s, str_len(s, f->size));
-        case SRC_CHARS_REST:
+        if (f->source == SRC_CHARS_REST) {
                 p = pb_put_key(p, &f->key);
                 return pb_put_bytes(p, s, str_len(s, len - f->offset));
-        case SRC_BYTES:
+        }
+        if (f->source == SRC_BYTES) {
                 p = pb_put_key(p, &f->key);
                 return put_hex(p, s, f->size);
-        case SRC_DATALOC_CHARS:
-                if (!dataloc(f, rec, len, &s, &n))
-                        return NULL;
-                p = pb_put_key(p, &f->key);
-                return pb_put_bytes(p, s, str_len(s, n));
-        case SRC_DATALOC_BYTES:
-                if (!dataloc(f, rec, len, &s, &n))
-                        return NULL;
-                p = pb_put_key(p, &f->key);
-                return put_hex(p, s, n);
         }
-        return NULL;
+        if (!dataloc(f, rec, len, &s, &n))
+                return NULL;
+        p = pb_put_key(p, &f->key);
+        if (f->source == SRC_DATALOC_CHARS)
+                return pb_put_bytes(p, s, str_len(s, n));
+        return put_hex(p, s, n);
+}
+
+/* Writes the key and value of @f. NULL if the record contradicts its format. The caller
+ * reserved EventInfo's bound, which covers every case. */
+static inline uint8_t *put_field(uint8_t *p, const FieldSpec *f, const uint8_t *rec, size_t len) {
+        if (_likely_(f->source == SRC_INT)) {
+                p = pb_put_key(p, &f->key);
+                return pb_varint(p, read_number(rec + f->offset, f->size, f->is_signed));
+        }
+        if (_likely_(f->source == SRC_CHARS)) {
+                p = pb_put_key(p, &f->key);
+                return put_chars(p, rec + f->offset, f->size);
+        }
+        return put_field_other(p, f, rec, len);
 }
 
 static uint8_t *put_typed_fields(uint8_t *p, const EventInfo *e, const uint8_t *rec, size_t len) {
@@ -1080,12 +1124,10 @@ static int bundle_add_full(FtraceBundle *b, const EventInfo *e, const uint8_t *r
         return 0;
 }
 
-static uint32_t hash_bytes(const uint8_t *s, size_t n) {
-        uint32_t h = 2166136261u;       /* FNV-1a */
+static inline size_t intern_hash(const InternKey *k, size_t n_slots) {
+        uint64_t h = (k->w[0] ^ (k->w[1] * 0x9e3779b97f4a7c15ULL)) * 0xff51afd7ed558ccdULL;
 
-        for (size_t i = 0; i < n; i++)
-                h = (h ^ s[i]) * 16777619u;
-        return h;
+        return (size_t) (h >> 32) & (n_slots - 1);
 }
 
 static int interner_grow_slots(Interner *in) {
@@ -1095,11 +1137,11 @@ static int interner_grow_slots(Interner *in) {
         if (!slots)
                 return -ENOMEM;
         for (size_t i = 0; i < in->n; i++) {
-                uint32_t h = hash_bytes(in->pool.data + in->offsets[i], in->lengths[i]);
+                size_t h = intern_hash(&in->keys[i], n);
 
-                while (slots[h & (n - 1)])
-                        h++;
-                slots[h & (n - 1)] = (uint32_t) i + 1;
+                while (slots[h])
+                        h = (h + 1) & (n - 1);
+                slots[h] = (uint32_t) i + 1;
         }
         free(in->slots);
         in->slots = slots;
@@ -1109,13 +1151,13 @@ static int interner_grow_slots(Interner *in) {
 
 static int interner_grow_entries(Interner *in) {
         size_t n = MAX(in->allocated * 2, (size_t) 64);
-        uint32_t *offsets;
+        InternKey *keys;
         uint8_t *lengths;
 
-        offsets = realloc(in->offsets, n * sizeof(uint32_t));
-        if (!offsets)
+        keys = realloc(in->keys, n * sizeof(InternKey));
+        if (!keys)
                 return -ENOMEM;
-        in->offsets = offsets;
+        in->keys = keys;
         lengths = realloc(in->lengths, n);
         if (!lengths)
                 return -ENOMEM;
@@ -1124,47 +1166,63 @@ static int interner_grow_entries(Interner *in) {
         return 0;
 }
 
-/* @n <= UINT8_MAX (checked when the event was added). */
-static int interner_add(Interner *in, const uint8_t *s, size_t n, uint32_t *ret) {
-        uint32_t h, v;
+/* @s is a char array of @size <= 16 bytes. */
+static int interner_add(Interner *in, const uint8_t *s, size_t size, uint32_t *ret) {
+        InternKey k = {};
+        size_t n = str_len(s, size), h;
+        uint32_t v;
         int r;
 
+        if (size == 16 && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__) {
+                /* Two loads and masks instead of a copy of variable length. */
+                k.w[0] = rd64(s);
+                k.w[1] = rd64(s + 8);
+                if (n < 8) {
+                        k.w[0] &= (1ULL << (8 * n)) - 1;
+                        k.w[1] = 0;
+                } else if (n < 16)
+                        k.w[1] &= (1ULL << (8 * (n - 8))) - 1;
+        } else
+                memcpy(k.w, s, n);
         if ((in->n + 1) * 2 > in->n_slots) {
                 r = interner_grow_slots(in);
                 if (r < 0)
                         return r;
         }
-        h = hash_bytes(s, n);
-        for (;; h++) {
-                v = in->slots[h & (in->n_slots - 1)];
+        for (h = intern_hash(&k, in->n_slots);; h = (h + 1) & (in->n_slots - 1)) {
+                v = in->slots[h];
                 if (v == 0)
                         break;
-                if (in->lengths[v - 1] == n && memcmp(in->pool.data + in->offsets[v - 1], s, n) == 0) {
+                if (in->keys[v - 1].w[0] == k.w[0] && in->keys[v - 1].w[1] == k.w[1]) {
                         *ret = v - 1;
                         return 0;
                 }
         }
-        if (in->n >= in->allocated && (r = interner_grow_entries(in)) < 0)
-                return r;
-        r = buf_reserve(&in->pool, MAX(n, (size_t) 1));
-        if (r < 0)
-                return r;
-        in->offsets[in->n] = (uint32_t) in->pool.len;
+        if (in->n >= in->allocated) {
+                r = interner_grow_entries(in);
+                if (r < 0)
+                        return r;
+        }
+        in->keys[in->n] = k;
         in->lengths[in->n] = (uint8_t) n;
-        memcpy(in->pool.data + in->pool.len, s, n);
-        in->pool.len += n;
-        in->slots[h & (in->n_slots - 1)] = (uint32_t) ++in->n;
+        in->slots[h] = (uint32_t) ++in->n;
         *ret = (uint32_t) in->n - 1;
         return 0;
 }
 
-static int compact_reserve(CompactSched *c, unsigned first, unsigned last) {
+/* Makes room for @room more events in columns [@first, @last], growing them together. */
+static int compact_grow(CompactSched *c, unsigned first, unsigned last, size_t *room) {
+        size_t min_room = SIZE_MAX;
+
         for (unsigned i = first; i <= last; i++) {
-                int r = buf_reserve(&c->col[i], 10);
+                Buf *col = &c->col[i];
+                int r = buf_reserve(col, MAX(col->len / 2, (size_t) 2560));
 
                 if (r < 0)
                         return r;
+                min_room = MIN(min_room, (col->cap - col->len) / 10);
         }
+        *room = min_room;
         return 0;
 }
 
@@ -1184,7 +1242,7 @@ static int compact_intern_comm(CompactSched *c, const EventInfo *e, int which,
                                const uint8_t *rec, uint32_t *ret) {
         const FieldSpec *f = &e->fields[e->compact_fields[which]];
 
-        return interner_add(&c->names, rec + f->offset, str_len(rec + f->offset, f->size), ret);
+        return interner_add(&c->names, rec + f->offset, f->size, ret);
 }
 
 /* Timestamps are delta-encoded per kind within the bundle, the first one absolute. */
@@ -1194,9 +1252,11 @@ static int bundle_add_compact_switch(FtraceBundle *b, const EventInfo *e, const 
         uint32_t comm;
         int r;
 
-        r = compact_reserve(c, COL_SWITCH_TIMESTAMP, COL_SWITCH_NEXT_COMM_INDEX);
-        if (r < 0)
-                return r;
+        if (_unlikely_(c->switch_room == 0)) {
+                r = compact_grow(c, COL_SWITCH_TIMESTAMP, COL_SWITCH_NEXT_COMM_INDEX, &c->switch_room);
+                if (r < 0)
+                        return r;
+        }
         r = compact_intern_comm(c, e, CS_NEXT_COMM, rec, &comm);
         if (r < 0)
                 return r;
@@ -1206,7 +1266,7 @@ static int bundle_add_compact_switch(FtraceBundle *b, const EventInfo *e, const 
         col_put(c, COL_SWITCH_NEXT_PID, field_value(e, CS_NEXT_PID, rec));
         col_put(c, COL_SWITCH_NEXT_PRIO, field_value(e, CS_NEXT_PRIO, rec));
         col_put(c, COL_SWITCH_NEXT_COMM_INDEX, comm);
-        c->n_switch++;
+        c->switch_room--;
         return 0;
 }
 
@@ -1216,9 +1276,11 @@ static int bundle_add_compact_waking(FtraceBundle *b, const EventInfo *e, const 
         uint32_t comm;
         int r;
 
-        r = compact_reserve(c, COL_WAKING_TIMESTAMP, COL_WAKING_COMMON_FLAGS);
-        if (r < 0)
-                return r;
+        if (_unlikely_(c->waking_room == 0)) {
+                r = compact_grow(c, COL_WAKING_TIMESTAMP, COL_WAKING_COMMON_FLAGS, &c->waking_room);
+                if (r < 0)
+                        return r;
+        }
         r = compact_intern_comm(c, e, CW_COMM, rec, &comm);
         if (r < 0)
                 return r;
@@ -1230,7 +1292,7 @@ static int bundle_add_compact_waking(FtraceBundle *b, const EventInfo *e, const 
         col_put(c, COL_WAKING_COMM_INDEX, comm);
         /* Written for every waking or for none, so the column stays aligned. */
         col_put(c, COL_WAKING_COMMON_FLAGS, e->has_common_flags ? rec[e->common_flags_offset] : 0);
-        c->n_waking++;
+        c->waking_room--;
         return 0;
 }
 
@@ -1421,7 +1483,7 @@ static uint8_t *put_compact_sched(uint8_t *p, const CompactSched *c, size_t size
         p = pb_varint(p, size);
         for (size_t i = 0; i < c->names.n; i++) {
                 *p++ = (COMPACT_INTERN_TABLE << 3) | WT_LEN;
-                p = pb_put_bytes(p, c->names.pool.data + c->names.offsets[i], c->names.lengths[i]);
+                p = pb_put_bytes(p, c->names.keys[i].w, c->names.lengths[i]);
         }
         for (size_t i = 0; i < _COL_MAX; i++) {
                 if (c->col[i].len == 0)

@@ -37,6 +37,9 @@ struct Recorder {
         uint8_t *page;
 
         uint32_t drain_period_ms;
+        uint64_t write_period_ns;     /* UINT64_MAX: only when the buffer fills, and at the end */
+        size_t write_threshold;       /* bytes: write at once when this much is pending */
+        uint64_t last_write_ns;
         Tracebus__TraceConfig *trace_config;  /* echoed into the trace */
         TraceWriter writer;
 
@@ -129,6 +132,12 @@ int recorder_new(const SessionConfig *config, TraceInstance *instance, int outpu
         rec->output_fd = output_fd;
         rec->stop_fd = rec->done_fd = -EBADF;
         rec->drain_period_ms = config->drain_period_ms;
+        /* write_into_file: whole packets every file_write_period_ms, so the file is valid
+         * after every write. Otherwise the trace goes out at the end, like Perfetto's
+         * buffer read at stop. Either way memory is bounded: a full buffer is written. */
+        rec->write_period_ns = config->write_into_file ?
+                (uint64_t) config->file_write_period_ms * 1000000ull : UINT64_MAX;
+        rec->write_threshold = (size_t) config->trace_buffer_kb * 1024u;
         trace_writer_init(&rec->writer, output_fd, config->max_file_size_bytes);
 
         rec->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -413,8 +422,16 @@ static int drain_all(Recorder *rec) {
 static int flush_output(Recorder *rec) {
         int r = trace_writer_flush(&rec->writer);
 
+        rec->last_write_ns = now_ns(CLOCK_MONOTONIC);
         atomic_store(&rec->bytes_written, rec->writer.bytes_written);
         return r;
+}
+
+static bool write_due(Recorder *rec) {
+        if (trace_writer_pending(&rec->writer) >= rec->write_threshold)
+                return true;
+        return rec->write_period_ns != UINT64_MAX &&
+               now_ns(CLOCK_MONOTONIC) - rec->last_write_ns >= rec->write_period_ns;
 }
 
 static bool wait_for_stop(Recorder *rec) {
@@ -454,19 +471,25 @@ static void *recorder_thread(void *userdata) {
         Recorder *rec = userdata;
         int r;
 
+        /* The opening packets go out at once, from this thread: a write to a passed fd
+         * may block, and the event loop must not. The file is a valid trace from here on. */
+        r = flush_output(rec);
+        if (r < 0)
+                return finish(rec, end_for_write_error(r), r), NULL;
+
         for (;;) {
                 bool stopping = wait_for_stop(rec);
 
                 r = drain_all(rec);
                 if (r < 0)
                         return finish(rec, r == -ENOMEM ? RECORDER_END_OUTPUT_ERROR : RECORDER_END_READ_ERROR, r), NULL;
-                r = flush_output(rec);
-                if (r < 0) {
-                        /* Still try to close the trace properly if only the size limit was hit. */
-                        return finish(rec, end_for_write_error(r), r), NULL;
-                }
                 if (stopping)
                         break;
+                if (!write_due(rec))
+                        continue;
+                r = flush_output(rec);
+                if (r < 0)
+                        return finish(rec, end_for_write_error(r), r), NULL;
         }
 
         r = write_closing_packets(rec);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <dirent.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -201,6 +202,19 @@ static int load_ftrace_config(const Tracebus__FtraceConfig *fc, const char *root
         return 0;
 }
 
+/* The buffers: the service keeps one, as large as all of them together. */
+static int load_trace_buffer(const Tracebus__TraceConfig *tc, SessionConfig *c, char **ret_error) {
+        uint64_t total = 0;
+
+        for (size_t i = 0; i < tc->n_buffers; i++)
+                total += tc->buffers[i]->size_kb;
+        if (total > SESSION_MAX_TRACE_BUFFER_KB)
+                return set_error(ret_error, "the buffers add up to %" PRIu64 " KiB, above the limit of %u KiB",
+                                 total, SESSION_MAX_TRACE_BUFFER_KB);
+        c->trace_buffer_kb = total > 0 ? (uint32_t) total : SESSION_DEFAULT_TRACE_BUFFER_KB;
+        return 0;
+}
+
 static int pack_config(const Tracebus__TraceConfig *tc, SessionConfig *c) {
         size_t len = tracebus__trace_config__get_packed_size(tc);
 
@@ -226,8 +240,12 @@ int session_config_load(const Tracebus__TraceConfig *tc, const char *root, Sessi
                 return set_error(ret_error, "duration_ms %u is longer than the limit of 7 days", tc->duration_ms);
         c.duration_ms = tc->duration_ms;
         c.write_into_file = tc->write_into_file;
-        c.file_write_period_ms = tc->file_write_period_ms;
+        c.file_write_period_ms = tc->file_write_period_ms ?: SESSION_DEFAULT_WRITE_PERIOD_MS;
+        c.file_write_period_ms = MAX(c.file_write_period_ms, SESSION_MIN_WRITE_PERIOD_MS);
         c.max_file_size_bytes = tc->max_file_size_bytes;
+        r = load_trace_buffer(tc, &c, ret_error);
+        if (r < 0)
+                return r;
         if (tc->output_path)
                 return set_error(ret_error, "output_path is not supported: the service never opens a path a caller "
                                  "names; pass a file descriptor as the Output option instead");

@@ -19,6 +19,12 @@
 #define SESSION_DEFAULT_DRAIN_PERIOD_MS 100u
 #define SESSION_MAX_DURATION_MS (7u * 24u * 3600u * 1000u)
 #define SESSION_MAX_EVENTS 4096u
+/* The service's own buffer (TraceConfig.buffers): what it holds before writing. */
+#define SESSION_DEFAULT_TRACE_BUFFER_KB (4u * 1024u)
+#define SESSION_MAX_TRACE_BUFFER_KB (256u * 1024u)
+/* Perfetto's kDefaultWriteIntoFilePeriodMs and kMinWriteIntoFilePeriodMs. */
+#define SESSION_DEFAULT_WRITE_PERIOD_MS 5000u
+#define SESSION_MIN_WRITE_PERIOD_MS 100u
 
 typedef struct SessionConfig {
         char **events;                 /* "group/name", wildcards and bare names resolved */
@@ -26,8 +32,9 @@ typedef struct SessionConfig {
         uint32_t drain_period_ms;
         uint32_t duration_ms;          /* 0: until stopped */
         bool compact_sched;
+        uint32_t trace_buffer_kb;      /* what the service buffers before it must write */
         bool write_into_file;
-        uint32_t file_write_period_ms;
+        uint32_t file_write_period_ms; /* with write_into_file, clamped to Perfetto's range */
         uint64_t max_file_size_bytes;  /* 0: unlimited */
         uint8_t *trace_config;         /* the packed TraceConfig, echoed into the trace */
         size_t trace_config_len;
