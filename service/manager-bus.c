@@ -186,7 +186,7 @@ static int take_output_fd(int fd, int *ret, sd_bus_error *error) {
 static int config_error(int r, const char *msg, sd_bus_error *error) {
         if (r == -ENOENT)
                 return sd_bus_error_setf(error, TB_ERROR_UNKNOWN_EVENT,
-                                         "This kernel has no such trace events: %s. 'tracebus --list-events' shows them.",
+                                         "This kernel has no such trace events: %s (the kernel lists its events in available_events under tracefs).",
                                          strempty(msg));
         if (r == -EINVAL)
                 return sd_bus_error_setf(error, TB_ERROR_INVALID_CONFIG, "Invalid trace config: %s",

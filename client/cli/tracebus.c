@@ -38,7 +38,14 @@ typedef struct Args {
         uint64_t duration_ms;
         uint64_t buffer_kb;
         char **events;
+        const char *detach_key;
+        const char *attach_key;
+        const char *is_detached_key;
+        bool stop;
 } Args;
+
+/* perfetto's exit codes for --attach and --is_detached: 2 means "no such session". */
+#define EXIT_NO_SESSION 2
 
 typedef struct Client {
         sd_event *event;
@@ -62,6 +69,10 @@ static void help(void) {
                "      --txt             The config is in protobuf text format\n"
                "  -t, --time DURATION   Record for DURATION (10s by default): 500ms, 2s, 5m, 1h\n"
                "  -b, --buffer SIZE     Trace buffer size (32mb by default): 4096kb, 16mb, 1gb\n"
+               "      --detach=KEY      Start, then leave the session recording without this client\n"
+               "      --attach=KEY      Attach to your session detached under KEY and wait for its end\n"
+               "      --stop            With --attach: stop the session and wait for the trace\n"
+               "      --is_detached=KEY Exit 0 if you have a session detached under KEY, 2 if not, 1 on error\n"
                "  -h, --help            Show this help\n"
                "      --version         Show the version\n\n"
                "EVENT is a tracefs event, as group/name (sched/sched_switch), group/* or name.\n"
@@ -113,8 +124,15 @@ static int parse_size_kb(const char *s, uint64_t *ret) {
         return -EINVAL;
 }
 
+static int fail(const char *reason) {
+        fprintf(stderr, "%s: %s.\n", program_invocation_short_name, reason);
+        return -EINVAL;
+}
+
+static int check_combinations(const Args *a, bool light);
+
 static int parse_argv(int argc, char *argv[], Args *a) {
-        enum { ARG_TXT = 0x100, ARG_NO_CLOBBER, ARG_VERSION };
+        enum { ARG_TXT = 0x100, ARG_NO_CLOBBER, ARG_VERSION, ARG_DETACH, ARG_ATTACH, ARG_STOP, ARG_IS_DETACHED };
         static const struct option options[] = {
                 { "out",        required_argument, NULL, 'o' },
                 { "config",     required_argument, NULL, 'c' },
@@ -124,6 +142,10 @@ static int parse_argv(int argc, char *argv[], Args *a) {
                 { "buffer",     required_argument, NULL, 'b' },
                 { "help",       no_argument,       NULL, 'h' },
                 { "version",    no_argument,       NULL, ARG_VERSION },
+                { "detach",     required_argument, NULL, ARG_DETACH },
+                { "attach",     required_argument, NULL, ARG_ATTACH },
+                { "stop",       no_argument,       NULL, ARG_STOP },
+                { "is_detached", required_argument, NULL, ARG_IS_DETACHED },
                 {}
         };
         bool light = false;
@@ -161,6 +183,18 @@ static int parse_argv(int argc, char *argv[], Args *a) {
                 case ARG_VERSION:
                         printf("tracebus %s\n", PACKAGE_VERSION);
                         return 0;
+                case ARG_DETACH:
+                        a->detach_key = optarg;
+                        break;
+                case ARG_ATTACH:
+                        a->attach_key = optarg;
+                        break;
+                case ARG_STOP:
+                        a->stop = true;
+                        break;
+                case ARG_IS_DETACHED:
+                        a->is_detached_key = optarg;
+                        break;
                 default:
                         return -EINVAL;
                 }
@@ -169,18 +203,32 @@ static int parse_argv(int argc, char *argv[], Args *a) {
                 if (strv_extend(&a->events, argv[i]) < 0)
                         return -ENOMEM;
 
+        return check_combinations(a, light);
+}
+
+/* The combinations perfetto refuses, refused with its reasons. */
+static int check_combinations(const Args *a, bool light) {
+        bool config = a->config_path || light || a->events;
+
+        if (a->stop && !a->attach_key)
+                return fail("--stop is supported only in combination with --attach");
+        if (a->detach_key && a->attach_key)
+                return fail("--detach and --attach are mutually exclusive");
+        if (a->attach_key || a->is_detached_key) {
+                if (config)
+                        return fail("Cannot specify a trace config with this option");
+                if (a->output)
+                        return fail("Can't pass an --out file with this option");
+                return 1;
+        }
         if (!a->output)
-                return fprintf(stderr, "%s: an output file is required (-o FILE).\n",
-                               program_invocation_short_name), -EINVAL;
+                return fail("an output file is required (-o FILE)");
         if (a->config_path && (light || a->events))
-                return fprintf(stderr, "%s: a config file (-c) cannot be combined with -t, -b or events.\n",
-                               program_invocation_short_name), -EINVAL;
+                return fail("a config file (-c) cannot be combined with -t, -b or events");
         if (!a->config_path && !a->events)
-                return fprintf(stderr, "%s: name the events to record (e.g. sched/sched_switch), or pass -c FILE.\n",
-                               program_invocation_short_name), -EINVAL;
+                return fail("name the events to record (e.g. sched/sched_switch), or pass -c FILE");
         if (a->config_path && !a->txt)
-                return fprintf(stderr, "%s: binary configs are not supported yet; pass a text config with --txt.\n",
-                               program_invocation_short_name), -EOPNOTSUPP;
+                return fail("binary configs are not supported yet; pass a text config with --txt");
         return 1;
 }
 
@@ -333,7 +381,7 @@ static int on_service_gone(sd_bus_message *m, void *userdata, sd_bus_error *ret_
         return sd_event_exit(c->event, 0);
 }
 
-static int call_start(Client *c, const char *config, int fd) {
+static int call_start(Client *c, const char *config, int fd, const char *detach_key) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL, *reply = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         const char *path;
@@ -342,7 +390,11 @@ static int call_start(Client *c, const char *config, int fd) {
         r = sd_bus_message_new_method_call(c->bus, &call, BUS_NAME, OBJECT_PATH, MANAGER_INTERFACE, "Start");
         if (r < 0)
                 return r;
-        r = sd_bus_message_append(call, "sa{sv}", config, 1, "Output", "h", fd);
+        r = sd_bus_message_append(call, "s", config);
+        if (r >= 0 && detach_key)
+                r = sd_bus_message_append(call, "a{sv}", 2, "Output", "h", fd, "DetachKey", "s", detach_key);
+        else if (r >= 0)
+                r = sd_bus_message_append(call, "a{sv}", 1, "Output", "h", fd);
         if (r < 0)
                 return r;
         r = sd_bus_call(c->bus, call, START_TIMEOUT_USEC, &error, &reply);
@@ -355,6 +407,46 @@ static int call_start(Client *c, const char *config, int fd) {
                 return r;
         c->session = strdup(path);
         return c->session ? 0 : -ENOMEM;
+}
+
+/* Returns 1 and the session path, 0 if there is no session under @key. */
+static int call_attach(Client *c, const char *key) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        const char *path;
+        int r;
+
+        r = sd_bus_call_method(c->bus, BUS_NAME, OBJECT_PATH, MANAGER_INTERFACE, "Attach", &error, &reply, "s", key);
+        if (r < 0) {
+                if (sd_bus_error_has_name(&error, TB_ERROR_NO_SUCH_SESSION))
+                        return 0;
+                print_bus_error("cannot attach", &error, r);
+                return r;
+        }
+        r = sd_bus_message_read(reply, "o", &path);
+        if (r < 0)
+                return r;
+        c->session = strdup(path);
+        return c->session ? 1 : -ENOMEM;
+}
+
+static int run_is_detached(const char *key) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        int detached, r;
+
+        r = sd_bus_open_system(&bus);
+        if (r >= 0)
+                r = sd_bus_call_method(bus, BUS_NAME, OBJECT_PATH, MANAGER_INTERFACE, "IsDetached",
+                                       &error, &reply, "s", key);
+        if (r >= 0)
+                r = sd_bus_message_read(reply, "b", &detached);
+        if (r < 0) {
+                print_bus_error("cannot ask the service", &error, r);
+                return EXIT_FAILURE;
+        }
+        return detached ? EXIT_SUCCESS : EXIT_NO_SESSION;
 }
 
 static int setup_client(Client *c) {
@@ -393,43 +485,84 @@ static int setup_client(Client *c) {
         return sd_event_add_signal(c->event, NULL, SIGTERM, on_signal, c);
 }
 
-static int run(int argc, char *argv[]) {
-        _cleanup_(args_done) Args a = {};
+static void client_done(Client *c) {
+        c->session = mfree(c->session);
+        c->bus = sd_bus_flush_close_unref(c->bus);
+        c->event = sd_event_unref(c->event);
+}
+
+/* Waits for the session to end (Ctrl-C stops it), then reports. */
+static int wait_for_end(Client *c) {
+        int r = sd_event_loop(c->event);
+        return r < 0 ? EXIT_FAILURE : c->exit_code;
+}
+
+static int run_attach(const Args *a) {
+        _cleanup_(client_done) Client c = { .exit_code = EXIT_SUCCESS, .output = "the output file" };
+        int r;
+
+        r = setup_client(&c);
+        if (r < 0)
+                return EXIT_FAILURE;
+        r = call_attach(&c, a->attach_key);
+        if (r < 0)
+                return EXIT_FAILURE;
+        if (r == 0) {
+                fprintf(stderr, "%s: Session re-attach failed: you have no session detached under '%s'.\n",
+                        program_invocation_short_name, a->attach_key);
+                return EXIT_NO_SESSION;
+        }
+        if (a->stop)
+                (void) request_stop(&c);
+        else
+                fprintf(stderr, "Attached to %s; press Ctrl-C to stop it.\n", c.session);
+        return wait_for_end(&c);
+}
+
+static int run_record(const Args *a) {
+        _cleanup_(client_done) Client c = { .exit_code = EXIT_SUCCESS, .output = a->output };
         _cleanup_free_ char *config = NULL;
         _cleanup_close_ int fd = -EBADF;
-        Client c = { .exit_code = EXIT_SUCCESS };
+        int r;
+
+        r = a->config_path ? read_config(a, &config) : build_light_config(a, &config);
+        if (r < 0) {
+                fprintf(stderr, "%s: cannot read the config %s: %s\n", program_invocation_short_name,
+                        strempty(a->config_path), strerror(-r));
+                return EXIT_FAILURE;
+        }
+        r = setup_client(&c);
+        if (r < 0)
+                return EXIT_FAILURE;
+        fd = open_output(a);
+        if (fd < 0)
+                return EXIT_FAILURE;
+        r = call_start(&c, config, fd, a->detach_key);
+        if (r < 0)
+                return EXIT_FAILURE;
+        fd = safe_close(fd);
+
+        if (a->detach_key) {
+                fprintf(stderr, "Recording into %s, detached as '%s'. 'tracebus --attach=%s --stop' ends it.\n",
+                        a->output, a->detach_key, a->detach_key);
+                return EXIT_SUCCESS;
+        }
+        fprintf(stderr, "Recording into %s; press Ctrl-C to stop.\n", a->output);
+        return wait_for_end(&c);
+}
+
+static int run(int argc, char *argv[]) {
+        _cleanup_(args_done) Args a = {};
         int r;
 
         r = parse_argv(argc, argv, &a);
         if (r <= 0)
                 return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
-
-        r = a.config_path ? read_config(&a, &config) : build_light_config(&a, &config);
-        if (r < 0) {
-                fprintf(stderr, "%s: cannot read the config %s: %s\n", program_invocation_short_name,
-                        strempty(a.config_path), strerror(-r));
-                return EXIT_FAILURE;
-        }
-
-        r = setup_client(&c);
-        if (r >= 0) {
-                fd = open_output(&a);
-                r = fd;
-        }
-        if (r >= 0) {
-                c.output = a.output;
-                r = call_start(&c, config, fd);
-        }
-        if (r >= 0) {
-                fd = safe_close(fd);
-                fprintf(stderr, "Recording into %s; press Ctrl-C to stop.\n", a.output);
-                r = sd_event_loop(c.event);
-        }
-
-        free(c.session);
-        sd_bus_flush_close_unref(c.bus);
-        sd_event_unref(c.event);
-        return r < 0 ? EXIT_FAILURE : c.exit_code;
+        if (a.is_detached_key)
+                return run_is_detached(a.is_detached_key);
+        if (a.attach_key)
+                return run_attach(&a);
+        return run_record(&a);
 }
 
 int main(int argc, char *argv[]) {
