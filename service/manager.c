@@ -84,10 +84,14 @@ int manager_check_limits(Manager *m, uid_t uid, bool *ret_per_uid) {
 }
 
 void manager_add_session(Manager *m, Session *s) {
-        s->next = m->sessions;
-        if (m->sessions)
-                m->sessions->prev = s;
-        m->sessions = s;
+        Session **tail = &m->sessions;
+
+        /* Appended, so that ListSessions answers in the order the sessions started. */
+        while (*tail) {
+                s->prev = *tail;
+                tail = &(*tail)->next;
+        }
+        *tail = s;
         m->n_sessions++;
 }
 
