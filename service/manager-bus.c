@@ -112,6 +112,8 @@ typedef struct StartOptions {
         uint32_t duration_ms;
         uint32_t buffer_size_kb;
         const char *detach_key;     /* borrowed from the message */
+        const void *binary_config;  /* a binary TraceConfig, borrowed from the message */
+        size_t binary_config_size;
         bool has_events, has_duration, has_buffer;
 } StartOptions;
 
@@ -142,6 +144,12 @@ static int read_start_options(sd_bus_message *m, StartOptions *o, sd_bus_error *
                 } else if (strcmp(key, "DurationMs") == 0) {
                         r = sd_bus_message_read(m, "v", "u", &o->duration_ms);
                         o->has_duration = true;
+                } else if (strcmp(key, "BinaryConfig") == 0) {
+                        r = sd_bus_message_enter_container(m, 'v', "ay");
+                        if (r >= 0)
+                                r = sd_bus_message_read_array(m, 'y', &o->binary_config, &o->binary_config_size);
+                        if (r >= 0)
+                                r = sd_bus_message_exit_container(m);
                 } else if (strcmp(key, "DetachKey") == 0) {
                         r = sd_bus_message_read(m, "v", "s", &o->detach_key);
                 } else if (strcmp(key, "BufferSizeKb") == 0) {
@@ -149,7 +157,7 @@ static int read_start_options(sd_bus_message *m, StartOptions *o, sd_bus_error *
                         o->has_buffer = true;
                 } else
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                 "Unknown option '%.64s'; known: Output, DetachKey, Events, DurationMs, BufferSizeKb.", key);
+                                                 "Unknown option '%.64s'; known: Output, DetachKey, BinaryConfig, Events, DurationMs, BufferSizeKb.", key);
                 if (r < 0)
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                                  "Option '%s' has the wrong type.", key);
@@ -199,11 +207,16 @@ static int load_config(Manager *m, const char *text, const StartOptions *o, Sess
         _cleanup_free_ char *msg = NULL;
         int r;
 
-        if (!isempty_str(text) && (o->has_events || o->has_duration || o->has_buffer))
+        int ways = !isempty_str(text) + !!o->binary_config + (o->has_events || o->has_duration || o->has_buffer);
+
+        if (ways > 1)
                 return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS,
-                                        "Pass either a config or the Events, DurationMs and BufferSizeKb options, not both.");
+                                        "Pass one of a text config, the BinaryConfig option, or the Events, "
+                                        "DurationMs and BufferSizeKb options.");
         if (!isempty_str(text))
                 r = session_config_parse_text(text, &tc, &msg);
+        else if (o->binary_config)
+                r = session_config_parse_binary(o->binary_config, o->binary_config_size, &tc, &msg);
         else
                 r = session_config_from_options(o->events, o->duration_ms, o->buffer_size_kb, &tc);
         if (r < 0)
@@ -582,6 +595,37 @@ static int method_list_sessions(sd_bus_message *message, void *userdata, sd_bus_
         return bus_request_authorize(m, &req, ACTION_MANAGE, /* interactive= */ false, on_list_result);
 }
 
+static int reply_strv(sd_bus_message *message, char **l) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        int r;
+
+        r = sd_bus_message_new_method_return(message, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append_strv(reply, l);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_list_events(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        _cleanup_strv_free_ char **events = NULL;
+        const char *glob;
+        int r;
+
+        r = sd_bus_message_read(message, "s", &glob);
+        if (r < 0)
+                return r;
+        if (!trace_instance_tracefs_root())
+                return sd_bus_error_set(error, TB_ERROR_TRACING_UNAVAILABLE,
+                                        "tracefs is not mounted at /sys/kernel/tracing.");
+        /* Which events the kernel offers is no secret: tracefs is just root-only. */
+        r = session_config_list_events(trace_instance_tracefs_root(), isempty_str(glob) ? "*" : glob, &events);
+        if (r < 0)
+                return r;
+        return reply_strv(message, events);
+}
+
 static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_METHOD_WITH_ARGS("Start",
@@ -604,6 +648,10 @@ static const sd_bus_vtable manager_vtable[] = {
                                 SD_BUS_ARGS("s", key),
                                 SD_BUS_RESULT("b", detached),
                                 method_is_detached, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ListEvents",
+                                SD_BUS_ARGS("s", glob),
+                                SD_BUS_RESULT("as", events),
+                                method_list_events, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("ListSessions",
                                 SD_BUS_NO_ARGS,
                                 SD_BUS_RESULT("ao", sessions),

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <dirent.h>
+#include <fnmatch.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -33,6 +34,24 @@ int session_config_parse_text(const char *text, Tracebus__TraceConfig **ret, cha
         if (r < 0)
                 return r;
         *ret = (Tracebus__TraceConfig *) m;
+        return 0;
+}
+
+int session_config_parse_binary(const void *data, size_t size, Tracebus__TraceConfig **ret, char **ret_error) {
+        Tracebus__TraceConfig *tc;
+
+        if (size > MAX_CONFIG_TEXT) {
+                if (ret_error)
+                        *ret_error = strdup("the binary configuration is larger than 1 MiB");
+                return -EINVAL;
+        }
+        tc = tracebus__trace_config__unpack(NULL, size, data);
+        if (!tc) {
+                if (ret_error)
+                        *ret_error = strdup("the binary configuration is not a valid TraceConfig message");
+                return -EINVAL;
+        }
+        *ret = tc;
         return 0;
 }
 
@@ -279,5 +298,28 @@ int session_config_load(const Tracebus__TraceConfig *tc, const char *root, Sessi
                 return r;
         *ret = c;
         c = (SessionConfig) {};
+        return 0;
+}
+
+static int compare_strings(const void *a, const void *b) {
+        return strcmp(*(char * const *) a, *(char * const *) b);
+}
+
+int session_config_list_events(const char *root, const char *glob, char ***ret) {
+        _cleanup_strv_free_ char **all = NULL, **matching = NULL;
+        int r;
+
+        r = scan_events(root, NULL, NULL, &all);
+        if (r < 0)
+                return r;
+        STRV_FOREACH(e, all)
+                if (fnmatch(glob, *e, 0) == 0 || fnmatch(glob, strchr(*e, '/') + 1, 0) == 0) {
+                        r = strv_extend(&matching, *e);
+                        if (r < 0)
+                                return r;
+                }
+        if (matching)
+                qsort(matching, strv_length(matching), sizeof(char *), compare_strings);
+        *ret = TAKE_PTR(matching);
         return 0;
 }

@@ -50,6 +50,12 @@ static inline void trace_config_freep(Tracebus__TraceConfig **tc) {
 /* Parses a text-format TraceConfig. -EINVAL with a message in *ret_error on bad input. */
 int session_config_parse_text(const char *text, Tracebus__TraceConfig **ret, char **ret_error);
 
+/* Unpacks a binary TraceConfig (what `perfetto -c FILE` without --txt reads). */
+int session_config_parse_binary(const void *data, size_t size, Tracebus__TraceConfig **ret, char **ret_error);
+
+/* Every event under @tracefs_root whose "group/name" matches the shell glob @glob, sorted. */
+int session_config_list_events(const char *tracefs_root, const char *glob, char ***ret);
+
 /* Builds the TraceConfig that Start's Events/DurationMs/BufferSizeKb options describe. */
 int session_config_from_options(char **events, uint32_t duration_ms, uint32_t buffer_size_kb,
                                 Tracebus__TraceConfig **ret);
