@@ -12,6 +12,7 @@
 #include "config.h"
 #include "ftrace-parser.h"
 #include "log.h"
+#include "process-scan.h"
 #include "recorder.h"
 #include "strv.h"
 #include "trace-writer.h"
@@ -35,6 +36,8 @@ struct Recorder {
         FtraceParser *parser;
         size_t page_size;
         uint8_t *page;
+
+        ProcessTreeBuilder *processes;
 
         uint32_t drain_period_ms;
         uint64_t write_period_ns;     /* UINT64_MAX: only when the buffer fills, and at the end */
@@ -150,6 +153,10 @@ int recorder_new(const SessionConfig *config, TraceInstance *instance, int outpu
         if (!rec->page)
                 return -ENOMEM;
 
+        r = process_tree_builder_new(&rec->processes);
+        if (r < 0)
+                return r;
+
         rec->trace_config = tracebus__trace_config__unpack(NULL, config->trace_config_len, config->trace_config);
         if (!rec->trace_config)
                 return -ENOMEM;
@@ -186,6 +193,7 @@ Recorder *recorder_free(Recorder *rec) {
         free(rec->bundles);
         free(rec->page);
         ftrace_parser_free(rec->parser);
+        process_tree_builder_free(rec->processes);
         if (rec->trace_config)
                 tracebus__trace_config__free_unpacked(rec->trace_config, NULL);
         trace_writer_done(&rec->writer);
@@ -362,6 +370,36 @@ static int append_opening_packets(Recorder *rec) {
         return append_ftrace_stats(rec, /* end= */ false);
 }
 
+/* Writes what the process builder collected, if anything. */
+static int append_process_tree(Recorder *rec) {
+        Tracebus__TracePacket packet = TRACEBUS__TRACE_PACKET__INIT;
+        Tracebus__ProcessTree tree;
+        int r;
+
+        if (process_tree_builder_n_entries(rec->processes) == 0)
+                return 0;
+        tree = *process_tree_builder_tree(rec->processes);
+        tree.has_collection_end_timestamp = true;
+        tree.collection_end_timestamp = now_ns(CLOCK_BOOTTIME);
+        packet.has_timestamp = true;
+        packet.timestamp = tree.collection_end_timestamp;
+        packet.process_tree = &tree;
+        r = trace_writer_append(&rec->writer, &packet, TRACE_SEQUENCE_PROCESSES);
+        process_tree_builder_reset(rec->processes);
+        return r;
+}
+
+/* Every process and thread alive when tracing started, so that threads which never
+ * fork or rename during the trace still have their names and processes. */
+static int describe_all_processes(Recorder *rec) {
+        int r;
+
+        r = process_tree_builder_add_all(rec->processes);
+        if (r < 0)
+                log_warning_errno(r, "Failed to scan /proc, process names may be missing: %m");
+        return append_process_tree(rec);
+}
+
 /* The worker thread. */
 
 static int pack_bundle(Recorder *rec, unsigned cpu) {
@@ -473,7 +511,9 @@ static void *recorder_thread(void *userdata) {
 
         /* The opening packets go out at once, from this thread: a write to a passed fd
          * may block, and the event loop must not. The file is a valid trace from here on. */
-        r = flush_output(rec);
+        r = describe_all_processes(rec);
+        if (r >= 0)
+                r = flush_output(rec);
         if (r < 0)
                 return finish(rec, end_for_write_error(r), r), NULL;
 
@@ -481,8 +521,12 @@ static void *recorder_thread(void *userdata) {
                 bool stopping = wait_for_stop(rec);
 
                 r = drain_all(rec);
-                if (r < 0)
-                        return finish(rec, r == -ENOMEM ? RECORDER_END_OUTPUT_ERROR : RECORDER_END_READ_ERROR, r), NULL;
+                if (r < 0) {
+                        /* What was read so far still makes a complete trace. */
+                        log_error_errno(r, "Failed to read the kernel's trace buffers, ending the session: %m");
+                        (void) write_closing_packets(rec);
+                        return finish(rec, RECORDER_END_READ_ERROR, r), NULL;
+                }
                 if (stopping)
                         break;
                 if (!write_due(rec))

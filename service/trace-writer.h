@@ -15,10 +15,11 @@
  */
 
 /* Sequence ids: 1 for the service's own packets, as Perfetto's service does,
- * 2 for the ftrace data. */
+ * 2 for the ftrace data, 3 for the process descriptions. */
 enum {
         TRACE_SEQUENCE_SERVICE = 1,
         TRACE_SEQUENCE_FTRACE = 2,
+        TRACE_SEQUENCE_PROCESSES = 3,
         _TRACE_SEQUENCE_MAX,
 };
 

@@ -1,0 +1,326 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fd-util.h"
+#include "macro.h"
+#include "process-scan.h"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC_VOID(DIR *, closedir);
+
+#define MAX_CMDLINE 4096
+
+/* An open-addressing set of pids: what the trace already describes. */
+typedef struct PidSet {
+        int32_t *slots;    /* 0: empty (pid 0 is never described: it is the idle task) */
+        size_t n, allocated;
+} PidSet;
+
+struct ProcessTreeBuilder {
+        PidSet processes, threads;
+        Tracebus__ProcessTree tree;
+        Tracebus__ProcessTree__Process **procs;
+        Tracebus__ProcessTree__Thread **thrs;
+        size_t procs_allocated, thrs_allocated;
+};
+
+static size_t pid_hash(int32_t pid, size_t allocated) {
+        return ((uint32_t) pid * 2654435761u) & (allocated - 1);
+}
+
+static bool pid_set_contains(const PidSet *s, int32_t pid) {
+        if (s->allocated == 0)
+                return false;
+        for (size_t i = pid_hash(pid, s->allocated);; i = (i + 1) & (s->allocated - 1)) {
+                if (s->slots[i] == pid)
+                        return true;
+                if (s->slots[i] == 0)
+                        return false;
+        }
+}
+
+static int pid_set_add(PidSet *s, int32_t pid) {
+        if ((s->n + 1) * 2 > s->allocated) {
+                PidSet bigger = { .allocated = MAX(s->allocated * 2, (size_t) 1024) };
+
+                bigger.slots = calloc(bigger.allocated, sizeof(int32_t));
+                if (!bigger.slots)
+                        return -ENOMEM;
+                for (size_t i = 0; i < s->allocated; i++)
+                        if (s->slots[i] != 0)
+                                (void) pid_set_add(&bigger, s->slots[i]);
+                free(s->slots);
+                *s = bigger;
+        }
+        for (size_t i = pid_hash(pid, s->allocated);; i = (i + 1) & (s->allocated - 1)) {
+                if (s->slots[i] == pid)
+                        return 0;
+                if (s->slots[i] == 0) {
+                        s->slots[i] = pid;
+                        s->n++;
+                        return 1;
+                }
+        }
+}
+
+int process_tree_builder_new(ProcessTreeBuilder **ret) {
+        ProcessTreeBuilder *b = calloc(1, sizeof(*b));
+
+        if (!b)
+                return -ENOMEM;
+        tracebus__process_tree__init(&b->tree);
+        *ret = b;
+        return 0;
+}
+
+void process_tree_builder_reset(ProcessTreeBuilder *b) {
+        for (size_t i = 0; i < b->tree.n_processes; i++) {
+                Tracebus__ProcessTree__Process *p = b->procs[i];
+                for (size_t j = 0; j < p->n_cmdline; j++)
+                        free(p->cmdline[j]);
+                free(p->cmdline);
+                free(p);
+        }
+        for (size_t i = 0; i < b->tree.n_threads; i++) {
+                free(b->thrs[i]->name);
+                free(b->thrs[i]);
+        }
+        b->tree.n_processes = b->tree.n_threads = 0;
+}
+
+ProcessTreeBuilder *process_tree_builder_free(ProcessTreeBuilder *b) {
+        if (!b)
+                return NULL;
+        process_tree_builder_reset(b);
+        free(b->procs);
+        free(b->thrs);
+        free(b->processes.slots);
+        free(b->threads.slots);
+        return mfree(b);
+}
+
+size_t process_tree_builder_n_entries(const ProcessTreeBuilder *b) {
+        return b->tree.n_processes + b->tree.n_threads;
+}
+
+const Tracebus__ProcessTree *process_tree_builder_tree(ProcessTreeBuilder *b) {
+        b->tree.processes = b->procs;
+        b->tree.threads = b->thrs;
+        return &b->tree;
+}
+
+static int read_proc_file(pid_t pid, const char *file, char **ret, size_t *ret_len) {
+        char path[128];
+
+        snprintf(path, sizeof(path), "/proc/%d/%s", (int) pid, file);
+        return read_full_file(path, MAX_CMDLINE, ret, ret_len);
+}
+
+/* "Name:\tvalue" from /proc/PID/status. */
+static int read_status_field(pid_t pid, const char *field, long *ret) {
+        _cleanup_free_ char *status = NULL;
+        size_t flen = strlen(field);
+        int r;
+
+        r = read_proc_file(pid, "status", &status, NULL);
+        if (r < 0)
+                return r;
+        for (char *line = status; line; line = strchr(line, '\n'), line = line ? line + 1 : NULL)
+                if (strncmp(line, field, flen) == 0 && line[flen] == ':') {
+                        *ret = strtol(line + flen + 1, NULL, 10);
+                        return 0;
+                }
+        return -ENOENT;
+}
+
+static int read_comm(pid_t pid, pid_t tid, char **ret) {
+        char file[64];
+        char *comm;
+        int r;
+
+        snprintf(file, sizeof(file), "task/%d/comm", (int) tid);
+        r = read_proc_file(pid, file, &comm, NULL);
+        if (r < 0)
+                return r;
+        comm[strcspn(comm, "\n")] = 0;
+        *ret = comm;
+        return 0;
+}
+
+/* argv from /proc/PID/cmdline; kernel threads have none: then their comm, marked as such. */
+static int fill_cmdline(Tracebus__ProcessTree__Process *p, pid_t pid) {
+        _cleanup_free_ char *raw = NULL;
+        size_t len = 0, n = 0;
+        int r;
+
+        r = read_proc_file(pid, "cmdline", &raw, &len);
+        if (r < 0)
+                return r;
+        if (len == 0) {
+                p->cmdline = calloc(1, sizeof(char *));
+                if (!p->cmdline || read_comm(pid, pid, &p->cmdline[0]) < 0)
+                        return -ENOENT;
+                p->n_cmdline = 1;
+                p->has_cmdline_is_comm = p->cmdline_is_comm = true;
+                return 0;
+        }
+        for (size_t i = 0; i < len; i++)
+                n += raw[i] == 0;
+        n += raw[len - 1] != 0;
+        p->cmdline = calloc(n, sizeof(char *));
+        if (!p->cmdline)
+                return -ENOMEM;
+        for (const char *s = raw; s < raw + len && p->n_cmdline < n; s += strlen(s) + 1) {
+                p->cmdline[p->n_cmdline] = strdup(s);
+                if (!p->cmdline[p->n_cmdline])
+                        return -ENOMEM;
+                p->n_cmdline++;
+        }
+        return 0;
+}
+
+static int append_entry(void ***array, size_t *n, size_t *allocated, void *entry) {
+        if (*n >= *allocated) {
+                size_t a = MAX(*allocated * 2, (size_t) 64);
+                void **p = realloc(*array, a * sizeof(void *));
+                if (!p)
+                        return -ENOMEM;
+                *array = p;
+                *allocated = a;
+        }
+        (*array)[(*n)++] = entry;
+        return 0;
+}
+
+static int add_process(ProcessTreeBuilder *b, pid_t pid) {
+        Tracebus__ProcessTree__Process *p;
+        long ppid = 0, uid = 0;
+        int r;
+
+        if (pid <= 0 || pid_set_contains(&b->processes, pid))
+                return 0;
+        if (read_status_field(pid, "PPid", &ppid) < 0)
+                return 0;  /* gone already */
+        (void) read_status_field(pid, "Uid", &uid);
+
+        p = calloc(1, sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        tracebus__process_tree__process__init(p);
+        p->has_pid = p->has_ppid = p->has_uid = true;
+        p->pid = pid;
+        p->ppid = (int32_t) ppid;
+        p->uid = (int32_t) uid;
+        if (fill_cmdline(p, pid) < 0 ||
+            append_entry((void ***) &b->procs, &b->tree.n_processes, &b->procs_allocated, p) < 0) {
+                for (size_t j = 0; j < p->n_cmdline; j++)
+                        free(p->cmdline[j]);
+                free(p->cmdline);
+                free(p);
+                return 0;
+        }
+        r = pid_set_add(&b->processes, pid);
+        return r < 0 ? r : 1;
+}
+
+static int add_thread_of(ProcessTreeBuilder *b, pid_t tgid, pid_t tid) {
+        Tracebus__ProcessTree__Thread *t;
+        char *name;
+        int r;
+
+        if (tid <= 0 || pid_set_contains(&b->threads, tid))
+                return 0;
+        if (read_comm(tgid, tid, &name) < 0)
+                return 0;
+        t = calloc(1, sizeof(*t));
+        if (!t) {
+                free(name);
+                return -ENOMEM;
+        }
+        tracebus__process_tree__thread__init(t);
+        t->has_tid = t->has_tgid = true;
+        t->tid = tid;
+        t->tgid = tgid;
+        t->name = name;
+        r = append_entry((void ***) &b->thrs, &b->tree.n_threads, &b->thrs_allocated, t);
+        if (r < 0) {
+                free(name);
+                free(t);
+                return r;
+        }
+        r = pid_set_add(&b->threads, tid);
+        return r < 0 ? r : 1;
+}
+
+int process_tree_builder_add_thread(ProcessTreeBuilder *b, pid_t tid) {
+        long tgid;
+        int r, added;
+
+        if (tid <= 0 || pid_set_contains(&b->threads, tid))
+                return 0;
+        if (read_status_field(tid, "Tgid", &tgid) < 0)
+                return 0;
+        added = add_process(b, (pid_t) tgid);
+        if (added < 0)
+                return added;
+        r = add_thread_of(b, (pid_t) tgid, tid);
+        if (r < 0)
+                return r;
+        return added || r;
+}
+
+static bool parse_pid(const char *s, pid_t *ret) {
+        char *end;
+        long v = strtol(s, &end, 10);
+
+        if (*s < '1' || *s > '9' || *end || v <= 0 || v > INT32_MAX)
+                return false;
+        *ret = (pid_t) v;
+        return true;
+}
+
+static int add_threads_of(ProcessTreeBuilder *b, pid_t pid) {
+        _cleanup_(closedirp) DIR *d = NULL;
+        char path[64];
+        int r;
+
+        snprintf(path, sizeof(path), "/proc/%d/task", (int) pid);
+        d = opendir(path);
+        if (!d)
+                return 0;
+        for (struct dirent *de; (de = readdir(d));) {
+                pid_t tid;
+
+                if (!parse_pid(de->d_name, &tid))
+                        continue;
+                r = add_thread_of(b, pid, tid);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int process_tree_builder_add_all(ProcessTreeBuilder *b) {
+        _cleanup_(closedirp) DIR *d = NULL;
+        int r;
+
+        d = opendir("/proc");
+        if (!d)
+                return -errno;
+        for (struct dirent *de; (de = readdir(d));) {
+                pid_t pid;
+
+                if (!parse_pid(de->d_name, &pid))
+                        continue;
+                r = add_process(b, pid);
+                if (r < 0)
+                        return r;
+                r = add_threads_of(b, pid);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}

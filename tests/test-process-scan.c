@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The /proc scan that names processes and threads in the trace, checked against this
+ * very process: its pid, its argv, and a thread with a name the test gives it. */
+#include <glib.h>
+#include <pthread.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "process-scan.h"
+
+static GMutex lock;
+static GCond cond;
+static pid_t thread_tid;
+static gboolean thread_release;
+
+static void *named_thread(void *arg) {
+        prctl(PR_SET_NAME, "tb-scan-test");
+        g_mutex_lock(&lock);
+        thread_tid = (pid_t) syscall(SYS_gettid);
+        g_cond_broadcast(&cond);
+        while (!thread_release)
+                g_cond_wait(&cond, &lock);
+        g_mutex_unlock(&lock);
+        return NULL;
+}
+
+static pthread_t start_named_thread(void) {
+        pthread_t t;
+
+        thread_tid = 0;
+        thread_release = FALSE;
+        g_assert_cmpint(pthread_create(&t, NULL, named_thread, NULL), ==, 0);
+        g_mutex_lock(&lock);
+        while (thread_tid == 0)
+                g_cond_wait(&cond, &lock);
+        g_mutex_unlock(&lock);
+        return t;
+}
+
+static void stop_named_thread(pthread_t t) {
+        g_mutex_lock(&lock);
+        thread_release = TRUE;
+        g_cond_broadcast(&cond);
+        g_mutex_unlock(&lock);
+        pthread_join(t, NULL);
+}
+
+static const Tracebus__ProcessTree__Process *find_process(const Tracebus__ProcessTree *tree, pid_t pid) {
+        for (size_t i = 0; i < tree->n_processes; i++)
+                if (tree->processes[i]->pid == pid)
+                        return tree->processes[i];
+        return NULL;
+}
+
+static const Tracebus__ProcessTree__Thread *find_thread(const Tracebus__ProcessTree *tree, pid_t tid) {
+        for (size_t i = 0; i < tree->n_threads; i++)
+                if (tree->threads[i]->tid == tid)
+                        return tree->threads[i];
+        return NULL;
+}
+
+static const char *argv0;
+
+static void test_scan_all(void) {
+        ProcessTreeBuilder *b = NULL;
+        const Tracebus__ProcessTree *tree;
+        const Tracebus__ProcessTree__Process *self, *init;
+        const Tracebus__ProcessTree__Thread *t;
+        pthread_t thread = start_named_thread();
+
+        g_assert_cmpint(process_tree_builder_new(&b), ==, 0);
+        g_assert_cmpint(process_tree_builder_add_all(b), ==, 0);
+        tree = process_tree_builder_tree(b);
+
+        self = find_process(tree, getpid());
+        g_assert_nonnull(self);
+        g_assert_cmpint(self->ppid, ==, getppid());
+        g_assert_cmpint(self->uid, ==, getuid());
+        g_assert_cmpuint(self->n_cmdline, >=, 1);
+        g_assert_cmpstr(self->cmdline[0], ==, argv0);
+        g_assert_false(self->cmdline_is_comm);
+
+        t = find_thread(tree, thread_tid);
+        g_assert_nonnull(t);
+        g_assert_cmpstr(t->name, ==, "tb-scan-test");
+        g_assert_cmpint(t->tgid, ==, getpid());
+
+        /* pid 1 exists everywhere; a kernel thread (kthreadd, pid 2) has no argv. */
+        init = find_process(tree, 1);
+        g_assert_nonnull(init);
+        if (find_process(tree, 2) && find_process(tree, 2)->ppid == 0)
+                g_assert_true(find_process(tree, 2)->cmdline_is_comm);
+
+        /* Described once: a second scan adds nothing. */
+        process_tree_builder_reset(b);
+        g_assert_cmpint(process_tree_builder_add_all(b), ==, 0);
+        g_assert_null(find_process(process_tree_builder_tree(b), getpid()));
+        g_assert_cmpint(process_tree_builder_add_thread(b, thread_tid), ==, 0);
+
+        stop_named_thread(thread);
+        process_tree_builder_free(b);
+}
+
+/* A thread first seen in the event stream: described with its process, once. */
+static void test_add_thread(void) {
+        ProcessTreeBuilder *b = NULL;
+        const Tracebus__ProcessTree *tree;
+        pthread_t thread = start_named_thread();
+
+        g_assert_cmpint(process_tree_builder_new(&b), ==, 0);
+        g_assert_cmpint(process_tree_builder_add_thread(b, thread_tid), ==, 1);
+        tree = process_tree_builder_tree(b);
+        g_assert_cmpuint(tree->n_processes, ==, 1);
+        g_assert_cmpint(tree->processes[0]->pid, ==, getpid());
+        g_assert_cmpuint(tree->n_threads, ==, 1);
+        g_assert_cmpstr(tree->threads[0]->name, ==, "tb-scan-test");
+        g_assert_cmpint(process_tree_builder_add_thread(b, thread_tid), ==, 0);
+        g_assert_cmpuint(process_tree_builder_n_entries(b), ==, 2);
+
+        /* A pid that does not exist is skipped, not an error. */
+        g_assert_cmpint(process_tree_builder_add_thread(b, 0x7ffffff0), ==, 0);
+
+        stop_named_thread(thread);
+        process_tree_builder_free(b);
+}
+
+int main(int argc, char **argv) {
+        argv0 = argv[0];
+        g_test_init(&argc, &argv, NULL);
+        g_test_add_func("/process-scan/all", test_scan_all);
+        g_test_add_func("/process-scan/thread", test_add_thread);
+        return g_test_run();
+}
