@@ -99,11 +99,24 @@ const char *trace_instance_name(const TraceInstance *t) {
 
 int trace_instance_enable_event(TraceInstance *t, const char *event) {
         _cleanup_free_ char *file = NULL;
+        int r;
+
+        /* ftrace/print (what programs write to trace_marker) has no enable file: it is
+         * always recorded. Let the instance also see the top-level trace_marker, where
+         * userspace annotation libraries write; kernels before 6.x lack the option. */
+        if (strcmp(event, "ftrace/print") == 0) {
+                r = instance_write(t, "options/copy_trace_marker", "1");
+                if (r < 0)
+                        log_debug_errno(r, "Cannot copy the top-level trace_marker into %s, ignoring: %m", t->name);
+                return 0;
+        }
 
         /* Not tracefs_event_enable(): it takes regular expressions, and event names
          * come from callers. The exact file is what we checked. */
         if (asprintf(&file, "events/%s/enable", event) < 0)
                 return -ENOMEM;
+        if (!tracefs_file_exists(t->instance, file))
+                return 0;  /* another always-on event */
         return instance_write(t, file, "1");
 }
 
