@@ -13,6 +13,7 @@
 #include "ftrace-parser.h"
 #include "log.h"
 #include "process-scan.h"
+#include "service-tracks.h"
 #include "recorder.h"
 #include "strv.h"
 #include "trace-writer.h"
@@ -39,6 +40,18 @@ struct Recorder {
 
         ProcessTreeBuilder *processes;
 
+        /* Moments the main thread asks to mark on the tracebus track (detached, attached). */
+        pthread_mutex_t annotations_lock;
+        struct { uint64_t timestamp; const char *name; } annotations[16];
+        size_t n_annotations;
+
+        /* Worker-only state for the service tracks and the loss accounting. */
+        uint64_t *lost_reported;      /* per CPU, what the lost counter track last said */
+        double *fill_reported;        /* per CPU, percent */
+        uint32_t buffer_size_kb;
+        uint64_t packed_events, kernel_lost;
+        uint64_t last_snapshot_ns;
+
         uint32_t drain_period_ms;
         uint64_t write_period_ns;     /* UINT64_MAX: only when the buffer fills, and at the end */
         size_t write_threshold;       /* bytes: write at once when this much is pending */
@@ -46,7 +59,7 @@ struct Recorder {
         Tracebus__TraceConfig *trace_config;  /* echoed into the trace */
         TraceWriter writer;
 
-        _Atomic uint64_t events, bytes_written, events_lost;
+        _Atomic uint64_t events, bytes_written, events_lost, kernel_events_lost, events_overwritten;
         RecorderEnd end;
         int error;
 };
@@ -100,7 +113,10 @@ static int open_cpus(Recorder *rec, TraceInstance *instance, bool compact_sched)
         rec->stats_fds = malloc(sizeof(int) * n);
         rec->start_stats = calloc(n, sizeof(TraceCpuStats));
         rec->bundles = calloc(n, sizeof(FtraceBundle *));
-        if (!rec->pipe_fds || !rec->stats_fds || !rec->start_stats || !rec->bundles)
+        rec->lost_reported = calloc(n, sizeof(uint64_t));
+        rec->fill_reported = calloc(n, sizeof(double));
+        if (!rec->pipe_fds || !rec->stats_fds || !rec->start_stats || !rec->bundles ||
+            !rec->lost_reported || !rec->fill_reported)
                 return -ENOMEM;
         for (int cpu = 0; cpu < n; cpu++)
                 rec->pipe_fds[cpu] = rec->stats_fds[cpu] = -EBADF;
@@ -135,13 +151,18 @@ int recorder_new(const SessionConfig *config, TraceInstance *instance, int outpu
         rec->output_fd = output_fd;
         rec->stop_fd = rec->done_fd = -EBADF;
         rec->drain_period_ms = config->drain_period_ms;
+        rec->buffer_size_kb = config->buffer_size_kb;
+        (void) pthread_mutex_init(&rec->annotations_lock, NULL);
         /* write_into_file: whole packets every file_write_period_ms, so the file is valid
-         * after every write. Otherwise the trace goes out at the end, like Perfetto's
-         * buffer read at stop. Either way memory is bounded: a full buffer is written. */
+         * after every write, and at once when the buffer is full: a long trace loses
+         * nothing. Otherwise the buffer is a ring (or discards when full) written at the end. */
         rec->write_period_ns = config->write_into_file ?
                 (uint64_t) config->file_write_period_ms * 1000000ull : UINT64_MAX;
         rec->write_threshold = (size_t) config->trace_buffer_kb * 1024u;
-        trace_writer_init(&rec->writer, output_fd, config->max_file_size_bytes);
+        trace_writer_init(&rec->writer, output_fd,
+                          config->write_into_file ? TRACE_WRITER_STREAM :
+                          config->discard_when_full ? TRACE_WRITER_DISCARD : TRACE_WRITER_RING,
+                          (size_t) config->trace_buffer_kb * 1024u, config->max_file_size_bytes);
 
         rec->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         rec->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -191,7 +212,10 @@ Recorder *recorder_free(Recorder *rec) {
         free(rec->stats_fds);
         free(rec->start_stats);
         free(rec->bundles);
+        free(rec->lost_reported);
+        free(rec->fill_reported);
         free(rec->page);
+        (void) pthread_mutex_destroy(&rec->annotations_lock);
         ftrace_parser_free(rec->parser);
         process_tree_builder_free(rec->processes);
         if (rec->trace_config)
@@ -235,7 +259,7 @@ static int append_clock_snapshot(Recorder *rec) {
         packet.has_timestamp = true;
         packet.timestamp = c[0].timestamp;
         packet.clock_snapshot = &snapshot;
-        return trace_writer_append(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
+        return trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
 }
 
 static int append_system_info(Recorder *rec) {
@@ -260,7 +284,7 @@ static int append_system_info(Recorder *rec) {
         info.num_cpus = rec->n_cpus;
 
         packet.system_info = &info;
-        return trace_writer_append(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
+        return trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
 }
 
 static int append_trace_config_and_uuid(Recorder *rec) {
@@ -270,7 +294,7 @@ static int append_trace_config_and_uuid(Recorder *rec) {
         int r;
 
         packet.trace_config = rec->trace_config;
-        r = trace_writer_append(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
+        r = trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
         if (r < 0)
                 return r;
 
@@ -281,7 +305,7 @@ static int append_trace_config_and_uuid(Recorder *rec) {
         uuid.lsb = random[1];
         tracebus__trace_packet__init(&packet);
         packet.trace_uuid = &uuid;
-        return trace_writer_append(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
+        return trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
 }
 
 static int append_service_event(Recorder *rec, bool started, uint64_t timestamp) {
@@ -295,7 +319,7 @@ static int append_service_event(Recorder *rec, bool started, uint64_t timestamp)
         packet.has_timestamp = true;
         packet.timestamp = timestamp;
         packet.service_event = &event;
-        return trace_writer_append(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
+        return trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
 }
 
 static void cpu_stats_to_proto(unsigned cpu, const TraceCpuStats *s, Tracebus__FtraceCpuStats *p) {
@@ -320,7 +344,6 @@ static int append_ftrace_stats(Recorder *rec, bool end) {
         Tracebus__FtraceStats stats = TRACEBUS__FTRACE_STATS__INIT;
         _cleanup_free_ Tracebus__FtraceCpuStats *cpu_stats = NULL;
         _cleanup_free_ Tracebus__FtraceCpuStats **ptrs = NULL;
-        uint64_t lost = 0;
         int r;
 
         cpu_stats = calloc(rec->n_cpus, sizeof(*cpu_stats));
@@ -336,14 +359,9 @@ static int append_ftrace_stats(Recorder *rec, bool end) {
                         return r;
                 if (!end)
                         rec->start_stats[cpu] = s;
-                else
-                        lost += (s.overrun - rec->start_stats[cpu].overrun) +
-                                (s.dropped_events - rec->start_stats[cpu].dropped_events);
                 cpu_stats_to_proto(cpu, &s, &cpu_stats[cpu]);
                 ptrs[cpu] = &cpu_stats[cpu];
         }
-        if (end)
-                atomic_store(&rec->events_lost, lost);
 
         stats.has_phase = true;
         stats.phase = end ? TRACEBUS__FTRACE_STATS__PHASE__END_OF_TRACE : TRACEBUS__FTRACE_STATS__PHASE__START_OF_TRACE;
@@ -352,7 +370,7 @@ static int append_ftrace_stats(Recorder *rec, bool end) {
         packet.has_timestamp = true;
         packet.timestamp = now_ns(CLOCK_BOOTTIME);
         packet.ftrace_stats = &stats;
-        return trace_writer_append(&rec->writer, &packet, TRACE_SEQUENCE_FTRACE);
+        return trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_FTRACE);
 }
 
 static int append_opening_packets(Recorder *rec) {
@@ -367,7 +385,141 @@ static int append_opening_packets(Recorder *rec) {
         r = append_system_info(rec);
         if (r < 0)
                 return r;
-        return append_ftrace_stats(rec, /* end= */ false);
+        r = append_ftrace_stats(rec, /* end= */ false);
+        if (r < 0)
+                return r;
+        return service_tracks_append_descriptors(&rec->writer, rec->n_cpus);
+}
+
+/* Perfetto's service marks every 10 s: a clock snapshot (clocks drift) and the sync
+ * marker that lets tools split a huge trace without parsing it. */
+#define SNAPSHOT_INTERVAL_NS (10ull * 1000 * 1000 * 1000)
+static const uint8_t sync_marker[16] = {
+        0x82, 0x47, 0x7a, 0x76, 0xb2, 0x8d, 0x42, 0xba, 0x81, 0xdc, 0x33, 0x32, 0x6d, 0x57, 0xa0, 0x79,
+};
+
+static int append_sync_marker(Recorder *rec) {
+        Tracebus__TracePacket packet = TRACEBUS__TRACE_PACKET__INIT;
+
+        /* Fixed layout: trusted_uid, the sequence id, then the marker last. */
+        packet.has_trusted_uid = true;
+        packet.trusted_uid = (int32_t) getuid();
+        packet.has_synchronization_marker = true;
+        packet.synchronization_marker.data = (uint8_t *) sync_marker;
+        packet.synchronization_marker.len = sizeof(sync_marker);
+        return trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
+}
+
+static int append_periodic_snapshot(Recorder *rec, bool force) {
+        uint64_t now = now_ns(CLOCK_MONOTONIC);
+        int r;
+
+        if (!force && now - rec->last_snapshot_ns < SNAPSHOT_INTERVAL_NS)
+                return 0;
+        rec->last_snapshot_ns = now;
+        r = append_sync_marker(rec);
+        if (r < 0)
+                return r;
+        return append_clock_snapshot(rec);
+}
+
+/* TraceStats at the end: what the service's own buffer did. */
+static int append_trace_stats(Recorder *rec) {
+        Tracebus__TracePacket packet = TRACEBUS__TRACE_PACKET__INIT;
+        Tracebus__TraceStats stats = TRACEBUS__TRACE_STATS__INIT;
+        Tracebus__TraceStats__BufferStats buffer = TRACEBUS__TRACE_STATS__BUFFER_STATS__INIT;
+        Tracebus__TraceStats__BufferStats *buffers[] = { &buffer };
+        const TraceWriterStats *ws = &rec->writer.stats;
+
+        buffer.has_buffer_size = buffer.has_bytes_written = buffer.has_bytes_overwritten = true;
+        buffer.has_chunks_overwritten = buffer.has_chunks_discarded = true;
+        buffer.buffer_size = rec->writer.capacity;
+        buffer.bytes_written = ws->bytes_written + trace_writer_pending(&rec->writer);
+        buffer.bytes_overwritten = ws->bytes_overwritten;
+        buffer.chunks_overwritten = ws->packets_overwritten;
+        buffer.chunks_discarded = ws->packets_discarded;
+        stats.buffer_stats = buffers;
+        stats.n_buffer_stats = 1;
+        stats.has_tracing_sessions = stats.has_total_buffers = true;
+        stats.tracing_sessions = 1;
+        stats.total_buffers = 1;
+        packet.has_timestamp = true;
+        packet.timestamp = now_ns(CLOCK_BOOTTIME);
+        packet.trace_stats = &stats;
+        return trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
+}
+
+/* Samples the kernel's per-CPU counters: loss and fill on the timeline, and the
+ * session's EventsLost, live. */
+static int sample_cpu_stats(Recorder *rec) {
+        uint64_t now = now_ns(CLOCK_BOOTTIME), kernel_lost = 0;
+        int r;
+
+        for (unsigned cpu = 0; cpu < rec->n_cpus; cpu++) {
+                TraceCpuStats s;
+                uint64_t lost;
+                double fill = 0;
+
+                r = trace_instance_read_cpu_stats_fd(rec->stats_fds[cpu], &s);
+                if (r < 0)
+                        return r;
+                lost = (s.overrun - rec->start_stats[cpu].overrun) +
+                       (s.dropped_events - rec->start_stats[cpu].dropped_events);
+                kernel_lost += lost;
+                if (lost != rec->lost_reported[cpu]) {
+                        rec->lost_reported[cpu] = lost;
+                        r = service_tracks_append_counter(&rec->writer, now, service_track_lost_uuid(cpu), (double) lost);
+                        if (r < 0)
+                                return r;
+                }
+                /* entries waiting, times the average event size read so far, of the buffer. */
+                if (s.read_events > 0 && rec->buffer_size_kb > 0)
+                        fill = MIN(100.0, 100.0 * (double) s.entries * ((double) s.bytes / (double) s.read_events) /
+                                          ((double) rec->buffer_size_kb * 1024.0));
+                fill = (double) (int64_t) (fill * 10.0) / 10.0;
+                if (fill != rec->fill_reported[cpu]) {
+                        rec->fill_reported[cpu] = fill;
+                        r = service_tracks_append_counter(&rec->writer, now, service_track_fill_uuid(cpu), fill);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        rec->kernel_lost = kernel_lost;
+        return 0;
+}
+
+/* What Stop and the Session properties say, from the worker's own counters. */
+static void publish_stats(Recorder *rec) {
+        const TraceWriterStats *ws = &rec->writer.stats;
+        uint64_t dropped = ws->events_overwritten + ws->events_discarded;
+
+        atomic_store(&rec->events, rec->packed_events - dropped);
+        atomic_store(&rec->events_overwritten, dropped);
+        atomic_store(&rec->kernel_events_lost, rec->kernel_lost);
+        atomic_store(&rec->events_lost, rec->kernel_lost + dropped);
+        atomic_store(&rec->bytes_written, ws->bytes_written);
+}
+
+static int append_annotations(Recorder *rec) {
+        int r = 0;
+
+        (void) pthread_mutex_lock(&rec->annotations_lock);
+        for (size_t i = 0; i < rec->n_annotations && r >= 0; i++)
+                r = service_tracks_append_instant(&rec->writer, rec->annotations[i].timestamp,
+                                                  rec->annotations[i].name);
+        rec->n_annotations = 0;
+        (void) pthread_mutex_unlock(&rec->annotations_lock);
+        return r;
+}
+
+void recorder_annotate(Recorder *rec, const char *name) {
+        (void) pthread_mutex_lock(&rec->annotations_lock);
+        if (rec->n_annotations < ELEMENTSOF(rec->annotations)) {
+                rec->annotations[rec->n_annotations].timestamp = now_ns(CLOCK_BOOTTIME);
+                rec->annotations[rec->n_annotations].name = name;
+                rec->n_annotations++;
+        }
+        (void) pthread_mutex_unlock(&rec->annotations_lock);
 }
 
 /* Writes what the process builder collected, if anything. */
@@ -384,7 +536,7 @@ static int append_process_tree(Recorder *rec) {
         packet.has_timestamp = true;
         packet.timestamp = tree.collection_end_timestamp;
         packet.process_tree = &tree;
-        r = trace_writer_append(&rec->writer, &packet, TRACE_SEQUENCE_PROCESSES);
+        r = trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_PROCESSES);
         process_tree_builder_reset(rec->processes);
         return r;
 }
@@ -412,10 +564,10 @@ static int pack_bundle(Recorder *rec, unsigned cpu) {
         r = ftrace_bundle_pack(rec->bundles[cpu], &buf, &len);
         if (r < 0)
                 return r;
-        r = trace_writer_append_ftrace_bundle(&rec->writer, buf, len);
+        r = trace_writer_append_ftrace_bundle(&rec->writer, buf, len, n);
         if (r < 0)
                 return r;
-        atomic_fetch_add(&rec->events, n);
+        rec->packed_events += n;
         return 0;
 }
 
@@ -461,11 +613,13 @@ static int flush_output(Recorder *rec) {
         int r = trace_writer_flush(&rec->writer);
 
         rec->last_write_ns = now_ns(CLOCK_MONOTONIC);
-        atomic_store(&rec->bytes_written, rec->writer.bytes_written);
+        publish_stats(rec);
         return r;
 }
 
 static bool write_due(Recorder *rec) {
+        if (rec->writer.mode != TRACE_WRITER_STREAM)
+                return false;
         if (trace_writer_pending(&rec->writer) >= rec->write_threshold)
                 return true;
         return rec->write_period_ns != UINT64_MAX &&
@@ -492,6 +646,17 @@ static void finish(Recorder *rec, RecorderEnd end, int error) {
 static int write_closing_packets(Recorder *rec) {
         int r;
 
+        r = sample_cpu_stats(rec);
+        if (r >= 0)
+                r = append_annotations(rec);
+        if (r >= 0)
+                r = service_tracks_append_instant(&rec->writer, now_ns(CLOCK_BOOTTIME), "stopped");
+        if (r >= 0)
+                r = append_periodic_snapshot(rec, /* force= */ true);
+        if (r >= 0)
+                r = append_trace_stats(rec);
+        if (r < 0)
+                return r;
         r = append_ftrace_stats(rec, /* end= */ true);
         if (r < 0)
                 return r;
@@ -520,18 +685,28 @@ static void *recorder_thread(void *userdata) {
         for (;;) {
                 bool stopping = wait_for_stop(rec);
 
-                r = drain_all(rec);
+                /* Sampled before the drain: the fill is at its highest then. */
+                r = sample_cpu_stats(rec);
+                if (r >= 0)
+                        r = append_annotations(rec);
+                if (r >= 0)
+                        r = append_periodic_snapshot(rec, /* force= */ false);
+                if (r >= 0)
+                        r = drain_all(rec);
                 if (r < 0) {
                         /* What was read so far still makes a complete trace. */
                         log_error_errno(r, "Failed to read the kernel's trace buffers, ending the session: %m");
                         (void) write_closing_packets(rec);
                         return finish(rec, RECORDER_END_READ_ERROR, r), NULL;
                 }
+                publish_stats(rec);
                 if (stopping)
                         break;
                 if (!write_due(rec))
                         continue;
-                r = flush_output(rec);
+                r = service_tracks_append_instant(&rec->writer, now_ns(CLOCK_BOOTTIME), "periodic write");
+                if (r >= 0)
+                        r = flush_output(rec);
                 if (r < 0)
                         return finish(rec, end_for_write_error(r), r), NULL;
         }
@@ -555,8 +730,11 @@ int recorder_start(Recorder *rec, TraceInstance *instance) {
         /* tracing_started must come before the first event, or trace_processor drops events. */
         started = now_ns(CLOCK_BOOTTIME);
         r = append_service_event(rec, /* started= */ true, started);
+        if (r >= 0)
+                r = service_tracks_append_instant(&rec->writer, started, "started");
         if (r < 0)
                 return r;
+        rec->last_snapshot_ns = now_ns(CLOCK_MONOTONIC);
         r = trace_instance_set_tracing(instance, true);
         if (r < 0)
                 return log_error_errno(r, "Failed to switch tracing on in %s: %m", trace_instance_name(instance));
@@ -596,5 +774,7 @@ void recorder_get_stats(const Recorder *rec, RecorderStats *ret) {
                 .events = atomic_load(&rec->events),
                 .bytes_written = atomic_load(&rec->bytes_written),
                 .events_lost = atomic_load(&rec->events_lost),
+                .kernel_events_lost = atomic_load(&rec->kernel_events_lost),
+                .events_overwritten = atomic_load(&rec->events_overwritten),
         };
 }

@@ -25,9 +25,11 @@ typedef enum RecorderEnd {
 typedef struct Recorder Recorder;
 
 typedef struct RecorderStats {
-        uint64_t events;         /* events written into the trace */
-        uint64_t bytes_written;  /* bytes written into the output */
-        uint64_t events_lost;    /* overruns reported by the kernel, summed over CPUs */
+        uint64_t events;              /* events in the trace (recorded, not overwritten) */
+        uint64_t bytes_written;       /* bytes written into the output */
+        uint64_t events_lost;         /* all of the two below */
+        uint64_t kernel_events_lost;  /* overruns and drops the kernel reports, over all CPUs */
+        uint64_t events_overwritten;  /* recorded, then overwritten in (or refused by) the service's buffer */
 } RecorderStats;
 
 /* Prepares a recorder for @instance (whose events must already be enabled) writing into
@@ -50,3 +52,6 @@ int recorder_done_fd(const Recorder *r);
 RecorderEnd recorder_join(Recorder *r, int *ret_error);
 
 void recorder_get_stats(const Recorder *r, RecorderStats *ret);
+
+/* Marks a moment (a static string: "detached", "attached") on the trace's tracebus track. */
+void recorder_annotate(Recorder *r, const char *name);

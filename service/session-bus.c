@@ -117,10 +117,14 @@ int session_bus_append_stats(sd_bus_message *reply, const Session *s) {
         r = sd_bus_message_open_container(reply, 'a', "{sv}");
         if (r < 0)
                 return r;
-        r = sd_bus_message_append(reply, "{sv}{sv}{sv}{sv}",
+        /* EventsLost counts every event that is not in the trace: lost by the kernel, or
+         * overwritten in (or refused by) the service's own buffer, as the next two say. */
+        r = sd_bus_message_append(reply, "{sv}{sv}{sv}{sv}{sv}{sv}",
                                   "Events", "t", st.events,
                                   "Bytes", "t", st.bytes_written,
                                   "EventsLost", "t", st.events_lost,
+                                  "KernelEventsLost", "t", st.kernel_events_lost,
+                                  "EventsOverwritten", "t", st.events_overwritten,
                                   "Reason", "s", ending ? session_end_reason_to_string(s->end_reason) : "");
         if (r < 0)
                 return r;

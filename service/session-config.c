@@ -231,6 +231,8 @@ static int load_trace_buffer(const Tracebus__TraceConfig *tc, SessionConfig *c, 
                 return set_error(ret_error, "the buffers add up to %" PRIu64 " KiB, above the limit of %u KiB",
                                  total, SESSION_MAX_TRACE_BUFFER_KB);
         c->trace_buffer_kb = total > 0 ? (uint32_t) total : SESSION_DEFAULT_TRACE_BUFFER_KB;
+        c->discard_when_full = tc->n_buffers > 0 && tc->buffers[0]->has_fill_policy &&
+                tc->buffers[0]->fill_policy == TRACEBUS__TRACE_CONFIG__BUFFER_CONFIG__FILL_POLICY__DISCARD;
         return 0;
 }
 

@@ -33,6 +33,7 @@ typedef struct SessionConfig {
         uint32_t duration_ms;          /* 0: until stopped */
         bool compact_sched;
         uint32_t trace_buffer_kb;      /* what the service buffers before it must write */
+        bool discard_when_full;        /* fill_policy DISCARD: keep the oldest, not the newest */
         bool write_into_file;
         uint32_t file_write_period_ms; /* with write_into_file, clamped to Perfetto's range */
         uint64_t max_file_size_bytes;  /* 0: unlimited */

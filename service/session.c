@@ -103,13 +103,18 @@ static int on_duration_reached(sd_event_source *source, uint64_t usec, void *use
 static int on_progress(sd_event_source *source, uint64_t usec, void *userdata) {
         Session *s = ASSERT_PTR(userdata);
         RecorderStats now;
+        int r;
 
         session_get_stats(s, &now);
         if (memcmp(&now, &s->progress_reported, sizeof(now)) != 0) {
                 s->progress_reported = now;
                 session_bus_emit_progress(s);
         }
-        return sd_event_source_set_time_relative(source, PROGRESS_INTERVAL_USEC);
+        /* sd-event switched the one-shot timer off before calling us: re-arm it. */
+        r = sd_event_source_set_time_relative(source, PROGRESS_INTERVAL_USEC);
+        if (r < 0)
+                return r;
+        return sd_event_source_set_enabled(source, SD_EVENT_ONESHOT);
 }
 
 static int session_add_event_sources(Session *s) {
@@ -251,6 +256,8 @@ void session_set_detached(Session *s, bool detached, char *key) {
         free(s->detach_key);
         s->detach_key = key;
         s->detached = detached;
+        if (s->recorder)
+                recorder_annotate(s->recorder, detached ? "detached" : "attached");
         log_info("Session %" PRIu64 " %s%s%s.", s->id, detached ? "detached" : "attached",
                  key ? " under key " : "", strempty(key));
 }

@@ -11,9 +11,14 @@
 /* TracePacket fields written by hand around a pre-encoded bundle. */
 #define TAG_FTRACE_EVENTS 0x0a                  /* field 1, length-delimited */
 #define TAG_SEQUENCE_ID 0x50                    /* field 10, varint */
-#define TAG_SEQUENCE_FLAGS 0x68                 /* field 13, varint */
-#define TAG_FIRST_PACKET_ON_SEQUENCE 0xb8, 0x05 /* field 87, varint */
 #define SEQ_INCREMENTAL_STATE_CLEARED 1
+
+struct TracePacketChunk {
+        TracePacketChunk *next;
+        size_t len;
+        size_t events;       /* ftrace events inside, for the loss accounting */
+        uint8_t data[];
+};
 
 size_t varint_encode(uint64_t v, uint8_t out[static 10]) {
         size_t n = 0;
@@ -28,49 +33,60 @@ size_t varint_encode(uint64_t v, uint8_t out[static 10]) {
         return n;
 }
 
-void trace_writer_init(TraceWriter *w, int fd, uint64_t max_bytes) {
+void trace_writer_init(TraceWriter *w, int fd, TraceWriterMode mode, size_t capacity, uint64_t max_bytes) {
         *w = (TraceWriter) {
                 .fd = fd,
+                .mode = mode,
+                .capacity = capacity,
                 .max_bytes = max_bytes,
         };
 }
 
+static TracePacketChunk *pop_oldest(TraceWriter *w) {
+        TracePacketChunk *c = w->head;
+
+        if (!c)
+                return NULL;
+        w->head = c->next;
+        if (!w->head)
+                w->tail = NULL;
+        w->data_len -= c->len;
+        return c;
+}
+
 void trace_writer_done(TraceWriter *w) {
-        w->buf = mfree(w->buf);
-        w->len = w->allocated = 0;
+        w->meta = mfree(w->meta);
+        w->meta_len = w->meta_allocated = 0;
+        while (w->head)
+                free(pop_oldest(w));
 }
 
 size_t trace_writer_pending(const TraceWriter *w) {
-        return w->len;
+        return w->meta_len + w->data_len;
 }
 
-static int writer_reserve(TraceWriter *w, size_t extra) {
-        size_t need = w->len + extra;
+static size_t frame_header(uint8_t out[static 11], size_t packet_len) {
+        out[0] = TRACE_PACKET_TAG;
+        return 1 + varint_encode(packet_len, out + 1);
+}
+
+static int meta_reserve(TraceWriter *w, size_t extra) {
+        size_t need = w->meta_len + extra;
         uint8_t *p;
 
-        if (need <= w->allocated)
+        if (need <= w->meta_allocated)
                 return 0;
-        need = MAX(need, MAX(w->allocated * 2, (size_t) 64 * 1024));
-        p = realloc(w->buf, need);
+        need = MAX(need, MAX(w->meta_allocated * 2, (size_t) 16 * 1024));
+        p = realloc(w->meta, need);
         if (!p)
                 return -ENOMEM;
-        w->buf = p;
-        w->allocated = need;
+        w->meta = p;
+        w->meta_allocated = need;
         return 0;
 }
 
-static void writer_put(TraceWriter *w, const void *data, size_t len) {
-        memcpy(w->buf + w->len, data, len);
-        w->len += len;
-}
-
-static void writer_put_varint(TraceWriter *w, uint64_t v) {
-        uint8_t tmp[10];
-        writer_put(w, tmp, varint_encode(v, tmp));
-}
-
 /* Marks the first packet of each sequence, as trace_processor expects (facts note 3.1). */
-static bool writer_take_first_on_sequence(TraceWriter *w, uint32_t sequence_id) {
+static bool take_first_on_sequence(TraceWriter *w, uint32_t sequence_id) {
         assert(sequence_id < _TRACE_SEQUENCE_MAX);
         if (w->sequence_started[sequence_id])
                 return false;
@@ -78,108 +94,199 @@ static bool writer_take_first_on_sequence(TraceWriter *w, uint32_t sequence_id) 
         return true;
 }
 
-int trace_writer_append(TraceWriter *w, Tracebus__TracePacket *packet, uint32_t sequence_id) {
-        size_t size;
-        int r;
-
-        assert(w);
-        assert(packet);
+static bool prepare_packet(TraceWriter *w, Tracebus__TracePacket *packet, uint32_t sequence_id) {
+        bool first = take_first_on_sequence(w, sequence_id);
 
         packet->has_trusted_packet_sequence_id = true;
         packet->trusted_packet_sequence_id = sequence_id;
-        if (writer_take_first_on_sequence(w, sequence_id)) {
+        if (first) {
                 packet->has_first_packet_on_sequence = packet->first_packet_on_sequence = true;
                 packet->has_sequence_flags = true;
                 packet->sequence_flags = SEQ_INCREMENTAL_STATE_CLEARED;
         }
-
-        size = tracebus__trace_packet__get_packed_size(packet);
-        r = writer_reserve(w, size + 11);
-        if (r < 0)
-                return r;
-        w->buf[w->len++] = TRACE_PACKET_TAG;
-        writer_put_varint(w, size);
-        w->len += tracebus__trace_packet__pack(packet, w->buf + w->len);
-        return 0;
+        return first;
 }
 
-int trace_writer_append_ftrace_bundle(TraceWriter *w, const uint8_t *bundle, size_t len) {
-        static const uint8_t first_flags[] = {
-                TAG_SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED,
-                TAG_FIRST_PACKET_ON_SEQUENCE, 1,
-        };
-        uint8_t tmp[10];
-        bool first;
-        size_t packet_len;
+static int append_meta_packet(TraceWriter *w, const Tracebus__TracePacket *packet) {
+        size_t size = tracebus__trace_packet__get_packed_size(packet);
         int r;
 
-        first = writer_take_first_on_sequence(w, TRACE_SEQUENCE_FTRACE);
-        packet_len = 1 + varint_encode(len, tmp) + len + 2 + (first ? sizeof(first_flags) : 0);
-
-        r = writer_reserve(w, packet_len + 11);
+        r = meta_reserve(w, size + 11);
         if (r < 0)
                 return r;
-        w->buf[w->len++] = TRACE_PACKET_TAG;
-        writer_put_varint(w, packet_len);
-        w->buf[w->len++] = TAG_FTRACE_EVENTS;
-        writer_put_varint(w, len);
-        writer_put(w, bundle, len);
-        w->buf[w->len++] = TAG_SEQUENCE_ID;
-        w->buf[w->len++] = TRACE_SEQUENCE_FTRACE;
-        if (first)
-                writer_put(w, first_flags, sizeof(first_flags));
+        w->meta_len += frame_header(w->meta + w->meta_len, size);
+        w->meta_len += tracebus__trace_packet__pack(packet, w->meta + w->meta_len);
         return 0;
 }
 
-/* Returns how many leading bytes of the buffer form whole packets that fit in @room. */
-static size_t writer_whole_packets_within(const TraceWriter *w, uint64_t room) {
+/* Room for a data packet of @len bytes: drops the oldest (RING) or refuses it (DISCARD). */
+static bool data_make_room(TraceWriter *w, size_t len, size_t events) {
+        if (w->mode == TRACE_WRITER_STREAM)
+                return true;
+        if (w->mode == TRACE_WRITER_DISCARD) {
+                if (w->data_len + len <= w->capacity)
+                        return true;
+                w->stats.packets_discarded++;
+                w->stats.bytes_discarded += len;
+                w->stats.events_discarded += events;
+                return false;
+        }
+        while (w->head && w->data_len + len > w->capacity) {
+                TracePacketChunk *c = pop_oldest(w);
+                w->stats.packets_overwritten++;
+                w->stats.bytes_overwritten += c->len;
+                w->stats.events_overwritten += c->events;
+                free(c);
+        }
+        return true;
+}
+
+static TracePacketChunk *chunk_new(size_t len, size_t events) {
+        TracePacketChunk *c = malloc(sizeof(TracePacketChunk) + len);
+
+        if (c) {
+                c->next = NULL;
+                c->len = len;
+                c->events = events;
+        }
+        return c;
+}
+
+static void data_push(TraceWriter *w, TracePacketChunk *c) {
+        if (w->tail)
+                w->tail->next = c;
+        else
+                w->head = c;
+        w->tail = c;
+        w->data_len += c->len;
+}
+
+int trace_writer_append_meta(TraceWriter *w, Tracebus__TracePacket *packet, uint32_t sequence_id) {
+        assert(w);
+        assert(packet);
+
+        (void) prepare_packet(w, packet, sequence_id);
+        return append_meta_packet(w, packet);
+}
+
+int trace_writer_append_data(TraceWriter *w, Tracebus__TracePacket *packet, uint32_t sequence_id) {
+        TracePacketChunk *c;
+        uint8_t header[11];
+        size_t size, hlen;
+
+        assert(w);
+        assert(packet);
+
+        /* The first packet on a sequence says "incremental state cleared": never overwrite it. */
+        if (prepare_packet(w, packet, sequence_id))
+                return append_meta_packet(w, packet);
+
+        size = tracebus__trace_packet__get_packed_size(packet);
+        hlen = frame_header(header, size);
+        if (!data_make_room(w, hlen + size, 0))
+                return 0;
+        c = chunk_new(hlen + size, 0);
+        if (!c)
+                return -ENOMEM;
+        memcpy(c->data, header, hlen);
+        tracebus__trace_packet__pack(packet, c->data + hlen);
+        data_push(w, c);
+        return 0;
+}
+
+int trace_writer_append_ftrace_bundle(TraceWriter *w, const uint8_t *bundle, size_t len, size_t n_events) {
+        uint8_t header[11], tmp[10];
+        size_t packet_len, hlen, off;
+        TracePacketChunk *c;
+
+        /* The FTRACE sequence starts with a metadata packet (FtraceStats), so bundles never
+         * carry the first-packet flags. Written by hand: no copy through protobuf-c. */
+        if (!w->sequence_started[TRACE_SEQUENCE_FTRACE])
+                return -EINVAL;
+        packet_len = 1 + varint_encode(len, tmp) + len + 2;
+        hlen = frame_header(header, packet_len);
+        if (!data_make_room(w, hlen + packet_len, n_events))
+                return 0;
+        c = chunk_new(hlen + packet_len, n_events);
+        if (!c)
+                return -ENOMEM;
+
+        memcpy(c->data, header, hlen);
+        off = hlen;
+        c->data[off++] = TAG_FTRACE_EVENTS;
+        off += varint_encode(len, c->data + off);
+        memcpy(c->data + off, bundle, len);
+        off += len;
+        c->data[off++] = TAG_SEQUENCE_ID;
+        c->data[off++] = TRACE_SEQUENCE_FTRACE;
+        assert(off == c->len);
+        data_push(w, c);
+        return 0;
+}
+
+/* How many leading bytes of @buf form whole packets that fit in @room. */
+static size_t whole_packets_within(const uint8_t *buf, size_t len, uint64_t room) {
         size_t off = 0;
 
-        while (off < w->len) {
-                uint64_t len = 0;
+        while (off < len) {
+                uint64_t plen = 0;
                 size_t p = off + 1;
                 unsigned shift = 0;
 
                 /* Our own framing: tag byte, then a varint length. */
-                while (p < w->len) {
-                        len |= (uint64_t) (w->buf[p] & 0x7f) << shift;
+                while (p < len) {
+                        plen |= (uint64_t) (buf[p] & 0x7f) << shift;
                         shift += 7;
-                        if (!(w->buf[p++] & 0x80))
+                        if (!(buf[p++] & 0x80))
                                 break;
                 }
-                if (p + len - off > room)
+                if (p + plen - off > room)
                         break;
-                room -= p + len - off;
-                off = p + len;
+                room -= p + plen - off;
+                off = p + plen;
         }
         return off;
 }
 
+/* Writes whole packets of @buf within the size limit; -EFBIG if not all of it fits. */
+static int write_within_limit(TraceWriter *w, const uint8_t *buf, size_t len) {
+        size_t n = len;
+        int r;
+
+        if (w->max_bytes > 0) {
+                uint64_t room = w->max_bytes > w->stats.bytes_written ? w->max_bytes - w->stats.bytes_written : 0;
+                n = whole_packets_within(buf, len, room);
+        }
+        r = loop_write(w->fd, buf, n);
+        if (r < 0)
+                return r;
+        w->stats.bytes_written += n;
+        if (n < len) {
+                /* The rest would pass max_file_size_bytes: the file ends at a packet boundary. */
+                w->limit_reached = true;
+                return -EFBIG;
+        }
+        return 0;
+}
+
 int trace_writer_flush(TraceWriter *w) {
-        size_t n = w->len;
         int r;
 
         if (w->limit_reached)
                 return -EFBIG;
-        if (n == 0)
-                return 0;
 
-        if (w->max_bytes > 0) {
-                uint64_t room = w->max_bytes > w->bytes_written ? w->max_bytes - w->bytes_written : 0;
-                n = writer_whole_packets_within(w, room);
-        }
-
-        r = loop_write(w->fd, w->buf, n);
+        r = write_within_limit(w, w->meta, w->meta_len);
+        w->meta_len = 0;
         if (r < 0)
                 return r;
-        w->bytes_written += n;
 
-        if (n < w->len) {
-                /* The rest would pass max_file_size_bytes: the file ends at a packet boundary. */
-                w->limit_reached = true;
-                w->len = 0;
-                return -EFBIG;
+        while (w->head) {
+                TracePacketChunk *c = pop_oldest(w);
+
+                r = write_within_limit(w, c->data, c->len);
+                free(c);
+                if (r < 0)
+                        return r;
         }
-        w->len = 0;
         return 0;
 }

@@ -9,44 +9,78 @@
 
 /*
  * Builds a Perfetto trace: each packet is framed as field 1 of the Trace message
- * (0x0a, varint length, TracePacket bytes). Packets are collected in memory and
- * written to the output fd by trace_writer_flush(), so that a write never leaves
- * half a packet behind unless the write itself fails.
+ * (0x0a, varint length, TracePacket bytes) and written whole, so a file is a valid
+ * trace after every write.
+ *
+ * Packets go into one of two regions. Metadata (clocks, system info, the config, process
+ * and track descriptions, the first packet of each sequence) is never dropped. Data
+ * (ftrace bundles, track events) goes into a FIFO that is either written out as it goes
+ * (TRACE_WRITER_STREAM, write_into_file) or kept in memory until the end, with the
+ * oldest packets overwritten when it is full (TRACE_WRITER_RING) or new ones refused
+ * (TRACE_WRITER_DISCARD). So a ring buffer that wrapped many times still opens with
+ * every name and clock.
  */
 
-/* Sequence ids: 1 for the service's own packets, as Perfetto's service does,
- * 2 for the ftrace data, 3 for the process descriptions. */
+/* Sequence ids: 1 for the service's own packets, as Perfetto's service does, 2 for the
+ * ftrace data, 3 for the process descriptions, 4 for the service's own tracks. */
 enum {
         TRACE_SEQUENCE_SERVICE = 1,
         TRACE_SEQUENCE_FTRACE = 2,
         TRACE_SEQUENCE_PROCESSES = 3,
+        TRACE_SEQUENCE_TRACKS = 4,
         _TRACE_SEQUENCE_MAX,
 };
 
+typedef enum TraceWriterMode {
+        TRACE_WRITER_STREAM,
+        TRACE_WRITER_RING,
+        TRACE_WRITER_DISCARD,
+} TraceWriterMode;
+
+typedef struct TracePacketChunk TracePacketChunk;
+
+typedef struct TraceWriterStats {
+        uint64_t bytes_written;       /* into the output */
+        uint64_t packets_overwritten; /* RING: oldest data dropped for newer */
+        uint64_t bytes_overwritten;
+        uint64_t events_overwritten;  /* ftrace events in those packets */
+        uint64_t packets_discarded;   /* DISCARD: data refused when full */
+        uint64_t bytes_discarded;
+        uint64_t events_discarded;
+} TraceWriterStats;
+
 typedef struct TraceWriter {
-        int fd;                    /* not owned */
-        uint8_t *buf;
-        size_t len, allocated;
-        uint64_t bytes_written;    /* flushed to fd */
-        uint64_t max_bytes;        /* 0: unlimited */
+        int fd;                       /* not owned */
+        TraceWriterMode mode;
+        size_t capacity;              /* data bytes held in memory at most (RING, DISCARD) */
+        uint64_t max_bytes;           /* the file's size limit, 0: none */
+
+        uint8_t *meta;                /* framed metadata packets not written yet */
+        size_t meta_len, meta_allocated;
+        TracePacketChunk *head, *tail;/* framed data packets not written yet, oldest first */
+        size_t data_len;
+
         bool sequence_started[_TRACE_SEQUENCE_MAX];
         bool limit_reached;
+        TraceWriterStats stats;
 } TraceWriter;
 
-void trace_writer_init(TraceWriter *w, int fd, uint64_t max_bytes);
+void trace_writer_init(TraceWriter *w, int fd, TraceWriterMode mode, size_t capacity, uint64_t max_bytes);
 void trace_writer_done(TraceWriter *w);
 
-/* Sets the trusted sequence id on @packet (and the first-packet flags on the first
- * packet of that sequence), packs it and appends it. */
-int trace_writer_append(TraceWriter *w, Tracebus__TracePacket *packet, uint32_t sequence_id);
+/* Sets the trusted sequence id on @packet (and the first-packet flags on the first packet
+ * of that sequence, which then always goes into the metadata), packs and keeps it. */
+int trace_writer_append_meta(TraceWriter *w, Tracebus__TracePacket *packet, uint32_t sequence_id);
+int trace_writer_append_data(TraceWriter *w, Tracebus__TracePacket *packet, uint32_t sequence_id);
 
-/* Appends a TracePacket carrying an already-encoded FtraceEventBundle. */
-int trace_writer_append_ftrace_bundle(TraceWriter *w, const uint8_t *bundle, size_t len);
+/* Keeps a TracePacket carrying an already-encoded FtraceEventBundle of @n_events, as data. */
+int trace_writer_append_ftrace_bundle(TraceWriter *w, const uint8_t *bundle, size_t len, size_t n_events);
 
-/* Writes what was appended. With max_bytes set, writes whole packets only up to the limit
- * and returns -EFBIG once the next packet would not fit (nothing after it is written). */
+/* Writes the metadata, then the data, oldest first. With max_bytes set, writes whole
+ * packets up to the limit and returns -EFBIG once the next one would not fit. */
 int trace_writer_flush(TraceWriter *w);
 
+/* Bytes kept in memory, not written yet. */
 size_t trace_writer_pending(const TraceWriter *w);
 
 /* Encoding helpers, exposed for the unit tests. */

@@ -16,7 +16,7 @@ typedef struct {
 static void fixture_setup(Fixture *f, gconstpointer data) {
         f->fd = memfd_create("trace", MFD_CLOEXEC);
         g_assert_cmpint(f->fd, >=, 0);
-        trace_writer_init(&f->w, f->fd, GPOINTER_TO_UINT(data));
+        trace_writer_init(&f->w, f->fd, TRACE_WRITER_STREAM, 0, GPOINTER_TO_UINT(data));
 }
 
 static void fixture_teardown(Fixture *f, gconstpointer data) {
@@ -75,7 +75,7 @@ static void append_system_info(TraceWriter *w, uint32_t seq) {
         info.has_num_cpus = true;
         info.num_cpus = 2;
         p.system_info = &info;
-        g_assert_cmpint(trace_writer_append(w, &p, seq), ==, 0);
+        g_assert_cmpint(trace_writer_append_meta(w, &p, seq), ==, 0);
 }
 
 static void append_bundle(TraceWriter *w, uint32_t cpu) {
@@ -88,7 +88,7 @@ static void append_bundle(TraceWriter *w, uint32_t cpu) {
         b.previous_bundle_end_timestamp = 123456789;
         g_assert_cmpuint(tracebus__ftrace_event_bundle__get_packed_size(&b), <=, sizeof(buf));
         size_t len = tracebus__ftrace_event_bundle__pack(&b, buf);
-        g_assert_cmpint(trace_writer_append_ftrace_bundle(w, buf, len), ==, 0);
+        g_assert_cmpint(trace_writer_append_ftrace_bundle(w, buf, len, 3), ==, 0);
 }
 
 static void test_sequences(Fixture *f, gconstpointer data) {
@@ -96,17 +96,21 @@ static void test_sequences(Fixture *f, gconstpointer data) {
         g_autoptr(GPtrArray) packets = NULL;
         Tracebus__TracePacket *p;
 
+        /* A bundle cannot open its sequence: the first packet there is metadata. */
+        g_assert_cmpint(trace_writer_append_ftrace_bundle(&f->w, (const guint8 *) "", 0, 0), ==, -EINVAL);
+
         append_system_info(&f->w, TRACE_SEQUENCE_SERVICE);
         append_system_info(&f->w, TRACE_SEQUENCE_SERVICE);
+        append_system_info(&f->w, TRACE_SEQUENCE_FTRACE);
         append_bundle(&f->w, 0);
         append_bundle(&f->w, 1);
         g_assert_cmpint(trace_writer_flush(&f->w), ==, 0);
         g_assert_cmpuint(trace_writer_pending(&f->w), ==, 0);
 
         bytes = read_back(f->fd);
-        g_assert_cmpuint(f->w.bytes_written, ==, g_bytes_get_size(bytes));
+        g_assert_cmpuint(f->w.stats.bytes_written, ==, g_bytes_get_size(bytes));
         packets = decode_packets(bytes);
-        g_assert_cmpuint(packets->len, ==, 4);
+        g_assert_cmpuint(packets->len, ==, 5);
 
         /* Every packet has a sequence; only the first of each sequence says it is first. */
         p = packets->pdata[0];
@@ -123,10 +127,13 @@ static void test_sequences(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(p->trusted_packet_sequence_id, ==, TRACE_SEQUENCE_FTRACE);
         g_assert_true(p->first_packet_on_sequence);
         g_assert_cmpuint(p->sequence_flags, ==, 1);
+        p = packets->pdata[3];
+        g_assert_cmpuint(p->trusted_packet_sequence_id, ==, TRACE_SEQUENCE_FTRACE);
+        g_assert_false(p->has_first_packet_on_sequence);
         g_assert_nonnull(p->ftrace_events);
         g_assert_cmpuint(p->ftrace_events->cpu, ==, 0);
         g_assert_cmpuint(p->ftrace_events->previous_bundle_end_timestamp, ==, 123456789);
-        p = packets->pdata[3];
+        p = packets->pdata[4];
         g_assert_cmpuint(p->trusted_packet_sequence_id, ==, TRACE_SEQUENCE_FTRACE);
         g_assert_false(p->has_first_packet_on_sequence);
         g_assert_cmpuint(p->ftrace_events->cpu, ==, 1);
@@ -138,6 +145,7 @@ static void test_size_limit(Fixture *f, gconstpointer data) {
         g_autoptr(GPtrArray) packets = NULL;
         int r = 0;
 
+        append_system_info(&f->w, TRACE_SEQUENCE_FTRACE);
         for (unsigned i = 0; i < 100 && r == 0; i++) {
                 append_bundle(&f->w, i % 2);
                 r = trace_writer_flush(&f->w);
@@ -149,9 +157,66 @@ static void test_size_limit(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(g_bytes_get_size(bytes), <=, GPOINTER_TO_UINT(data));
         g_assert_cmpuint(g_bytes_get_size(bytes), >, GPOINTER_TO_UINT(data) - 32);
         packets = decode_packets(bytes);
-        g_assert_cmpuint(packets->len, >, 1);
-        for (guint i = 0; i < packets->len; i++)
+        g_assert_cmpuint(packets->len, >, 2);
+        for (guint i = 1; i < packets->len; i++)
                 g_assert_nonnull(((Tracebus__TracePacket *) packets->pdata[i])->ftrace_events);
+}
+
+/* A ring that wrapped many times keeps its metadata and the newest data, and counts
+ * what it overwrote; DISCARD keeps the oldest and counts what it refused. */
+static void check_ring(TraceWriterMode mode) {
+        g_autoptr(GBytes) bytes = NULL;
+        g_autoptr(GPtrArray) packets = NULL;
+        TraceWriter w;
+        guint first_cpu, last_cpu, bundles = 0;
+        int fd = memfd_create("ring", MFD_CLOEXEC);
+
+        trace_writer_init(&w, fd, mode, 200, 0);
+        append_system_info(&w, TRACE_SEQUENCE_SERVICE);
+        append_system_info(&w, TRACE_SEQUENCE_FTRACE);
+        for (unsigned i = 0; i < 1000; i++)
+                append_bundle(&w, i);   /* the cpu field numbers them */
+        append_system_info(&w, TRACE_SEQUENCE_SERVICE);
+        g_assert_cmpuint(trace_writer_pending(&w), <=, 200 + 3 * 32);
+        g_assert_cmpint(trace_writer_flush(&w), ==, 0);
+
+        bytes = read_back(fd);
+        packets = decode_packets(bytes);
+        /* The metadata first, every packet of it. */
+        g_assert_nonnull(((Tracebus__TracePacket *) packets->pdata[0])->system_info);
+        g_assert_true(((Tracebus__TracePacket *) packets->pdata[0])->first_packet_on_sequence);
+        g_assert_nonnull(((Tracebus__TracePacket *) packets->pdata[1])->system_info);
+        g_assert_nonnull(((Tracebus__TracePacket *) packets->pdata[2])->system_info);
+        first_cpu = ((Tracebus__TracePacket *) packets->pdata[3])->ftrace_events->cpu;
+        for (guint i = 3; i < packets->len; i++) {
+                Tracebus__TracePacket *p = packets->pdata[i];
+                g_assert_nonnull(p->ftrace_events);
+                g_assert_cmpuint(p->ftrace_events->cpu, ==, first_cpu + bundles);
+                bundles++;
+        }
+        last_cpu = first_cpu + bundles - 1;
+        g_assert_cmpuint(bundles, >, 5);
+        if (mode == TRACE_WRITER_RING) {
+                g_assert_cmpuint(last_cpu, ==, 999);
+                g_assert_cmpuint(w.stats.packets_overwritten, ==, 1000 - bundles);
+                g_assert_cmpuint(w.stats.events_overwritten, ==, 3 * (1000 - bundles));
+                g_assert_cmpuint(w.stats.packets_discarded, ==, 0);
+        } else {
+                g_assert_cmpuint(first_cpu, ==, 0);
+                g_assert_cmpuint(w.stats.packets_discarded, ==, 1000 - bundles);
+                g_assert_cmpuint(w.stats.events_discarded, ==, 3 * (1000 - bundles));
+                g_assert_cmpuint(w.stats.packets_overwritten, ==, 0);
+        }
+        trace_writer_done(&w);
+        close(fd);
+}
+
+static void test_ring(void) {
+        check_ring(TRACE_WRITER_RING);
+}
+
+static void test_discard(void) {
+        check_ring(TRACE_WRITER_DISCARD);
 }
 
 /* A failing output (a pipe whose reader went away) reports the error, and nothing is lost
@@ -163,10 +228,11 @@ static void test_write_error(void) {
         g_assert_cmpint(pipe(p), ==, 0);
         close(p[0]);
         signal(SIGPIPE, SIG_IGN);
-        trace_writer_init(&w, p[1], 0);
+        trace_writer_init(&w, p[1], TRACE_WRITER_STREAM, 0, 0);
+        append_system_info(&w, TRACE_SEQUENCE_FTRACE);
         append_bundle(&w, 0);
         g_assert_cmpint(trace_writer_flush(&w), ==, -EPIPE);
-        g_assert_cmpuint(w.bytes_written, ==, 0);
+        g_assert_cmpuint(w.stats.bytes_written, ==, 0);
         trace_writer_done(&w);
         close(p[1]);
 }
@@ -177,5 +243,7 @@ int main(int argc, char **argv) {
         g_test_add("/trace-writer/sequences", Fixture, GUINT_TO_POINTER(0), fixture_setup, test_sequences, fixture_teardown);
         g_test_add("/trace-writer/size-limit", Fixture, GUINT_TO_POINTER(400), fixture_setup, test_size_limit, fixture_teardown);
         g_test_add_func("/trace-writer/write-error", test_write_error);
+        g_test_add_func("/trace-writer/ring", test_ring);
+        g_test_add_func("/trace-writer/discard", test_discard);
         return g_test_run();
 }
