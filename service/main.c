@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <getopt.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <systemd/sd-daemon.h>
 
 #include "config.h"
+#include "daemon-config.h"
+#include "idle.h"
 #include "log.h"
 #include "manager-bus.h"
 #include "manager.h"
@@ -16,11 +19,29 @@ static int on_exit_signal(sd_event_source *s, const struct signalfd_siginfo *si,
         return 0;
 }
 
+static const char *arg_idle_timeout = NULL;
+
+static void help(void) {
+        printf("%s [OPTIONS...]\n\n"
+               "The tracebus kernel tracing service (org.tracebus.Tracebus1).\n"
+               "It is started by D-Bus activation; see tracebusd(8).\n\n"
+               "  -h --help               Show this help\n"
+               "  -V --version            Show the version\n"
+               "  -d --debug              Log debug messages\n"
+               "     --idle-timeout=SPAN  Exit after SPAN without work (0: never);\n"
+               "                          overrides $TRACEBUS_IDLE_TIMEOUT_SEC and IdleTimeoutSec=\n"
+               "\nConfiguration: %s/tracebusd.conf and tracebusd.conf.d/*.conf\n"
+               "($TRACEBUS_CONFIG_DIR instead of %s).\n",
+               program_invocation_short_name, TRACEBUS_CONF_DIR, TRACEBUS_CONF_DIR);
+}
+
 static int parse_argv(int argc, char *argv[]) {
+        enum { ARG_IDLE_TIMEOUT = 0x100 };
         static const struct option options[] = {
-                { "help",    no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, 'V' },
-                { "debug",   no_argument, NULL, 'd' },
+                { "help",         no_argument,       NULL, 'h' },
+                { "version",      no_argument,       NULL, 'V' },
+                { "debug",        no_argument,       NULL, 'd' },
+                { "idle-timeout", required_argument, NULL, ARG_IDLE_TIMEOUT },
                 {}
         };
         int c;
@@ -28,14 +49,16 @@ static int parse_argv(int argc, char *argv[]) {
         while ((c = getopt_long(argc, argv, "hVd", options, NULL)) >= 0)
                 switch (c) {
                 case 'h':
-                        printf("%s [--debug]\n\nThe tracebus kernel tracing service (org.tracebus.Tracebus1).\n"
-                               "It is started by D-Bus activation.\n", program_invocation_short_name);
+                        help();
                         return 0;
                 case 'V':
                         printf("tracebusd %s\n", PACKAGE_VERSION);
                         return 0;
                 case 'd':
                         log_set_max_level(LOG_DEBUG);
+                        break;
+                case ARG_IDLE_TIMEOUT:
+                        arg_idle_timeout = optarg;
                         break;
                 default:
                         return -EINVAL;
@@ -45,12 +68,51 @@ static int parse_argv(int argc, char *argv[]) {
         return 1;
 }
 
+/* The option beats the environment (tests), which beats the configuration files. */
+static int idle_timeout_override(uint64_t *timeout_usec) {
+        const char *v = arg_idle_timeout ?: getenv("TRACEBUS_IDLE_TIMEOUT_SEC");
+        uint64_t usec;
+        int r;
+
+        if (!v)
+                return 0;
+        r = parse_timespan(v, &usec);
+        if (r < 0)
+                return log_error_errno(r, "Invalid idle timeout '%s' (%s): %m", v,
+                                       arg_idle_timeout ? "--idle-timeout" : "$TRACEBUS_IDLE_TIMEOUT_SEC");
+        *timeout_usec = usec == UINT64_MAX ? 0 : usec;
+        return 0;
+}
+
+static int load_configuration(DaemonConfig *c) {
+        const char *dir = getenv("TRACEBUS_CONFIG_DIR") ?: TRACEBUS_CONF_DIR;
+        int r;
+
+        daemon_config_init(c);
+        r = daemon_config_load(c, dir);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read the configuration in %s: %m", dir);
+        r = idle_timeout_override(&c->idle_timeout_usec);
+        if (r < 0)
+                return r;
+        log_info("Limits: %u sessions, %u per user, %" PRIu64 " MiB of traces per user, %u KiB of kernel buffer "
+                 "per CPU; idle exit %s%" PRIu64 " ms (%d file(s) in %s).",
+                 c->limits.max_sessions, c->limits.max_sessions_per_uid, c->limits.trace_dir_quota_bytes >> 20,
+                 c->limits.max_buffer_size_kb, c->idle_timeout_usec ? "after " : "never: ",
+                 c->idle_timeout_usec / 1000, r, dir);
+        return 0;
+}
+
 static int run(int argc, char *argv[]) {
         _cleanup_(manager_freep) Manager *m = NULL;
+        DaemonConfig config;
         int r;
 
         r = parse_argv(argc, argv);
         if (r <= 0)
+                return r;
+        r = load_configuration(&config);
+        if (r < 0)
                 return r;
 
         /* A trace reader that goes away must give EPIPE on write, not kill the service. */
@@ -65,6 +127,7 @@ static int run(int argc, char *argv[]) {
         r = manager_new(&m);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the service: %m");
+        m->limits = config.limits;
         r = sd_event_add_signal(m->event, NULL, SIGTERM, on_exit_signal, m);
         if (r >= 0)
                 r = sd_event_add_signal(m->event, NULL, SIGINT, on_exit_signal, m);
@@ -83,7 +146,7 @@ static int run(int argc, char *argv[]) {
         (void) sd_notify(false, "READY=1\nSTATUS=Waiting for tracing requests.");
         log_info("tracebusd %s ready; traces go to %s/traces.", PACKAGE_VERSION, m->state_dir);
 
-        r = sd_event_loop(m->event);
+        r = idle_loop_run(m->event, m->bus, TRACEBUS_BUS_NAME, config.idle_timeout_usec, manager_check_idle, m);
         (void) sd_notify(false, "STOPPING=1");
         if (r < 0)
                 return log_error_errno(r, "Event loop failed: %m");

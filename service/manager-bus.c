@@ -229,6 +229,13 @@ static int load_config(Manager *m, const char *text, const StartOptions *o, Sess
         r = session_config_load(tc, m->tracefs_root, ret, &msg);
         if (r < 0)
                 return config_error(r, msg, error);
+        /* session_config_load() holds the hard limit; tracebusd.conf may set a lower one,
+         * which also applies to the default size: reduce rather than refuse. */
+        if (ret->buffer_size_kb > m->limits.max_buffer_size_kb) {
+                log_info("Reducing a kernel buffer of %u KiB per CPU to the configured MaxBufferSizeKB=%u.",
+                         ret->buffer_size_kb, m->limits.max_buffer_size_kb);
+                ret->buffer_size_kb = m->limits.max_buffer_size_kb;
+        }
         return 0;
 }
 

@@ -8,23 +8,18 @@
 #include "manager.h"
 #include "tracefs-instance.h"
 
-#define DEFAULT_MAX_SESSIONS 16u
-#define DEFAULT_MAX_SESSIONS_PER_UID 5u
-#define DEFAULT_TRACE_DIR_QUOTA_BYTES (4ull * 1024 * 1024 * 1024)
-
 int manager_new(Manager **ret) {
         _cleanup_(manager_freep) Manager *m = NULL;
+        DaemonConfig defaults;
         const char *state_dir;
         int r;
 
         m = calloc(1, sizeof(*m));
         if (!m)
                 return -ENOMEM;
-        m->limits = (ManagerLimits) {
-                .max_sessions = DEFAULT_MAX_SESSIONS,
-                .max_sessions_per_uid = DEFAULT_MAX_SESSIONS_PER_UID,
-                .trace_dir_quota_bytes = DEFAULT_TRACE_DIR_QUOTA_BYTES,
-        };
+        /* The caller applies tracebusd.conf on top. */
+        daemon_config_init(&defaults);
+        m->limits = defaults.limits;
 
         /* systemd passes StateDirectory= as $STATE_DIRECTORY (possibly a list: take the first). */
         state_dir = getenv("STATE_DIRECTORY");
@@ -107,6 +102,14 @@ void manager_session_ended(Manager *m, Session *s) {
 
         if (m->exiting && !m->sessions)
                 (void) sd_event_exit(m->event, 0);
+}
+
+bool manager_check_idle(void *userdata) {
+        Manager *m = ASSERT_PTR(userdata);
+
+        /* The only method calls the service itself makes are polkit queries, and each
+         * belongs to a request on m->requests until polkit has answered. */
+        return !m->sessions && !m->requests && !m->exiting;
 }
 
 void manager_shutdown(Manager *m) {

@@ -6,15 +6,10 @@
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
+#include "daemon-config.h"
 #include "session.h"
 
 typedef struct BusRequest BusRequest;
-
-typedef struct ManagerLimits {
-        unsigned max_sessions;            /* all UIDs together */
-        unsigned max_sessions_per_uid;
-        uint64_t trace_dir_quota_bytes;   /* per UID, in the service's trace directory */
-} ManagerLimits;
 
 typedef struct Manager {
         sd_event *event;
@@ -28,7 +23,7 @@ typedef struct Manager {
 
         char *state_dir;                  /* traces go to STATE/traces/<uid>/ */
         const char *tracefs_root;
-        ManagerLimits limits;
+        ManagerLimits limits;             /* from tracebusd.conf (daemon-config.h) */
         bool exiting;
 } Manager;
 
@@ -45,6 +40,10 @@ int manager_check_limits(Manager *m, uid_t uid, bool *ret_per_uid);
 void manager_add_session(Manager *m, Session *s);
 /* Called once a session has ended and told the bus: frees it; exits when shutting down. */
 void manager_session_ended(Manager *m, Session *s);
+
+/* True when the service may exit for being idle: no session (detached ones included),
+ * no call waiting for polkit (our only outgoing method calls), not shutting down. */
+bool manager_check_idle(void *userdata);
 
 /* SIGTERM: finalizes every session (reason service-shutdown), then leaves the event loop. */
 void manager_shutdown(Manager *m);

@@ -31,8 +31,22 @@
 #define TB_SESSION_IFACE "org.tracebus.Tracebus1.Session"
 #define TB_INSTANCES_DIR "/sys/kernel/tracing/instances"
 
+/*
+ * Every tracebusd the harness starts reads its configuration from the empty
+ * TMP/config/ (TRACEBUS_CONFIG_DIR), not from the machine's, and never exits for
+ * being idle unless TRACEBUS_IDLE_TIMEOUT_SEC is set in the test's environment
+ * before tb_system_bus_start().
+ */
 typedef enum {
-        TB_START_SERVICE = 1 << 0, /* also start tracebusd and wait for its name */
+        TB_START_SERVICE = 1 << 0,     /* also start tracebusd and wait for its name */
+        /* Install services/org.tracebus.Tracebus1.service, so that the bus activates
+         * the build tree's tracebusd (through TMP/activate-tracebusd.sh, logging to
+         * logs/service.log, NOTIFY_SOCKET=TMP/notify). Activated instances are the
+         * bus's children: tb_system_bus_stop() stops them by their pids. */
+        TB_START_ACTIVATABLE = 1 << 1,
+        /* With TB_START_SERVICE: run tracebusd under tests/sandbox-run.sh, which
+         * applies what it can of the installed unit's sandbox (see there). */
+        TB_START_SANDBOXED = 1 << 2,
 } TbStartFlags;
 
 typedef struct {
@@ -89,6 +103,10 @@ char *tb_read_line(int fd, guint timeout_ms, GError **error);
 
 bool tb_wait_for_name(GDBusConnection *conn, const char *name, GPid watch_pid,
                       guint timeout_ms, GError **error);
+/* Waits until name has no owner. */
+bool tb_wait_for_name_gone(GDBusConnection *conn, const char *name, guint timeout_ms, GError **error);
+/* The pid (and, if ret_unique, the unique name) of name's owner; 0 with error when none. */
+pid_t tb_name_owner_pid(GDBusConnection *conn, const char *name, char **ret_unique, GError **error);
 /* True when pid exists and is not a zombie. */
 bool tb_pid_alive(pid_t pid);
 

@@ -1,0 +1,335 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <ctype.h>
+#include <dirent.h>
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon-config.h"
+#include "fd-util.h"
+#include "log.h"
+
+#define CONFIG_FILE_MAX (64u * 1024u)
+
+void daemon_config_init(DaemonConfig *c) {
+        *c = (DaemonConfig) {
+                .limits = {
+                        .max_sessions = DAEMON_DEFAULT_MAX_SESSIONS,
+                        .max_sessions_per_uid = DAEMON_DEFAULT_MAX_SESSIONS_PER_UID,
+                        .trace_dir_quota_bytes = DAEMON_DEFAULT_TRACE_DIR_QUOTA_BYTES,
+                        .max_buffer_size_kb = SESSION_MAX_BUFFER_SIZE_KB,
+                },
+                .idle_timeout_usec = DAEMON_DEFAULT_IDLE_TIMEOUT_USEC,
+        };
+}
+
+/* A decimal number with an optional unit suffix (case-insensitive) after optional blanks. */
+static int parse_number_unit(const char **p, uint64_t *ret_n, const char **ret_unit, size_t *ret_unit_len) {
+        char *end;
+        uint64_t n;
+
+        if (!isdigit((unsigned char) **p))
+                return -EINVAL;
+        errno = 0;
+        n = strtoull(*p, &end, 10);
+        if (errno == ERANGE)
+                return -ERANGE;
+        while (*end == ' ' || *end == '\t')
+                end++;
+        *ret_unit = end;
+        while (isalpha((unsigned char) *end))
+                end++;
+        *ret_unit_len = (size_t) (end - *ret_unit);
+        *ret_n = n;
+        *p = end;
+        return 0;
+}
+
+static int multiply(uint64_t n, uint64_t factor, uint64_t *ret) {
+        if (factor != 0 && n > UINT64_MAX / factor)
+                return -ERANGE;
+        *ret = n * factor;
+        return 0;
+}
+
+int parse_size(const char *s, uint64_t *ret) {
+        static const char suffixes[] = "KMGT";
+        const char *p = s, *unit;
+        uint64_t n, factor = 1;
+        size_t len;
+        int r;
+
+        r = parse_number_unit(&p, &n, &unit, &len);
+        if (r < 0)
+                return r;
+        if (*p || len > 1)
+                return -EINVAL;
+        if (len == 1) {
+                const char *k = strchr(suffixes, toupper((unsigned char) *unit));
+                if (!k)
+                        return -EINVAL;
+                for (const char *i = suffixes; i <= k; i++)
+                        factor *= 1024;
+        }
+        return multiply(n, factor, ret);
+}
+
+static uint64_t timespan_unit(const char *unit, size_t len) {
+        static const struct { const char *name; uint64_t usec; } units[] = {
+                { "",     1000000ull },      /* a plain number: seconds, as systemd's *Sec= */
+                { "us",   1ull },
+                { "ms",   1000ull },
+                { "s",    1000000ull },
+                { "sec",  1000000ull },
+                { "m",    60000000ull },
+                { "min",  60000000ull },
+                { "h",    3600000000ull },
+                { "hr",   3600000000ull },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(units); i++)
+                if (strlen(units[i].name) == len && strncasecmp(units[i].name, unit, len) == 0)
+                        return units[i].usec;
+        return 0;
+}
+
+int parse_timespan(const char *s, uint64_t *ret_usec) {
+        const char *p = s, *unit;
+        uint64_t total = 0, n, usec, factor;
+        size_t len;
+        int r;
+
+        if (strcasecmp(s, "infinity") == 0) {
+                *ret_usec = UINT64_MAX;
+                return 0;
+        }
+        do {
+                r = parse_number_unit(&p, &n, &unit, &len);
+                if (r < 0)
+                        return r;
+                factor = timespan_unit(unit, len);
+                if (factor == 0)
+                        return -EINVAL;
+                r = multiply(n, factor, &usec);
+                if (r < 0)
+                        return r;
+                if (usec > UINT64_MAX - 1 - total)
+                        return -ERANGE;
+                total += usec;
+                while (*p == ' ' || *p == '\t')
+                        p++;
+        } while (*p);
+        *ret_usec = total;
+        return 0;
+}
+
+static int parse_sessions(const char *v, void *data) {
+        uint64_t n;
+        const char *unit;
+        size_t len;
+        int r = parse_number_unit(&v, &n, &unit, &len);
+
+        if (r < 0)
+                return r;
+        if (*v || len > 0)
+                return -EINVAL;
+        if (n < 1 || n > DAEMON_MAX_SESSIONS_LIMIT)
+                return -ERANGE;
+        *(unsigned *) data = (unsigned) n;
+        return 0;
+}
+
+static int parse_quota(const char *v, void *data) {
+        uint64_t n;
+        int r = parse_size(v, &n);
+
+        if (r < 0)
+                return r;
+        if (n == 0)
+                return -ERANGE;
+        *(uint64_t *) data = n;
+        return 0;
+}
+
+static int parse_buffer_kb(const char *v, void *data) {
+        uint64_t n;
+        int r = parse_size(v, &n);
+
+        if (r < 0)
+                return r;
+        /* The value is in KiB already: "64M" means 64 MiB, that is 65536 KiB. */
+        if (strpbrk(v, "KkMmGgTt"))
+                n /= 1024;
+        if (n < 1 || n > SESSION_MAX_BUFFER_SIZE_KB)
+                return -ERANGE;
+        *(uint32_t *) data = (uint32_t) n;
+        return 0;
+}
+
+static int parse_idle(const char *v, void *data) {
+        uint64_t usec;
+        int r = parse_timespan(v, &usec);
+
+        if (r < 0)
+                return r;
+        /* "infinity" and 0 both mean: never exit for being idle. */
+        *(uint64_t *) data = usec == UINT64_MAX ? 0 : usec;
+        return 0;
+}
+
+typedef struct ConfigItem {
+        const char *section;
+        const char *key;
+        int (*parse)(const char *value, void *data);
+        size_t offset;
+        const char *range;               /* for the warning */
+} ConfigItem;
+
+static const ConfigItem config_items[] = {
+        { "Limits",  "MaxSessions",        parse_sessions,  offsetof(DaemonConfig, limits.max_sessions),          "1 to 1024" },
+        { "Limits",  "MaxSessionsPerUser", parse_sessions,  offsetof(DaemonConfig, limits.max_sessions_per_uid),  "1 to 1024" },
+        { "Limits",  "TraceDirQuota",      parse_quota,     offsetof(DaemonConfig, limits.trace_dir_quota_bytes), "bytes with an optional K, M, G or T, above 0" },
+        { "Limits",  "MaxBufferSizeKB",    parse_buffer_kb, offsetof(DaemonConfig, limits.max_buffer_size_kb),    "1 to 65536 (KiB per CPU)" },
+        { "Service", "IdleTimeoutSec",     parse_idle,      offsetof(DaemonConfig, idle_timeout_usec),            "a time span such as 30s, 2min, 0 or infinity" },
+};
+
+/* The table's own copy of the name, so that it outlives the line. */
+static const char *known_section(const char *name) {
+        for (size_t i = 0; i < ELEMENTSOF(config_items); i++)
+                if (strcmp(config_items[i].section, name) == 0)
+                        return config_items[i].section;
+        return NULL;
+}
+
+static const ConfigItem *find_item(const char *section, const char *key) {
+        for (size_t i = 0; i < ELEMENTSOF(config_items); i++)
+                if (strcmp(config_items[i].section, section) == 0 && strcmp(config_items[i].key, key) == 0)
+                        return &config_items[i];
+        return NULL;
+}
+
+static char *strip(char *s) {
+        char *e;
+
+        while (isspace((unsigned char) *s))
+                s++;
+        e = s + strlen(s);
+        while (e > s && isspace((unsigned char) e[-1]))
+                *--e = '\0';
+        return s;
+}
+
+/* One line: 0 when used (or blank), -EINVAL when ignored (and logged). @section is the
+ * current section: a static name, "" before any, NULL in an unknown one. */
+static int parse_line(DaemonConfig *c, char *line, const char *fn, unsigned n, const char **section) {
+        const ConfigItem *item;
+        char *eq, *key, *value;
+        int r;
+
+        line = strip(line);
+        if (!*line || *line == '#' || *line == ';')
+                return 0;
+        if (*line == '[') {
+                size_t len = strlen(line);
+                if (len < 3 || line[len - 1] != ']')
+                        return log_warning_errno(-EINVAL, "%s:%u: invalid section header '%s', ignoring.", fn, n, line);
+                line[len - 1] = '\0';
+                *section = known_section(line + 1);
+                if (*section)
+                        return 0;
+                return log_warning_errno(-EINVAL, "%s:%u: unknown section [%s], ignoring its settings.", fn, n, line + 1);
+        }
+        eq = strchr(line, '=');
+        if (!eq)
+                return log_warning_errno(-EINVAL, "%s:%u: not a key=value line, ignoring: %s", fn, n, line);
+        *eq = '\0';
+        key = strip(line);
+        value = strip(eq + 1);
+        if (!*section)
+                return -EINVAL;          /* in an unknown section: reported at its header */
+        if (!**section)
+                return log_warning_errno(-EINVAL, "%s:%u: %s= outside of a section, ignoring.", fn, n, key);
+        item = find_item(*section, key);
+        if (!item)
+                return log_warning_errno(-EINVAL, "%s:%u: unknown setting %s= in [%s], ignoring.", fn, n, key, *section);
+        r = item->parse(value, (uint8_t *) c + item->offset);
+        if (r < 0)
+                return log_warning_errno(-EINVAL, "%s:%u: invalid %s=%s (expected %s), keeping the previous value.",
+                                         fn, n, key, value, item->range);
+        return 0;
+}
+
+int daemon_config_parse(DaemonConfig *c, const char *text, const char *filename) {
+        _cleanup_free_ char *copy = strdup(text);
+        const char *section = "";
+        unsigned n = 0;
+        int ignored = 0;
+
+        if (!copy)
+                return -ENOMEM;
+        /* strsep, not strtok: empty lines must count for the line numbers. */
+        for (char *p = copy, *line; (line = strsep(&p, "\n")); ) {
+                if (parse_line(c, line, filename, ++n, &section) < 0)
+                        ignored++;
+        }
+        return ignored;
+}
+
+static int load_file(DaemonConfig *c, const char *path, bool must_exist) {
+        _cleanup_free_ char *text = NULL;
+        int r;
+
+        r = read_full_file(path, CONFIG_FILE_MAX, &text, NULL);
+        if (r == -ENOENT && !must_exist) {
+                log_debug("No %s, using the built-in defaults for it.", path);
+                return 0;
+        }
+        if (r < 0) {
+                log_warning_errno(r, "Failed to read %s, ignoring it: %m", path);
+                return 0;
+        }
+        r = daemon_config_parse(c, text, path);
+        if (r < 0)
+                return r;
+        log_debug("Read %s (%d line(s) ignored).", path, r);
+        return 1;
+}
+
+static int conf_filter(const struct dirent *de) {
+        size_t len = strlen(de->d_name);
+
+        return de->d_name[0] != '.' && len > 5 && strcmp(de->d_name + len - 5, ".conf") == 0;
+}
+
+int daemon_config_load(DaemonConfig *c, const char *dir) {
+        _cleanup_free_ char *main_path = NULL, *dropin_dir = NULL;
+        struct dirent **list = NULL;
+        int r, n, files = 0;
+
+        if (asprintf(&main_path, "%s/tracebusd.conf", dir) < 0 ||
+            asprintf(&dropin_dir, "%s/tracebusd.conf.d", dir) < 0)
+                return -ENOMEM;
+        r = load_file(c, main_path, false);
+        if (r < 0)
+                return r;
+        files += r;
+
+        n = scandir(dropin_dir, &list, conf_filter, alphasort);
+        if (n < 0 && errno != ENOENT)
+                log_warning_errno(-errno, "Failed to list %s, ignoring its drop-ins: %m", dropin_dir);
+        for (int i = 0; i < n; i++) {
+                _cleanup_free_ char *path = NULL;
+
+                if (r >= 0 && asprintf(&path, "%s/%s", dropin_dir, list[i]->d_name) < 0)
+                        r = -ENOMEM;
+                if (r >= 0)
+                        r = load_file(c, path, true);
+                if (r > 0)
+                        files += r;
+                free(list[i]);
+        }
+        free(list);
+        return r < 0 ? r : files;
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdint.h>
+
+#include "macro.h"
+#include "session-config.h"
+
+/*
+ * The service's own configuration, tracebusd.conf(5)-style (documented in tracebusd(8)):
+ * DIR/tracebusd.conf, then DIR/tracebusd.conf.d/ *.conf in lexical order, each overriding
+ * what came before. key=value lines in [Limits] and [Service] sections, '#' and ';'
+ * comments. A line that cannot be used is logged with its file and line number and
+ * ignored: the setting keeps its previous value, so a broken file never leaves the
+ * service without safe limits.
+ */
+
+#define DAEMON_DEFAULT_MAX_SESSIONS 16u
+#define DAEMON_DEFAULT_MAX_SESSIONS_PER_UID 5u
+#define DAEMON_DEFAULT_TRACE_DIR_QUOTA_BYTES (4ull * 1024 * 1024 * 1024)
+#define DAEMON_DEFAULT_IDLE_TIMEOUT_USEC (30ull * 1000 * 1000)
+/* Upper bounds of what a config file may set, against typos such as an extra 0. */
+#define DAEMON_MAX_SESSIONS_LIMIT 1024u
+
+typedef struct ManagerLimits {
+        unsigned max_sessions;            /* all UIDs together */
+        unsigned max_sessions_per_uid;
+        uint64_t trace_dir_quota_bytes;   /* per UID, in the service's trace directory */
+        uint32_t max_buffer_size_kb;      /* kernel buffer per CPU per session; at most SESSION_MAX_BUFFER_SIZE_KB */
+} ManagerLimits;
+
+typedef struct DaemonConfig {
+        ManagerLimits limits;
+        uint64_t idle_timeout_usec;       /* 0: never exit for being idle */
+} DaemonConfig;
+
+void daemon_config_init(DaemonConfig *c);
+
+/* Applies the settings in @text, read from @filename (for messages). Returns the number
+ * of lines it ignored (each logged as a warning), or -ENOMEM. */
+int daemon_config_parse(DaemonConfig *c, const char *text, const char *filename);
+
+/* Reads @dir/tracebusd.conf and then @dir/tracebusd.conf.d/ *.conf. A missing file is
+ * fine; an unreadable one is logged and skipped. Returns the number of files read, or
+ * -ENOMEM. */
+int daemon_config_load(DaemonConfig *c, const char *dir);
+
+/* "1048576", "512K", "64M", "4G", "1T" (powers of 1024). -EINVAL, -ERANGE. */
+int parse_size(const char *s, uint64_t *ret);
+/* A systemd-style time span: "30", "30s", "500ms", "2min", "1h", combinations such as
+ * "1min 30s", or "infinity" (UINT64_MAX). Plain numbers are seconds. -EINVAL, -ERANGE. */
+int parse_timespan(const char *s, uint64_t *ret_usec);

@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Unit suite: tracebusd.conf parsing (service/daemon-config.c). */
+#include "daemon-config.h"
+
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <stdio.h>
+
+static void test_defaults(void) {
+        DaemonConfig c;
+
+        daemon_config_init(&c);
+        g_assert_cmpuint(c.limits.max_sessions, ==, 16);
+        g_assert_cmpuint(c.limits.max_sessions_per_uid, ==, 5);
+        g_assert_cmpuint(c.limits.trace_dir_quota_bytes, ==, 4ull << 30);
+        g_assert_cmpuint(c.limits.max_buffer_size_kb, ==, SESSION_MAX_BUFFER_SIZE_KB);
+        g_assert_cmpuint(c.idle_timeout_usec, ==, 30 * G_USEC_PER_SEC);
+}
+
+static void test_all_keys(void) {
+        DaemonConfig c;
+
+        daemon_config_init(&c);
+        g_assert_cmpint(daemon_config_parse(&c,
+                                            "# a comment\n"
+                                            "; another\n"
+                                            "\n"
+                                            "[Limits]\n"
+                                            "MaxSessions = 8\n"
+                                            "MaxSessionsPerUser=2\n"
+                                            "  TraceDirQuota=512M  \n"
+                                            "MaxBufferSizeKB=16384\n"
+                                            "[Service]\n"
+                                            "IdleTimeoutSec=2min 5s\n",
+                                            "t.conf"), ==, 0);
+        g_assert_cmpuint(c.limits.max_sessions, ==, 8);
+        g_assert_cmpuint(c.limits.max_sessions_per_uid, ==, 2);
+        g_assert_cmpuint(c.limits.trace_dir_quota_bytes, ==, 512ull << 20);
+        g_assert_cmpuint(c.limits.max_buffer_size_kb, ==, 16384);
+        g_assert_cmpuint(c.idle_timeout_usec, ==, 125 * G_USEC_PER_SEC);
+}
+
+static void test_broken_lines_keep_defaults(void) {
+        DaemonConfig c, d;
+
+        daemon_config_init(&c);
+        daemon_config_init(&d);
+        /* Each bad line is ignored on its own; the good ones still count. */
+        g_assert_cmpint(daemon_config_parse(&c,
+                                            "MaxSessions=3\n"               /* 1: outside a section */
+                                            "[Limits]\n"
+                                            "MaxSessions=0\n"               /* 3: out of range */
+                                            "MaxSessionsPerUser=lots\n"     /* 4: not a number */
+                                            "TraceDirQuota=5Q\n"            /* 5: bad suffix */
+                                            "MaxBufferSizeKB=1000000\n"     /* 6: above the hard limit */
+                                            "Bogus=1\n"                     /* 7: unknown key */
+                                            "just words\n"                  /* 8: no '=' */
+                                            "[Limits\n"                     /* 9: bad header */
+                                            "[Nope]\n"                      /* 10: unknown section */
+                                            "MaxSessions=4\n"               /* 11: ignored with it */
+                                            "[Service]\n"
+                                            "IdleTimeoutSec=-5\n"           /* 13: negative */
+                                            "IdleTimeoutSec=5 parsecs\n"    /* 14: bad unit */
+                                            "[Limits]\n"
+                                            "MaxSessionsPerUser=3\n",       /* fine */
+                                            "bad.conf"), ==, 12);
+        g_assert_cmpuint(c.limits.max_sessions, ==, d.limits.max_sessions);
+        g_assert_cmpuint(c.limits.max_sessions_per_uid, ==, 3);
+        g_assert_cmpuint(c.limits.trace_dir_quota_bytes, ==, d.limits.trace_dir_quota_bytes);
+        g_assert_cmpuint(c.limits.max_buffer_size_kb, ==, d.limits.max_buffer_size_kb);
+        g_assert_cmpuint(c.idle_timeout_usec, ==, d.idle_timeout_usec);
+}
+
+static void test_warning_names_file_and_line(void) {
+        if (g_test_subprocess()) {
+                DaemonConfig c;
+
+                daemon_config_init(&c);
+                (void) daemon_config_parse(&c, "[Limits]\n\nMaxSessions=many\n", "/etc/tracebus/tracebusd.conf");
+                return;
+        }
+        g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+        g_test_trap_assert_passed();
+        g_test_trap_assert_stderr("*/etc/tracebus/tracebusd.conf:3: invalid MaxSessions=many*keeping the previous value*");
+}
+
+static void test_idle_zero_and_infinity(void) {
+        DaemonConfig c;
+
+        daemon_config_init(&c);
+        g_assert_cmpint(daemon_config_parse(&c, "[Service]\nIdleTimeoutSec=0\n", "t"), ==, 0);
+        g_assert_cmpuint(c.idle_timeout_usec, ==, 0);
+        daemon_config_init(&c);
+        g_assert_cmpint(daemon_config_parse(&c, "[Service]\nIdleTimeoutSec=infinity\n", "t"), ==, 0);
+        g_assert_cmpuint(c.idle_timeout_usec, ==, 0);
+        g_assert_cmpint(daemon_config_parse(&c, "[Service]\nIdleTimeoutSec=500ms\n", "t"), ==, 0);
+        g_assert_cmpuint(c.idle_timeout_usec, ==, 500 * 1000);
+}
+
+static void test_parse_size(void) {
+        uint64_t n;
+
+        g_assert_cmpint(parse_size("0", &n), ==, 0);
+        g_assert_cmpuint(n, ==, 0);
+        g_assert_cmpint(parse_size("1024", &n), ==, 0);
+        g_assert_cmpuint(n, ==, 1024);
+        g_assert_cmpint(parse_size("4k", &n), ==, 0);
+        g_assert_cmpuint(n, ==, 4096);
+        g_assert_cmpint(parse_size("3G", &n), ==, 0);
+        g_assert_cmpuint(n, ==, 3ull << 30);
+        g_assert_cmpint(parse_size("2T", &n), ==, 0);
+        g_assert_cmpuint(n, ==, 2ull << 40);
+        g_assert_cmpint(parse_size("", &n), ==, -EINVAL);
+        g_assert_cmpint(parse_size("-1", &n), ==, -EINVAL);
+        g_assert_cmpint(parse_size("1KB", &n), ==, -EINVAL);
+        g_assert_cmpint(parse_size("1 M x", &n), ==, -EINVAL);
+        g_assert_cmpint(parse_size("99999999999999999999", &n), ==, -ERANGE);
+        g_assert_cmpint(parse_size("99999999999T", &n), ==, -ERANGE);
+}
+
+static void test_parse_timespan(void) {
+        uint64_t n;
+
+        g_assert_cmpint(parse_timespan("30", &n), ==, 0);
+        g_assert_cmpuint(n, ==, 30 * G_USEC_PER_SEC);
+        g_assert_cmpint(parse_timespan("1h 2min 3s 4ms", &n), ==, 0);
+        g_assert_cmpuint(n, ==, (3723ull * 1000 + 4) * 1000);
+        g_assert_cmpint(parse_timespan("250ms", &n), ==, 0);
+        g_assert_cmpuint(n, ==, 250 * 1000);
+        g_assert_cmpint(parse_timespan("infinity", &n), ==, 0);
+        g_assert_cmpuint(n, ==, UINT64_MAX);
+        g_assert_cmpint(parse_timespan("", &n), ==, -EINVAL);
+        g_assert_cmpint(parse_timespan("s", &n), ==, -EINVAL);
+        g_assert_cmpint(parse_timespan("5 years", &n), ==, -EINVAL);
+}
+
+static void write_file(const char *dir, const char *name, const char *text) {
+        g_autofree char *p = g_build_filename(dir, name, NULL);
+        g_autoptr(GError) e = NULL;
+
+        g_assert_true(g_file_set_contents(p, text, -1, &e));
+}
+
+static void test_load_dropins_in_order(void) {
+        g_autofree char *dir = g_dir_make_tmp("tb-conf-XXXXXX", NULL);
+        g_autofree char *d = g_build_filename(dir, "tracebusd.conf.d", NULL);
+        DaemonConfig c;
+
+        g_assert_nonnull(dir);
+        g_assert_cmpint(g_mkdir(d, 0755), ==, 0);
+        write_file(dir, "tracebusd.conf", "[Limits]\nMaxSessions=10\nMaxSessionsPerUser=4\n[Service]\nIdleTimeoutSec=60\n");
+        write_file(d, "50-b.conf", "[Limits]\nMaxSessions=12\n");
+        write_file(d, "20-a.conf", "[Limits]\nMaxSessions=11\nMaxSessionsPerUser=1\n");
+        write_file(d, "90-c.conf.disabled", "[Limits]\nMaxSessions=99\n");  /* not *.conf */
+        write_file(d, "60-broken.conf", "[Limits]\nMaxSessionsPerUser=\xff\n");
+
+        daemon_config_init(&c);
+        g_assert_cmpint(daemon_config_load(&c, dir), ==, 4);
+        g_assert_cmpuint(c.limits.max_sessions, ==, 12);          /* 50-b after 20-a */
+        g_assert_cmpuint(c.limits.max_sessions_per_uid, ==, 1);   /* the broken line changed nothing */
+        g_assert_cmpuint(c.idle_timeout_usec, ==, 60 * G_USEC_PER_SEC);
+
+        {
+                const char *files[] = { "50-b.conf", "20-a.conf", "90-c.conf.disabled", "60-broken.conf" };
+                for (size_t i = 0; i < G_N_ELEMENTS(files); i++) {
+                        g_autofree char *p = g_build_filename(d, files[i], NULL);
+                        (void) g_unlink(p);
+                }
+        }
+        g_autofree char *main_conf = g_build_filename(dir, "tracebusd.conf", NULL);
+        (void) g_unlink(main_conf);
+        (void) g_rmdir(d);
+        (void) g_rmdir(dir);
+}
+
+static void test_load_missing_dir(void) {
+        DaemonConfig c, d;
+
+        daemon_config_init(&c);
+        daemon_config_init(&d);
+        g_assert_cmpint(daemon_config_load(&c, "/nonexistent/tracebus"), ==, 0);
+        g_assert_cmpuint(c.limits.max_sessions, ==, d.limits.max_sessions);
+        g_assert_cmpuint(c.limits.max_sessions_per_uid, ==, d.limits.max_sessions_per_uid);
+        g_assert_cmpuint(c.limits.trace_dir_quota_bytes, ==, d.limits.trace_dir_quota_bytes);
+        g_assert_cmpuint(c.limits.max_buffer_size_kb, ==, d.limits.max_buffer_size_kb);
+        g_assert_cmpuint(c.idle_timeout_usec, ==, d.idle_timeout_usec);
+}
+
+int main(int argc, char *argv[]) {
+        g_test_init(&argc, &argv, NULL);
+        g_test_add_func("/daemon-config/defaults", test_defaults);
+        g_test_add_func("/daemon-config/all-keys", test_all_keys);
+        g_test_add_func("/daemon-config/broken-lines-keep-defaults", test_broken_lines_keep_defaults);
+        g_test_add_func("/daemon-config/warning-names-file-and-line", test_warning_names_file_and_line);
+        g_test_add_func("/daemon-config/idle-zero-and-infinity", test_idle_zero_and_infinity);
+        g_test_add_func("/daemon-config/parse-size", test_parse_size);
+        g_test_add_func("/daemon-config/parse-timespan", test_parse_timespan);
+        g_test_add_func("/daemon-config/load-dropins-in-order", test_load_dropins_in_order);
+        g_test_add_func("/daemon-config/load-missing-dir", test_load_missing_dir);
+        return g_test_run();
+}
