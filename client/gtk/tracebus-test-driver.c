@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "tracebus-test-driver.h"
+
+#define TICK_MS 100
+#define TIMEOUT_S 90
+
+typedef enum {
+        STEP_WAIT_READY,
+        STEP_WAIT_RECORDING,
+        STEP_RECORDING,
+        STEP_WAIT_FINISHED,
+        STEP_WAIT_SAVED,
+        STEP_DONE,
+} Step;
+
+typedef struct {
+        TracebusApp *app;
+        TracebusWindow *win;
+        const TracebusTestOptions *opt;
+        Step step;
+        TbRecording *r;        /* the recording under test */
+        gint64 started_us;     /* of the test */
+        gint64 recording_us;   /* when it was seen recording */
+        gboolean shot;
+        guint tick_id;
+} Driver;
+
+static Driver driver;
+
+static void finish(int status, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+static void finish(int status, const char *fmt, ...) {
+        g_autofree char *msg = NULL;
+        va_list ap;
+
+        va_start(ap, fmt);
+        msg = g_strdup_vprintf(fmt, ap);
+        va_end(ap);
+
+        driver.step = STEP_DONE;
+        g_clear_handle_id(&driver.tick_id, g_source_remove);
+        tracebus_app_test_finish(driver.app, status, "%s", msg);
+}
+
+static void log_step(const char *what) {
+        printf("TEST: %s\n", what);
+        fflush(stdout);
+}
+
+static void click(GtkWidget *button, const char *what) {
+        g_autofree char *msg = g_strdup_printf("click %s", what);
+
+        log_step(msg);
+        gtk_widget_activate(button);
+}
+
+static TbRecording *newest_live_recording(void) {
+        GListModel *m = tracebus_app_get_recordings(driver.app);
+        guint n = g_list_model_get_n_items(m);
+
+        for (guint i = 0; i < n; i++) {
+                g_autoptr(TbRecording) r = g_list_model_get_item(m, i);
+                if (r->state != TB_RECORDING_FINISHED && !r->foreign)
+                        return r;
+        }
+        return NULL;
+}
+
+static void press_record(void) {
+        GtkWidget *keep = tracebus_window_get_keep_switch(driver.win);
+
+        if (driver.opt->categories) {
+                guint n;
+                const TbCategory *cats = tb_categories_get(&n);
+                for (guint i = 0; i < n; i++) {
+                        GtkWidget *sw = tracebus_window_get_category_switch(driver.win, cats[i].id);
+                        gtk_switch_set_active(GTK_SWITCH(sw),
+                                              g_strv_contains((const char *const *) driver.opt->categories, cats[i].id));
+                }
+        }
+        gtk_switch_set_active(GTK_SWITCH(keep), driver.opt->keep);
+        click(tracebus_window_get_record_button(driver.win), "Start Recording");
+        driver.step = STEP_WAIT_RECORDING;
+}
+
+static void take_screenshot(void) {
+        g_autoptr(GError) error = NULL;
+
+        driver.shot = TRUE;
+        if (!driver.opt->screenshot)
+                return;
+        if (!tracebus_window_save_screenshot(driver.win, driver.opt->screenshot, &error))
+                printf("TEST: screenshot failed: %s\n", error->message);
+        else
+                log_step("screenshot saved");
+}
+
+static void while_recording(gint64 now) {
+        double secs = (now - driver.recording_us) / (double) G_USEC_PER_SEC;
+        double want = driver.opt->record_seconds > 0 ? driver.opt->record_seconds : 2;
+        GtkWidget *stop;
+
+        /* The counters come once a second: show them moving before the picture. */
+        if (!driver.shot && secs >= MIN(want * 0.75, want - 0.2) && driver.r->events > 0)
+                take_screenshot();
+        if (secs < want || driver.step == STEP_DONE)
+                return;
+        if (!driver.shot)
+                take_screenshot();
+        if (driver.opt->keep) {
+                log_step("close the window");
+                gtk_window_close(GTK_WINDOW(driver.win)); /* the app reports once detached */
+                driver.step = STEP_DONE;
+                g_clear_handle_id(&driver.tick_id, g_source_remove);
+                return;
+        }
+        stop = tracebus_window_get_row_button(driver.win, driver.r, "stop");
+        if (!stop)
+                return;
+        click(stop, "Stop");
+        driver.step = STEP_WAIT_FINISHED;
+}
+
+static gboolean on_tick(gpointer user_data) {
+        gint64 now = g_get_monotonic_time();
+        g_autofree char *message = tracebus_window_get_message(driver.win);
+        GtkWidget *save;
+
+        if (!gtk_widget_get_mapped(GTK_WIDGET(driver.win)))
+                return G_SOURCE_CONTINUE;
+        if (message) {
+                /* The picture of a refusal is worth keeping too. */
+                if (!driver.shot)
+                        take_screenshot();
+                if (driver.opt->expect_error)
+                        finish(0, "message shown: %s", message);
+                else
+                        finish(2, "message shown: %s", message);
+                return G_SOURCE_REMOVE;
+        }
+        if (now - driver.started_us > TIMEOUT_S * G_USEC_PER_SEC) {
+                finish(3, "timed out in step %s", (const char *[]) { "ready", "wait-recording", "recording", "wait-finished", "wait-saved", "done" }[driver.step]);
+                return G_SOURCE_REMOVE;
+        }
+        switch (driver.step) {
+        case STEP_WAIT_READY:
+                if (!tracebus_app_is_ready(driver.app) || !gtk_widget_get_mapped(GTK_WIDGET(driver.win)))
+                        break;
+                if (driver.opt->reattach_stop) {
+                        driver.r = newest_live_recording();
+                        if (!driver.r)
+                                finish(4, "no kept recording to re-attach to");
+                        else
+                                driver.step = STEP_WAIT_RECORDING;
+                } else
+                        press_record();
+                break;
+        case STEP_WAIT_RECORDING:
+                if (!driver.r)
+                        driver.r = newest_live_recording();
+                if (driver.r && driver.r->state == TB_RECORDING_RECORDING && driver.r->ours) {
+                        log_step(driver.opt->reattach_stop ? "re-attached" : "recording");
+                        driver.recording_us = now;
+                        driver.step = STEP_RECORDING;
+                }
+                break;
+        case STEP_RECORDING:
+                while_recording(now);
+                break;
+        case STEP_WAIT_FINISHED:
+                if (driver.r->state != TB_RECORDING_FINISHED)
+                        break;
+                save = tracebus_window_get_row_button(driver.win, driver.r, "save");
+                if (!save)
+                        break;
+                log_step("finished");
+                if (!driver.opt->save_to) {
+                        finish(0, "finished, %s", driver.r->file_path);
+                        break;
+                }
+                click(save, "Save As");
+                driver.step = STEP_WAIT_SAVED;
+                break;
+        case STEP_WAIT_SAVED:
+                if (driver.r->saved_path && g_file_test(driver.r->saved_path, G_FILE_TEST_IS_REGULAR))
+                        finish(0, "saved %s", driver.r->saved_path);
+                break;
+        case STEP_DONE:
+                break;
+        }
+        return driver.step == STEP_DONE ? G_SOURCE_REMOVE : G_SOURCE_CONTINUE;
+}
+
+void tracebus_test_driver_start(TracebusApp *app, TracebusWindow *win) {
+        driver.app = app;
+        driver.win = win;
+        driver.opt = tracebus_app_get_test_options(app);
+        driver.started_us = g_get_monotonic_time();
+        driver.step = STEP_WAIT_READY;
+        driver.tick_id = g_timeout_add(TICK_MS, on_tick, NULL);
+}
+
+typedef struct {
+        GtkFileChooser *chooser;
+        GFile *file;
+} Accept;
+
+static gboolean accept_chooser(gpointer user_data) {
+        Accept *a = user_data;
+
+        log_step("accept Save As");
+        /* What the chooser's Save button does. */
+        g_signal_emit_by_name(a->chooser, "response", GTK_RESPONSE_ACCEPT);
+        g_object_unref(a->chooser);
+        g_object_unref(a->file);
+        g_free(a);
+        return G_SOURCE_REMOVE;
+}
+
+void tracebus_test_driver_file_chooser_opening(TracebusApp *app, GtkFileChooser *chooser) {
+        const TracebusTestOptions *opt = tracebus_app_get_test_options(app);
+        g_autoptr(GError) error = NULL;
+        g_autofree char *name = NULL;
+        Accept *a;
+
+        if (!opt || !opt->save_to)
+                return;
+        a = g_new0(Accept, 1);
+        a->chooser = g_object_ref(chooser);
+        a->file = g_file_new_for_path(opt->save_to);
+        name = g_file_get_basename(a->file);
+        /* Typed into the chooser before it shows: folder and name. */
+        G_GNUC_BEGIN_IGNORE_DEPRECATIONS
+        if (!gtk_file_chooser_set_file(chooser, a->file, &error))
+                printf("TEST: could not pick the file in the chooser: %s\n", error->message);
+        gtk_file_chooser_set_current_name(chooser, name);
+        G_GNUC_END_IGNORE_DEPRECATIONS
+        /* Let it come up first, as a person would see it. */
+        g_timeout_add(500, accept_chooser, a);
+}
