@@ -227,24 +227,32 @@ static void test_record_save(void) {
         g_assert_true(g_file_test(index, G_FILE_TEST_IS_REGULAR));
 }
 
-/* Every category switched on: the service takes what each maps to on this
- * kernel (what the kernel lacks was dropped with ListEvents). */
+/* Every category switched on, and one custom event picked in the searchable
+ * list: the service takes what each maps to on this kernel (what the kernel
+ * lacks was dropped with ListEvents). */
 static void test_all_categories(void) {
         g_auto(AppHome) h = { 0 };
         g_auto(Xvfb) x = { 0 };
         g_auto(TbCommandResult) res = { 0 };
-        g_autofree char *saved = NULL, *arg_save = NULL;
+        g_autofree char *saved = NULL, *arg_save = NULL, *shot = NULL, *arg_shot = NULL;
 
         app_home_init(&h, "tbuser", "all");
         saved = g_build_filename(h.home, "all.pftrace", NULL);
+        shot = g_build_filename(h.home, "dialog.png", NULL);
         arg_save = g_strdup_printf("--save-to=%s", saved);
+        arg_shot = g_strdup_printf("--dialog-screenshot=%s", shot);
         xvfb_start(&x);
         run_app(&h, &x,
                 (const char *[]) { "--test-record=1", arg_save, "--test-categories=sched", "--test-categories=freq",
                                    "--test-categories=irq", "--test-categories=disk", "--test-categories=memory",
-                                   "--test-categories=power", "--test-categories=markers", NULL },
+                                   "--test-categories=power", "--test-categories=markers",
+                                   "--test-custom-events=sched_process_exec", arg_shot, NULL },
                 &res);
         assert_test_ok(&res, "saved");
+        g_assert_nonnull(strstr(res.out, "TEST: click custom event sched/sched_process_exec"));
+        g_assert_nonnull(strstr(res.out, "TEST: recording: Scheduling, CPU frequency and idle, Interrupts, "
+                                         "Block I/O, Memory, Power and suspend, Userspace markers, 1 custom event"));
+        keep_artifact(shot, "gtk-custom-events.png");
         assert_trace_has_events(saved);
 }
 

@@ -41,7 +41,7 @@ static const TbCategory categories[] = {
         { "freq", N_("CPU frequency and idle"), N_("Clock speed changes and idle states of each CPU"),
           freq_events, TRUE },
         { "irq", N_("Interrupts"), N_("Hardware and software interrupt handlers"), irq_events, FALSE },
-        { "disk", N_("Block I/O"), N_("Disk requests as they are queued, issued and completed"),
+        { "disk", N_("Block I/O"), N_("Disk requests: queued, issued, completed"),
           disk_events, FALSE },
         { "memory", N_("Memory"), N_("Memory use of processes, reclaim and compaction"), memory_events, FALSE },
         { "power", N_("Power and suspend"), N_("Suspend and resume, wakeup sources"), power_events, FALSE },

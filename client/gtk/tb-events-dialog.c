@@ -110,6 +110,8 @@ GtkWindow *tb_events_dialog_new(GtkWindow *parent, const char *const *available,
         gtk_widget_add_css_class(button, "suggested-action");
         g_signal_connect(button, "clicked", G_CALLBACK(on_done_clicked), win);
         gtk_header_bar_pack_end(GTK_HEADER_BAR(header), button);
+        g_object_set_data(G_OBJECT(win), "tb-done-button", button);
+        g_object_set_data(G_OBJECT(win), "tb-search-entry", NULL);
         gtk_header_bar_set_show_title_buttons(GTK_HEADER_BAR(header), FALSE);
         gtk_window_set_titlebar(GTK_WINDOW(win), header);
 
@@ -123,6 +125,7 @@ GtkWindow *tb_events_dialog_new(GtkWindow *parent, const char *const *available,
         g_object_set(d->search, "placeholder-text", _("Search events, for example “sched” or “irq/”"), NULL);
         g_signal_connect(d->search, "search-changed", G_CALLBACK(on_search_changed), d);
         gtk_box_append(GTK_BOX(box), d->search);
+        g_object_set_data(G_OBJECT(win), "tb-search-entry", d->search);
 
         d->filter = gtk_custom_filter_new(match_event, d, NULL);
         filtered = gtk_filter_list_model_new(G_LIST_MODEL(strings), GTK_FILTER(g_object_ref(d->filter)));

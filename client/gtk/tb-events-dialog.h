@@ -12,5 +12,8 @@ G_BEGIN_DECLS
  */
 GtkWindow *tb_events_dialog_new(GtkWindow *parent, const char *const *available, GHashTable *chosen,
                                 GCallback done, gpointer user_data);
+/* For the test driver: the dialog's widgets ("tb-done-button", "tb-search-entry"
+ * object data) are found with these. */
+#define TB_EVENTS_DIALOG_KEY "tb-events-dialog"
 
 G_END_DECLS

@@ -786,6 +786,8 @@ static void tracebus_app_finalize(GObject *object) {
         g_free(app->test.save_to);
         g_free(app->test.screenshot);
         g_strfreev(app->test.categories);
+        g_free(app->test.custom_search);
+        g_free(app->test.dialog_screenshot);
         G_OBJECT_CLASS(tracebus_app_parent_class)->finalize(object);
 }
 
@@ -821,6 +823,10 @@ static void tracebus_app_init(TracebusApp *app) {
                   "Test mode: stop and save the recording kept from before", NULL },
                 { "test-expect-error", 0, 0, G_OPTION_ARG_NONE, &app->test.expect_error,
                   "Test mode: an error message in the window ends the test successfully", NULL },
+                { "test-custom-events", 0, 0, G_OPTION_ARG_STRING, &app->test.custom_search,
+                  "Test mode: search the custom events for TEXT and tick the first", "TEXT" },
+                { "dialog-screenshot", 0, 0, G_OPTION_ARG_FILENAME, &app->test.dialog_screenshot,
+                  "Test mode: save a PNG of the custom events dialog", "PATH" },
                 { NULL },
         };
 

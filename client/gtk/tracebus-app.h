@@ -56,6 +56,8 @@ typedef struct {
         gboolean keep;            /* --test-keep: keep recording, close the window */
         gboolean reattach_stop;   /* --test-reattach-stop: stop and save the kept recording */
         gboolean expect_error;    /* --test-expect-error: the banner showing is success */
+        char *custom_search;      /* --test-custom-events: search the Custom Events list, tick the first */
+        char *dialog_screenshot;  /* --dialog-screenshot: PNG of that dialog */
 } TracebusTestOptions;
 
 /* NULL outside the test mode. */

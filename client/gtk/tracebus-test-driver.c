@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
+#include "tb-events-dialog.h"
 #include "tracebus-test-driver.h"
 
 #define TICK_MS 100
@@ -9,6 +11,10 @@
 
 typedef enum {
         STEP_WAIT_READY,
+        STEP_CUSTOM_OPEN,      /* Choose… clicked: wait for the dialog */
+        STEP_CUSTOM_SEARCHED,  /* text typed: tick the first match */
+        STEP_CUSTOM_TICKED,    /* ticked: the dialog's picture, then Done */
+        STEP_CUSTOM_CLOSED,    /* Done clicked */
         STEP_WAIT_RECORDING,
         STEP_RECORDING,
         STEP_WAIT_FINISHED,
@@ -25,6 +31,9 @@ typedef struct {
         gint64 started_us;     /* of the test */
         gint64 recording_us;   /* when it was seen recording */
         gboolean shot;
+        gboolean custom_done;
+        guint shot_tries;
+        gint64 mark_us;
         guint tick_id;
 } Driver;
 
@@ -56,6 +65,79 @@ static void click(GtkWidget *button, const char *what) {
         gtk_widget_activate(button);
 }
 
+static GtkWindow *find_events_dialog(void) {
+        GListModel *tops = gtk_window_get_toplevels();
+        GtkWindow *found = NULL;
+
+        for (guint i = 0; i < g_list_model_get_n_items(tops) && !found; i++) {
+                g_autoptr(GtkWindow) w = g_list_model_get_item(tops, i);
+                if (g_object_get_data(G_OBJECT(w), TB_EVENTS_DIALOG_KEY) && gtk_widget_get_mapped(GTK_WIDGET(w)))
+                        found = w;
+        }
+        return found; /* the toplevels list keeps it */
+}
+
+static GtkWidget *first_check(GtkWidget *w) {
+        if (GTK_IS_CHECK_BUTTON(w) && gtk_widget_get_mapped(w))
+                return w;
+        for (GtkWidget *c = gtk_widget_get_first_child(w); c; c = gtk_widget_get_next_sibling(c)) {
+                GtkWidget *found = first_check(c);
+                if (found)
+                        return found;
+        }
+        return NULL;
+}
+
+/* Choose…, type the search, tick the first event, Done: as a person would. */
+static void custom_events_step(gint64 now) {
+        GtkWindow *dlg = find_events_dialog();
+        GtkWidget *check;
+        g_autoptr(GError) error = NULL;
+        g_autofree char *msg = NULL;
+
+        switch (driver.step) {
+        case STEP_CUSTOM_OPEN:
+                if (!dlg)
+                        return;
+                log_step("type into the search");
+                gtk_editable_set_text(GTK_EDITABLE(g_object_get_data(G_OBJECT(dlg), "tb-search-entry")),
+                                      driver.opt->custom_search);
+                driver.mark_us = now;
+                driver.step = STEP_CUSTOM_SEARCHED;
+                return;
+        case STEP_CUSTOM_SEARCHED:
+                /* GtkSearchEntry waits a moment before it says the text changed. */
+                if (!dlg || now - driver.mark_us < 600 * 1000 || !(check = first_check(GTK_WIDGET(dlg))))
+                        return;
+                msg = g_strdup_printf("tick custom event %s", gtk_check_button_get_label(GTK_CHECK_BUTTON(check)));
+                click(check, msg + strlen("tick "));
+                driver.mark_us = now;
+                driver.step = STEP_CUSTOM_TICKED;
+                return;
+        case STEP_CUSTOM_TICKED:
+                /* A picture once the tick is drawn (a widget being redrawn has none). */
+                if (!dlg)
+                        return;
+                if (driver.opt->dialog_screenshot &&
+                    !tracebus_window_save_screenshot(dlg, driver.opt->dialog_screenshot, &error)) {
+                        if (now - driver.mark_us < 3 * G_USEC_PER_SEC)
+                                return;
+                        printf("TEST: dialog screenshot failed: %s\n", error->message);
+                }
+                click(g_object_get_data(G_OBJECT(dlg), "tb-done-button"), "Done");
+                driver.step = STEP_CUSTOM_CLOSED;
+                return;
+        case STEP_CUSTOM_CLOSED:
+                if (dlg)
+                        return;
+                driver.custom_done = TRUE;
+                driver.step = STEP_WAIT_READY;
+                return;
+        default:
+                return;
+        }
+}
+
 static TbRecording *newest_live_recording(void) {
         GListModel *m = tracebus_app_get_recordings(driver.app);
         guint n = g_list_model_get_n_items(m);
@@ -85,16 +167,23 @@ static void press_record(void) {
         driver.step = STEP_WAIT_RECORDING;
 }
 
-static void take_screenshot(void) {
+/* FALSE while the window is being redrawn (it has no picture then): try again
+ * on the next tick, for a while. */
+static gboolean take_screenshot(void) {
         g_autoptr(GError) error = NULL;
 
-        driver.shot = TRUE;
-        if (!driver.opt->screenshot)
-                return;
-        if (!tracebus_window_save_screenshot(driver.win, driver.opt->screenshot, &error))
+        if (!driver.opt->screenshot) {
+                driver.shot = TRUE;
+                return TRUE;
+        }
+        if (!tracebus_window_save_screenshot(GTK_WINDOW(driver.win), driver.opt->screenshot, &error)) {
+                if (++driver.shot_tries < 30)
+                        return FALSE;
                 printf("TEST: screenshot failed: %s\n", error->message);
-        else
+        } else
                 log_step("screenshot saved");
+        driver.shot = TRUE;
+        return TRUE;
 }
 
 static void while_recording(gint64 now) {
@@ -107,8 +196,8 @@ static void while_recording(gint64 now) {
                 take_screenshot();
         if (secs < want || driver.step == STEP_DONE)
                 return;
-        if (!driver.shot)
-                take_screenshot();
+        if (!driver.shot && !take_screenshot())
+                return;
         if (driver.opt->keep) {
                 log_step("close the window");
                 gtk_window_close(GTK_WINDOW(driver.win)); /* the app reports once detached */
@@ -132,8 +221,8 @@ static gboolean on_tick(gpointer user_data) {
                 return G_SOURCE_CONTINUE;
         if (message) {
                 /* The picture of a refusal is worth keeping too. */
-                if (!driver.shot)
-                        take_screenshot();
+                if (!driver.shot && !take_screenshot())
+                        return G_SOURCE_CONTINUE;
                 if (driver.opt->expect_error)
                         finish(0, "message shown: %s", message);
                 else
@@ -141,14 +230,17 @@ static gboolean on_tick(gpointer user_data) {
                 return G_SOURCE_REMOVE;
         }
         if (now - driver.started_us > TIMEOUT_S * G_USEC_PER_SEC) {
-                finish(3, "timed out in step %s", (const char *[]) { "ready", "wait-recording", "recording", "wait-finished", "wait-saved", "done" }[driver.step]);
+                finish(3, "timed out in step %s", (const char *[]) { "ready", "custom-open", "custom-searched", "custom-ticked", "custom-closed", "wait-recording", "recording", "wait-finished", "wait-saved", "done" }[driver.step]);
                 return G_SOURCE_REMOVE;
         }
         switch (driver.step) {
         case STEP_WAIT_READY:
                 if (!tracebus_app_is_ready(driver.app) || !gtk_widget_get_mapped(GTK_WIDGET(driver.win)))
                         break;
-                if (driver.opt->reattach_stop) {
+                if (driver.opt->custom_search && !driver.custom_done) {
+                        click(tracebus_window_get_custom_button(driver.win), "Choose custom events");
+                        driver.step = STEP_CUSTOM_OPEN;
+                } else if (driver.opt->reattach_stop) {
                         driver.r = newest_live_recording();
                         if (!driver.r)
                                 finish(4, "no kept recording to re-attach to");
@@ -157,11 +249,19 @@ static gboolean on_tick(gpointer user_data) {
                 } else
                         press_record();
                 break;
+        case STEP_CUSTOM_OPEN:
+        case STEP_CUSTOM_SEARCHED:
+        case STEP_CUSTOM_TICKED:
+        case STEP_CUSTOM_CLOSED:
+                custom_events_step(now);
+                break;
         case STEP_WAIT_RECORDING:
                 if (!driver.r)
                         driver.r = newest_live_recording();
                 if (driver.r && driver.r->state == TB_RECORDING_RECORDING && driver.r->ours) {
-                        log_step(driver.opt->reattach_stop ? "re-attached" : "recording");
+                        g_autofree char *what = g_strdup_printf("%s: %s", driver.opt->reattach_stop ? "re-attached" : "recording",
+                                                                driver.r->summary ? driver.r->summary : "");
+                        log_step(what);
                         driver.recording_us = now;
                         driver.step = STEP_RECORDING;
                 }

@@ -435,7 +435,7 @@ static GtkWidget *recordings_pane_new(TracebusWindow *win) {
 static void update_custom_subtitle(TracebusWindow *win) {
         guint n = g_hash_table_size(win->custom_events);
         g_autofree char *s = n ? g_strdup_printf(g_dngettext(NULL, "%u event chosen", "%u events chosen", n), n)
-                               : g_strdup(_("Pick any of the events this kernel offers"));
+                               : g_strdup(_("Any event this kernel offers"));
 
         gtk_label_set_text(GTK_LABEL(win->custom_subtitle), s);
 }
@@ -538,7 +538,7 @@ static GtkWidget *settings_pane_new(TracebusWindow *win) {
         gtk_widget_set_valign(win->custom_switch, GTK_ALIGN_CENTER);
         gtk_box_append(GTK_BOX(buttons), win->custom_button);
         gtk_box_append(GTK_BOX(buttons), win->custom_switch);
-        gtk_list_box_append(GTK_LIST_BOX(what), setting_row_new(_("Custom events"), NULL, buttons, &win->custom_subtitle));
+        gtk_list_box_append(GTK_LIST_BOX(what), setting_row_new(_("Custom events"), "", buttons, &win->custom_subtitle));
         update_custom_subtitle(win);
         gtk_box_append(GTK_BOX(box), what);
 
@@ -740,7 +740,11 @@ char *tracebus_window_get_message(TracebusWindow *win) {
         return g_strdup_printf("%s %s", gtk_label_get_text(GTK_LABEL(win->banner_title)), detail);
 }
 
-gboolean tracebus_window_save_screenshot(TracebusWindow *win, const char *path, GError **error) {
+GtkWidget *tracebus_window_get_custom_button(TracebusWindow *win) {
+        return win->custom_button;
+}
+
+gboolean tracebus_window_save_screenshot(GtkWindow *win, const char *path, GError **error) {
         int w = gtk_widget_get_width(GTK_WIDGET(win)), h = gtk_widget_get_height(GTK_WIDGET(win));
         g_autoptr(GdkPaintable) paintable = gtk_widget_paintable_new(GTK_WIDGET(win));
         GtkSnapshot *snapshot = gtk_snapshot_new();
@@ -751,7 +755,8 @@ gboolean tracebus_window_save_screenshot(TracebusWindow *win, const char *path, 
         gdk_paintable_snapshot(paintable, snapshot, w, h);
         node = gtk_snapshot_free_to_node(snapshot);
         if (!node || !renderer) {
-                g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "the window has not been drawn yet");
+                g_set_error(error, G_IO_ERROR, G_IO_ERROR_FAILED, "the window has not been drawn yet (%dx%d%s%s)", w, h,
+                            node ? "" : ", nothing to draw", renderer ? "" : ", no renderer");
                 return FALSE;
         }
         texture = gsk_renderer_render_texture(renderer, node, &GRAPHENE_RECT_INIT(0, 0, w, h));

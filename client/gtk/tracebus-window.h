@@ -20,6 +20,8 @@ GtkWidget *tracebus_window_get_keep_switch(TracebusWindow *win);
 GtkWidget *tracebus_window_get_row_button(TracebusWindow *win, TbRecording *r, const char *which);
 /* The error message shown, or NULL. */
 char *tracebus_window_get_message(TracebusWindow *win);
-gboolean tracebus_window_save_screenshot(TracebusWindow *win, const char *path, GError **error);
+GtkWidget *tracebus_window_get_custom_button(TracebusWindow *win);
+/* A PNG of what the window (or a dialog) shows now. */
+gboolean tracebus_window_save_screenshot(GtkWindow *win, const char *path, GError **error);
 
 G_END_DECLS
