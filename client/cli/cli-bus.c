@@ -1,0 +1,318 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The bus side of the CLI: connecting, calls that may need polkit, errors in words,
+ * and reading sessions. */
+#include <pwd.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "errors.h"
+#include "strv.h"
+
+typedef enum AskPassword {
+        ASK_YES,
+        ASK_NO_TTY,        /* stdin is not a terminal */
+        ASK_NO_OPTION,     /* --no-ask-password */
+        ASK_NO_ROOT,       /* root needs no authorization */
+} AskPassword;
+
+static AskPassword ask_password = ASK_NO_TTY;
+
+void cli_set_ask_password(bool ask) {
+        if (!ask)
+                ask_password = ASK_NO_OPTION;
+        else if (geteuid() == 0)
+                ask_password = ASK_NO_ROOT;
+        else if (!isatty(STDIN_FILENO))
+                ask_password = ASK_NO_TTY;
+        else
+                ask_password = ASK_YES;
+}
+
+int cli_connect(sd_bus **ret) {
+        int r;
+
+        r = sd_bus_open_system(ret);
+        if (r < 0) {
+                cli_log("cannot connect to the system bus: %s", strerror(-r));
+                return r;
+        }
+        (void) sd_bus_error_add_map(tracebus_error_map);
+        return 0;
+}
+
+int cli_call_authorized(sd_bus *bus, sd_bus_message *m, uint64_t usec, sd_bus_error *error,
+                        sd_bus_message **ret_reply) {
+        bool agent = ask_password == ASK_YES;
+        int r;
+
+        if (agent) {
+                /* Like systemctl: the agent is up before the call, and the call may wait for it. */
+                r = polkit_agent_open();
+                if (r < 0)
+                        cli_log("cannot start the authentication agent (pkttyagent), going on without: %s",
+                                strerror(-r));
+                (void) sd_bus_message_set_allow_interactive_authorization(m, r >= 0);
+        }
+        r = sd_bus_call(bus, m, usec, error, ret_reply);
+        if (agent)
+                polkit_agent_close();
+        return r;
+}
+
+static const struct {
+        const char *name;
+        const char *text;
+} explanations[] = {
+        { SD_BUS_ERROR_ACCESS_DENIED,                     "not authorized" },
+        { SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED, "authentication is required" },
+        { SD_BUS_ERROR_SERVICE_UNKNOWN,                   "the tracebus service is not installed or could not be started" },
+        { SD_BUS_ERROR_NAME_HAS_NO_OWNER,                 "the tracebus service is not running" },
+        { SD_BUS_ERROR_NO_REPLY,                          "the tracebus service did not answer in time" },
+        { SD_BUS_ERROR_TIMEOUT,                           "the tracebus service did not answer in time" },
+        { SD_BUS_ERROR_UNKNOWN_METHOD,                    "the tracebus service does not know this request (too old?)" },
+        { SD_BUS_ERROR_UNKNOWN_OBJECT,                    "there is no such tracing session" },
+        { SD_BUS_ERROR_DISCONNECTED,                      "the connection to the system bus was lost" },
+        { TB_ERROR_INVALID_CONFIG,                        "the trace configuration is not valid" },
+        { TB_ERROR_UNKNOWN_EVENT,                         "this kernel offers no such trace event" },
+        { TB_ERROR_NO_SUCH_SESSION,                       "there is no such tracing session of yours" },
+        { TB_ERROR_TOO_MANY_SESSIONS,                     "too many tracing sessions are running" },
+        { TB_ERROR_KEY_IN_USE,                            "another of your sessions is detached under that key" },
+        { TB_ERROR_OUTPUT_ERROR,                          "the trace could not be written" },
+        { TB_ERROR_QUOTA_EXCEEDED,                        "your traces in the service's trace directory use up your quota" },
+        { TB_ERROR_TRACING_UNAVAILABLE,                   "kernel tracing (tracefs) is not available on this machine" },
+        { SD_BUS_ERROR_INVALID_ARGS,                      "the request was refused as invalid" },
+};
+
+static const char *explain(const char *name) {
+        for (size_t i = 0; name && i < ELEMENTSOF(explanations); i++)
+                if (strcmp(explanations[i].name, name) == 0)
+                        return explanations[i].text;
+        return NULL;
+}
+
+static const char *user_name(void) {
+        struct passwd *pw = getpwuid(geteuid());
+        return pw ? pw->pw_name : "USER";
+}
+
+static void print_rules_example(const char *action) {
+        fprintf(stderr,
+                "An administrator can grant %s without authentication with a polkit rule, for example in\n"
+                "/etc/polkit-1/rules.d/50-tracebus.rules:\n"
+                "  polkit.addRule(function(action, subject) {\n"
+                "      if (action.id == \"%s\" && subject.user == \"%s\")\n"
+                "          return polkit.Result.YES;\n"
+                "  });\n",
+                action, action, user_name());
+}
+
+static void print_interactive_required(const char *what, const char *action) {
+        const char *why = ask_password == ASK_NO_OPTION ? "--no-ask-password was given" :
+                          ask_password == ASK_YES ? "no authentication agent took the request" :
+                          "stdin is not a terminal";
+
+        cli_log("%s: authentication is required for polkit action %s, but tracebus cannot ask for it (%s).",
+                what, action, why);
+        print_rules_example(action);
+}
+
+void cli_print_bus_error(const char *what, const sd_bus_error *e, int r, const char *action) {
+        const char *name = e && sd_bus_error_is_set(e) ? e->name : NULL;
+        const char *message = name && !isempty_str(e->message) ? e->message : NULL;
+        const char *text = explain(name);
+
+        if (name && action && strcmp(name, SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED) == 0)
+                return print_interactive_required(what, action);
+        if (name && action && strcmp(name, SD_BUS_ERROR_ACCESS_DENIED) == 0) {
+                cli_log("%s: not authorized: polkit refuses action %s to user %s; an administrator can allow it "
+                        "with a polkit rule (see AUTHORIZATION in tracebus(1)).", what, action, user_name());
+                return;
+        }
+        /* Our own errors and InvalidArgs carry sentences written for people. */
+        if (message && (!text || strncmp(name, TB_ERROR_PREFIX, strlen(TB_ERROR_PREFIX)) == 0 ||
+                        strcmp(name, SD_BUS_ERROR_INVALID_ARGS) == 0))
+                cli_log("%s: %s", what, message);
+        else if (text && message)
+                cli_log("%s: %s (%s)", what, text, message);
+        else if (text)
+                cli_log("%s: %s.", what, text);
+        else if (name)
+                cli_log("%s: %s", what, name);
+        else
+                cli_log("%s: %s", what, strerror(r < 0 ? -r : EIO));
+}
+
+void session_info_done(SessionInfo *i) {
+        i->path = mfree(i->path);
+        i->state = mfree(i->state);
+        i->output_path = mfree(i->output_path);
+        i->events = strv_free(i->events);
+}
+
+static int read_string(sd_bus_message *m, char **field) {
+        const char *s;
+        char *copy;
+        int r;
+
+        r = sd_bus_message_read(m, "v", "s", &s);
+        if (r < 0)
+                return r;
+        copy = strdup(s);
+        if (!copy)
+                return -ENOMEM;
+        free(*field);
+        *field = copy;
+        return 0;
+}
+
+static int read_property(SessionInfo *i, sd_bus_message *m, const char *name) {
+        uint32_t u;
+        int b, r;
+
+        if (strcmp(name, "State") == 0)
+                return read_string(m, &i->state);
+        if (strcmp(name, "OutputPath") == 0)
+                return read_string(m, &i->output_path);
+        if (strcmp(name, "OwnerUid") == 0) {
+                r = sd_bus_message_read(m, "v", "u", &u);
+                i->owner_uid = (uid_t) u;
+                return r;
+        }
+        if (strcmp(name, "Detached") == 0) {
+                r = sd_bus_message_read(m, "v", "b", &b);
+                i->detached = b;
+                return r;
+        }
+        if (strcmp(name, "Events") == 0) {
+                r = sd_bus_message_enter_container(m, 'v', "as");
+                if (r < 0)
+                        return r;
+                i->events = strv_free(i->events);
+                r = sd_bus_message_read_strv(m, &i->events);
+                return r < 0 ? r : sd_bus_message_exit_container(m);
+        }
+        if (strcmp(name, "DurationMs") == 0)
+                return sd_bus_message_read(m, "v", "u", &i->duration_ms);
+        if (strcmp(name, "StartedAt") == 0)
+                return sd_bus_message_read(m, "v", "t", &i->started_at_usec);
+        if (strcmp(name, "BytesWritten") == 0)
+                return sd_bus_message_read(m, "v", "t", &i->bytes_written);
+        if (strcmp(name, "EventsRecorded") == 0)
+                return sd_bus_message_read(m, "v", "t", &i->events_recorded);
+        if (strcmp(name, "EventsLost") == 0)
+                return sd_bus_message_read(m, "v", "t", &i->events_lost);
+        return sd_bus_message_skip(m, "v");
+}
+
+int session_info_update(SessionInfo *i, sd_bus_message *m) {
+        const char *name;
+        int r;
+
+        r = sd_bus_message_enter_container(m, 'a', "{sv}");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+                r = sd_bus_message_read(m, "s", &name);
+                if (r >= 0)
+                        r = read_property(i, m, name);
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(m);
+                if (r < 0)
+                        return r;
+        }
+        if (r < 0)
+                return r;
+        return sd_bus_message_exit_container(m);
+}
+
+static uint64_t session_id_from_path(const char *path) {
+        if (strncmp(path, SESSION_PATH_PREFIX, strlen(SESSION_PATH_PREFIX)) != 0)
+                return 0;
+        return strtoull(path + strlen(SESSION_PATH_PREFIX), NULL, 10);
+}
+
+int session_info_get(sd_bus *bus, const char *path, SessionInfo *ret, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(session_info_done) SessionInfo i = {};
+        int r;
+
+        r = sd_bus_call_method(bus, BUS_NAME, path, "org.freedesktop.DBus.Properties", "GetAll", error, &reply,
+                               "s", SESSION_INTERFACE);
+        if (r < 0)
+                return r;
+        r = session_info_update(&i, reply);
+        if (r < 0)
+                return r;
+        i.path = strdup(path);
+        if (!i.path)
+                return -ENOMEM;
+        i.id = session_id_from_path(path);
+        *ret = i;
+        i = (SessionInfo) {};
+        return 0;
+}
+
+int cli_list_sessions(sd_bus *bus, char ***ret, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
+        char **l = NULL;
+        int r;
+
+        r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, OBJECT_PATH, MANAGER_INTERFACE, "ListSessions");
+        if (r < 0)
+                return r;
+        r = cli_call_authorized(bus, m, CLI_CALL_TIMEOUT_USEC, error, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_read_strv(reply, &l);
+        if (r < 0)
+                return r;
+        *ret = l;
+        return 0;
+}
+
+void stop_stats_done(StopStats *s) {
+        s->reason = mfree(s->reason);
+        s->output_path = mfree(s->output_path);
+}
+
+static int stats_entry(StopStats *s, sd_bus_message *m, const char *key) {
+        if (strcmp(key, "Events") == 0)
+                return sd_bus_message_read(m, "v", "t", &s->events);
+        if (strcmp(key, "Bytes") == 0)
+                return sd_bus_message_read(m, "v", "t", &s->bytes);
+        if (strcmp(key, "EventsLost") == 0)
+                return sd_bus_message_read(m, "v", "t", &s->lost);
+        if (strcmp(key, "Reason") == 0)
+                return read_string(m, &s->reason);
+        if (strcmp(key, "OutputPath") == 0)
+                return read_string(m, &s->output_path);
+        return sd_bus_message_skip(m, "v");
+}
+
+int stop_stats_read(sd_bus_message *m, StopStats *ret) {
+        _cleanup_(stop_stats_done) StopStats s = {};
+        const char *key;
+        int r;
+
+        r = sd_bus_message_enter_container(m, 'a', "{sv}");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+                r = sd_bus_message_read(m, "s", &key);
+                if (r >= 0)
+                        r = stats_entry(&s, m, key);
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(m);
+                if (r < 0)
+                        return r;
+        }
+        if (r < 0)
+                return r;
+        r = sd_bus_message_exit_container(m);
+        if (r < 0)
+                return r;
+        *ret = s;
+        s = (StopStats) {};
+        return 0;
+}

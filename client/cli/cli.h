@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * The tracebus command line: what its parts share. Messages for people go to
+ * stderr, one line per error; stdout carries only what a script reads (a pid,
+ * --query, --list-events, or the trace itself with -o -).
+ */
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include <systemd/sd-bus.h>
+
+#include "config.pb-c.h"
+#include "macro.h"
+
+#define BUS_NAME "org.tracebus.Tracebus1"
+#define OBJECT_PATH "/org/tracebus/Tracebus1"
+#define MANAGER_INTERFACE "org.tracebus.Tracebus1.Manager"
+#define SESSION_INTERFACE "org.tracebus.Tracebus1.Session"
+#define SESSION_PATH_PREFIX OBJECT_PATH "/session/"
+
+#define ACTION_RECORD "org.tracebus.record"
+#define ACTION_MANAGE "org.tracebus.manage"
+
+/* perfetto's exit codes: 0 yes/success, 1 error, 2 "no such detached session". */
+#define EXIT_NO_SESSION 2
+
+/* Long enough for a person to answer a polkit authentication prompt. */
+#define CLI_CALL_TIMEOUT_USEC (5ull * 60 * 1000 * 1000)
+/* Stop returns once the trace is complete: writing a large buffer takes a while. */
+#define CLI_STOP_TIMEOUT_USEC (10ull * 60 * 1000 * 1000)
+
+typedef enum Mode {
+        MODE_RECORD,
+        MODE_ATTACH,
+        MODE_IS_DETACHED,
+        MODE_QUERY,
+        MODE_LIST_EVENTS,
+        MODE_STOP_ALL,
+        MODE_STOP_SESSION,
+        MODE_HELP,
+        MODE_VERSION,
+} Mode;
+
+typedef struct Args {
+        Mode mode;
+
+        /* The config: -c FILE [--txt], or the light config. */
+        const char *config_path;
+        bool txt;
+        bool has_time, has_buffer, has_size;
+        uint64_t duration_ms;
+        uint64_t buffer_kb;
+        uint64_t max_file_size_bytes;
+        char **events;
+
+        const char *output;          /* -o; "-" is stdout */
+        bool no_clobber;
+
+        const char *detach_key;
+        const char *attach_key;
+        const char *is_detached_key;
+        bool stop;
+        bool background;             /* -d */
+        bool background_wait;        /* -D */
+
+        bool long_output;            /* --long */
+        bool json;
+        const char *glob;            /* --list-events */
+        const char *stop_session;    /* --stop-session */
+        bool ask_password;           /* unless --no-ask-password */
+} Args;
+
+/* cli-args.c */
+/* Returns 1 to go on, 0 to exit successfully (--help, --version), < 0 on a
+ * usage error (already printed). */
+int cli_parse_argv(int argc, char *argv[], Args *ret);
+void cli_args_done(Args *a);
+void cli_help(FILE *f);
+
+/* cli-units.c */
+/* "10s", "500ms", "1.5m", "2h", "1d", or a bare number of seconds, into ms. */
+int cli_parse_duration_ms(const char *s, uint64_t *ret);
+/* "32mb", "4096k", "1GiB", "512b", or a bare number of KiB, into bytes. */
+int cli_parse_size_bytes(const char *s, uint64_t *ret);
+/* "1.2 MiB", "312 B" into buf. */
+const char *cli_format_bytes(char *buf, size_t size, uint64_t bytes);
+/* "2m 05s", "1h 02m", "4.2s" into buf. */
+const char *cli_format_duration(char *buf, size_t size, uint64_t ms);
+void cli_json_string(FILE *f, const char *s);
+
+/* Prints "tracebus: ...". */
+void cli_log(const char *fmt, ...) _printf_(1, 2);
+/* cli_log(), then returns -EINVAL: for refusals. */
+int cli_refuse(const char *fmt, ...) _printf_(1, 2);
+
+/* cli-config.c */
+typedef struct CliConfig {
+        char *text;                  /* sent as Start's config, or NULL */
+        void *binary;                /* sent as the BinaryConfig option, or NULL */
+        size_t binary_size;
+        Tracebus__TraceConfig *parsed;
+} CliConfig;
+
+/* Reads and checks the config locally (errors say FILE:LINE:COLUMN). */
+int cli_config_load(const Args *a, CliConfig *ret);
+void cli_config_done(CliConfig *c);
+
+/* cli-bus.c */
+int cli_connect(sd_bus **ret);
+/* Whether calls may ask for a password: stdin is a TTY, we are not root, no
+ * --no-ask-password. Set once from main(). */
+void cli_set_ask_password(bool ask);
+/* A synchronous method call that may need polkit: runs the text agent around
+ * it and allows interactive authorization when cli_set_ask_password(true). */
+int cli_call_authorized(sd_bus *bus, sd_bus_message *m, uint64_t usec, sd_bus_error *error,
+                        sd_bus_message **ret_reply);
+/* One line (plus a polkit hint when authorization is the problem). @action is
+ * the polkit action the call needs, or NULL. */
+void cli_print_bus_error(const char *what, const sd_bus_error *e, int r, const char *action);
+
+typedef struct SessionInfo {
+        char *path;
+        uint64_t id;
+        char *state;
+        uid_t owner_uid;
+        char *output_path;
+        bool detached;
+        char **events;
+        uint32_t duration_ms;
+        uint64_t started_at_usec;
+        uint64_t bytes_written;
+        uint64_t events_recorded;
+        uint64_t events_lost;
+} SessionInfo;
+
+void session_info_done(SessionInfo *i);
+/* Properties.GetAll of one session. */
+int session_info_get(sd_bus *bus, const char *path, SessionInfo *ret, sd_bus_error *error);
+/* Applies an a{sv} of session properties (GetAll's reply, PropertiesChanged). */
+int session_info_update(SessionInfo *i, sd_bus_message *m);
+/* Manager.ListSessions. */
+int cli_list_sessions(sd_bus *bus, char ***ret, sd_bus_error *error);
+
+typedef struct StopStats {
+        uint64_t events, bytes, lost;
+        char *reason;
+        char *output_path;
+} StopStats;
+
+void stop_stats_done(StopStats *s);
+int stop_stats_read(sd_bus_message *m, StopStats *ret);
+
+/* cli-agent.c: pkttyagent for one call, the way systemctl runs it. */
+int polkit_agent_open(void);
+void polkit_agent_close(void);
+
+/* cli-record.c */
+int run_record(const Args *a);
+int run_attach(const Args *a);
+
+/* cli-query.c */
+int run_is_detached(const Args *a);
+int run_query(const Args *a);
+int run_list_events(const Args *a);
+int run_stop_all(const Args *a);
+int run_stop_session(const Args *a);
