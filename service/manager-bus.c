@@ -496,26 +496,38 @@ static int method_detach(sd_bus_message *message, void *userdata, sd_bus_error *
         return manager_bus_detach(m, s, key, message, error);
 }
 
-static int method_attach(sd_bus_message *message, void *userdata, sd_bus_error *error) {
-        Manager *m = ASSERT_PTR(userdata);
-        const char *key;
-        Session *s = NULL;
+/* Reads a key argument and finds the caller's recording session detached under it.
+ * Strictly per UID, root included: another user's key is indistinguishable from none. */
+static int read_key_find_detached(Manager *m, sd_bus_message *message, const char **ret_key,
+                                  Session **ret, sd_bus_error *error) {
+        Session *s;
         uid_t uid;
         int r;
 
-        r = sd_bus_message_read(message, "s", &key);
+        r = sd_bus_message_read(message, "s", ret_key);
         if (r < 0)
                 return r;
-        r = check_key(key, error);
+        r = check_key(*ret_key, error);
         if (r < 0)
                 return r;
         r = bus_sender_euid(message, &uid);
         if (r < 0)
                 return r;
+        s = manager_find_detached(m, uid, *ret_key);
+        *ret = s && s->state == SESSION_RECORDING ? s : NULL;
+        return 0;
+}
 
-        /* Strictly per UID, root included: another user's key is indistinguishable from none. */
-        s = manager_find_detached(m, uid, key);
-        if (!s || s->state != SESSION_RECORDING)
+static int method_attach(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        Manager *m = ASSERT_PTR(userdata);
+        const char *key;
+        Session *s;
+        int r;
+
+        r = read_key_find_detached(m, message, &key, &s, error);
+        if (r < 0)
+                return r;
+        if (!s)
                 return sd_bus_error_setf(error, TB_ERROR_NO_SUCH_SESSION,
                                          "You have no session detached under the key '%s'.", key);
 
@@ -530,21 +542,13 @@ static int method_attach(sd_bus_message *message, void *userdata, sd_bus_error *
 static int method_is_detached(sd_bus_message *message, void *userdata, sd_bus_error *error) {
         Manager *m = ASSERT_PTR(userdata);
         const char *key;
-        Session *s = NULL;
-        uid_t uid;
+        Session *s;
         int r;
 
-        r = sd_bus_message_read(message, "s", &key);
+        r = read_key_find_detached(m, message, &key, &s, error);
         if (r < 0)
                 return r;
-        r = check_key(key, error);
-        if (r < 0)
-                return r;
-        r = bus_sender_euid(message, &uid);
-        if (r < 0)
-                return r;
-        s = manager_find_detached(m, uid, key);
-        return sd_bus_reply_method_return(message, "b", s && s->state == SESSION_RECORDING);
+        return sd_bus_reply_method_return(message, "b", s != NULL);
 }
 
 static int reply_session_list(Manager *m, sd_bus_message *message, uid_t uid, bool all) {
