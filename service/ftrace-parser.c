@@ -382,10 +382,17 @@ typedef struct CompactSched {
         size_t switch_room, waking_room;
 } CompactSched;
 
+/* Pids seen in events, for the process descriptions. A small direct-mapped cache keeps
+ * the hot path to one compare for the pids that keep coming back. */
+#define PID_CACHE_SIZE 256
+
 struct FtraceBundle {
         uint32_t cpu;
         bool compact_sched;
         bool lost_events;
+        int32_t pid_cache[PID_CACHE_SIZE];
+        int32_t *pids;            /* pids noted since the last ftrace_bundle_take_pids() */
+        size_t n_pids, pids_allocated;
         Buf out;                  /* cpu field, then each event as a complete field 2 */
         size_t size_hint;
         size_t n_events, n_skipped;
@@ -941,6 +948,7 @@ int ftrace_bundle_new(uint32_t cpu, bool compact_sched, FtraceBundle **ret) {
 FtraceBundle *ftrace_bundle_free(FtraceBundle *b) {
         if (!b)
                 return NULL;
+        free(b->pids);
         buf_done(&b->out);
         free(b->errors);
         compact_sched_done(&b->compact);
@@ -1376,6 +1384,39 @@ static int bundle_add_compact_waking(FtraceBundle *b, const EventInfo *e, const 
         return 0;
 }
 
+static void bundle_note_pid(FtraceBundle *b, int32_t pid) {
+        int32_t *slot = &b->pid_cache[(uint32_t) pid % PID_CACHE_SIZE];
+
+        if (_likely_(*slot == pid) || pid <= 0)
+                return;
+        *slot = pid;
+        if (b->n_pids >= b->pids_allocated) {
+                size_t n = MAX(b->pids_allocated * 2, (size_t) 64);
+                int32_t *p = realloc(b->pids, n * sizeof(int32_t));
+                if (!p)
+                        return;   /* a missing process name is not worth failing the trace */
+                b->pids = p;
+                b->pids_allocated = n;
+        }
+        b->pids[b->n_pids++] = pid;
+}
+
+size_t ftrace_bundle_take_pids(FtraceBundle *b, const int32_t **ret) {
+        size_t n = b->n_pids;
+
+        *ret = b->pids;
+        b->n_pids = 0;
+        return n;
+}
+
+/* The threads an event names: the one that ran it, and the one a switch runs next. */
+static inline void note_pids(FtraceBundle *b, const EventInfo *e, const uint8_t *rec) {
+        if (e->has_pid)
+                bundle_note_pid(b, (int32_t) rd32(rec + e->pid_offset));
+        if (e->compact_role == COMPACT_SWITCH)
+                bundle_note_pid(b, (int32_t) field_value(e, CS_NEXT_PID, rec));
+}
+
 /* One data record. Returns 1 if an event was appended, 0 if skipped, -EBADMSG if the
  * record does not fit its format, -ENOMEM. */
 static int parser_add_record(FtraceParser *p, FtraceBundle *b, const uint8_t *rec, size_t len,
@@ -1400,6 +1441,7 @@ static int parser_add_record(FtraceParser *p, FtraceBundle *b, const uint8_t *re
                 r = bundle_add_full(b, e, rec, len, ts);
         if (r < 0)
                 return r;
+        note_pids(b, e, rec);
         b->n_events++;
         b->last_ts = ts;
         p->stats.events++;

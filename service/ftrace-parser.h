@@ -86,6 +86,10 @@ bool ftrace_bundle_lost_events(const FtraceBundle *b);
 /* Timestamp of the last event appended, or of the previous bundle's last event. */
 uint64_t ftrace_bundle_last_timestamp(const FtraceBundle *b);
 
+/* The pids events named (common_pid, sched_switch's next_pid) since the last call, mostly
+ * without repeats; valid until the next parse. For describing threads first seen. */
+size_t ftrace_bundle_take_pids(FtraceBundle *b, const int32_t **ret);
+
 /* Serializes the collected events as an FtraceEventBundle message (not wrapped in a
  * TracePacket) into a malloc'd buffer, with cpu and previous_bundle_end_timestamp set,
  * then empties the bundle for the next round, remembering the last timestamp. */

@@ -590,6 +590,19 @@ static int drain_cpu(Recorder *rec, unsigned cpu) {
         return 1;
 }
 
+/* Threads first seen in the events since the last pass: their names and processes. */
+static int describe_new_threads(Recorder *rec, unsigned cpu) {
+        const int32_t *pids;
+        size_t n = ftrace_bundle_take_pids(rec->bundles[cpu], &pids);
+
+        for (size_t i = 0; i < n; i++) {
+                int r = process_tree_builder_add_thread(rec->processes, pids[i]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 static int drain_all(Recorder *rec) {
         bool more;
         int r;
@@ -601,12 +614,15 @@ static int drain_all(Recorder *rec) {
                         if (r < 0)
                                 return r;
                         more = more || r > 0;
+                        r = describe_new_threads(rec, cpu);
+                        if (r < 0)
+                                return r;
                         r = pack_bundle(rec, cpu);
                         if (r < 0)
                                 return r;
                 }
         } while (more);
-        return 0;
+        return append_process_tree(rec);
 }
 
 static int flush_output(Recorder *rec) {
