@@ -325,6 +325,25 @@ static const TypedField cpu_state_fields[] = {
         { "state", 1, PT_VARINT }, { "cpu_id", 2, PT_VARINT }, {},
 };
 
+static const TypedField irq_handler_entry_fields[] = {
+        { "irq", 1, PT_VARINT }, { "name", 2, PT_STRING }, { "handler", 3, PT_VARINT }, {},
+};
+static const TypedField irq_handler_exit_fields[] = {
+        { "irq", 1, PT_VARINT }, { "ret", 2, PT_VARINT }, {},
+};
+/* softirq_entry and softirq_exit. */
+static const TypedField softirq_fields[] = {
+        { "vec", 1, PT_VARINT }, {},
+};
+/* raw_syscalls: Perfetto's messages carry the number (and sys_exit the return value);
+ * sys_enter's args array has no field there. */
+static const TypedField sys_enter_fields[] = {
+        { "id", 1, PT_VARINT }, {},
+};
+static const TypedField sys_exit_fields[] = {
+        { "id", 1, PT_VARINT }, { "ret", 2, PT_VARINT }, {},
+};
+
 static const TypedEvent typed_events[] = {
         { "ftrace", "print", 3, print_fields },
         { "sched", "sched_switch", 4, sched_switch_fields },
@@ -339,6 +358,12 @@ static const TypedEvent typed_events[] = {
         { "sched", "sched_process_exit", 238, sched_process_exit_fields },
         { "sched", "sched_process_fork", 239, sched_process_fork_fields },
         { "sched", "sched_process_free", 240, sched_process_free_fields },
+        { "irq", "softirq_entry", 24, softirq_fields },
+        { "irq", "softirq_exit", 25, softirq_fields },
+        { "irq", "irq_handler_entry", 36, irq_handler_entry_fields },
+        { "irq", "irq_handler_exit", 37, irq_handler_exit_fields },
+        { "raw_syscalls", "sys_enter", 329, sys_enter_fields },
+        { "raw_syscalls", "sys_exit", 330, sys_exit_fields },
 };
 
 struct FtraceParser {
