@@ -121,6 +121,20 @@ static void start_options_done(StartOptions *o) {
         o->events = strv_free(o->events);
 }
 
+/* A copy of @s in printable ASCII (other bytes as '?'), for error messages that echo
+ * what a caller sent: an error text must be valid UTF-8, or sd-bus cannot send the
+ * reply at all and the caller waits for its timeout. */
+static char *printable_copy(const char *s) {
+        char *copy = strdup(strempty(s));
+
+        if (!copy)
+                return NULL;
+        for (char *p = copy; *p; p++)
+                if (*p < 0x20 || *p > 0x7e)
+                        *p = '?';
+        return copy;
+}
+
 static int read_start_options(sd_bus_message *m, StartOptions *o, sd_bus_error *error) {
         const char *key;
         int r;
@@ -155,9 +169,12 @@ static int read_start_options(sd_bus_message *m, StartOptions *o, sd_bus_error *
                 } else if (strcmp(key, "BufferSizeKb") == 0) {
                         r = sd_bus_message_read(m, "v", "u", &o->buffer_size_kb);
                         o->has_buffer = true;
-                } else
+                } else {
+                        _cleanup_free_ char *shown = printable_copy(key);
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                 "Unknown option '%.64s'; known: Output, DetachKey, BinaryConfig, Events, DurationMs, BufferSizeKb.", key);
+                                                 "Unknown option '%.64s'; known: Output, DetachKey, BinaryConfig, Events, DurationMs, BufferSizeKb.",
+                                                 strempty(shown));
+                }
                 if (r < 0)
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                                  "Option '%s' has the wrong type.", key);
@@ -191,7 +208,11 @@ static int take_output_fd(int fd, int *ret, sd_bus_error *error) {
         return 0;
 }
 
-static int config_error(int r, const char *msg, sd_bus_error *error) {
+static int config_error(int r, const char *raw_msg, sd_bus_error *error) {
+        _cleanup_free_ char *msg = raw_msg ? printable_copy(raw_msg) : NULL;
+
+        if (raw_msg && !msg)
+                return -ENOMEM;
         if (r == -ENOENT)
                 return sd_bus_error_setf(error, TB_ERROR_UNKNOWN_EVENT,
                                          "This kernel has no such trace events: %s (the kernel lists its events in available_events under tracefs).",
