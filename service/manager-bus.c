@@ -114,7 +114,7 @@ typedef struct StartOptions {
         const char *detach_key;     /* borrowed from the message */
         const void *binary_config;  /* a binary TraceConfig, borrowed from the message */
         size_t binary_config_size;
-        bool has_events, has_duration, has_buffer;
+        bool has_events, has_duration, has_buffer, has_output, has_binary, has_key;
 } StartOptions;
 
 static void start_options_done(StartOptions *o) {
@@ -135,6 +135,22 @@ static char *printable_copy(const char *s) {
         return copy;
 }
 
+/* Each option at most once: a second Events would silently replace the first. */
+static int check_option_once(StartOptions *o, const char *key, sd_bus_error *error) {
+        static const char *const names[] = { "Output", "Events", "DurationMs", "BinaryConfig", "DetachKey", "BufferSizeKb" };
+        bool *seen[] = { &o->has_output, &o->has_events, &o->has_duration, &o->has_binary, &o->has_key, &o->has_buffer };
+
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                if (strcmp(key, names[i]) != 0)
+                        continue;
+                if (*seen[i])
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Option '%s' is given twice.", key);
+                *seen[i] = true;
+                return 0;
+        }
+        return 0;
+}
+
 static int read_start_options(sd_bus_message *m, StartOptions *o, sd_bus_error *error) {
         const char *key;
         int r;
@@ -144,6 +160,9 @@ static int read_start_options(sd_bus_message *m, StartOptions *o, sd_bus_error *
                 return r;
         while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
                 r = sd_bus_message_read(m, "s", &key);
+                if (r < 0)
+                        return r;
+                r = check_option_once(o, key, error);
                 if (r < 0)
                         return r;
                 if (strcmp(key, "Output") == 0)
