@@ -253,6 +253,9 @@ static int load_config(Manager *m, const char *text, const StartOptions *o, Sess
                 return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS,
                                         "Pass one of a text config, the BinaryConfig option, or the Events, "
                                         "DurationMs and BufferSizeKb options.");
+        if (o->has_buffer && o->buffer_size_kb == 0)
+                return sd_bus_error_set(error, TB_ERROR_INVALID_CONFIG,
+                                        "Invalid trace config: BufferSizeKb must be at least 1 (leave it out for the default).");
         if (!isempty_str(text))
                 r = session_config_parse_text(text, &tc, &msg);
         else if (o->binary_config)
