@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "session-config.h"
 #include "strv.h"
@@ -307,11 +308,58 @@ static int compare_strings(const void *a, const void *b) {
         return strcmp(*(char * const *) a, *(char * const *) b);
 }
 
-int session_config_list_events(const char *root, const char *glob, char ***ret) {
-        _cleanup_strv_free_ char **all = NULL, **matching = NULL;
+/* ListEvents needs no authorization, and a scan of tracefs (a stat() of every
+ * event's format, thousands) takes milliseconds of the event loop: a client
+ * calling it in a loop would delay everyone's calls by seconds. So the list is
+ * scanned at most once per EVENT_CACHE_USEC; events that a module adds show up
+ * that much later. */
+#define EVENT_CACHE_USEC (2 * 1000000ULL)
+
+static struct {
+        char *root;
+        char **all;
+        uint64_t scanned_usec;
+} event_cache;
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
+}
+
+static int all_events(const char *root, char ***ret) {
+        _cleanup_strv_free_ char **all = NULL;
+        _cleanup_free_ char *copy = NULL;
+        uint64_t now = now_usec();
         int r;
 
+        if (event_cache.root && strcmp(event_cache.root, root) == 0 &&
+            now - event_cache.scanned_usec < EVENT_CACHE_USEC) {
+                *ret = event_cache.all;
+                return 0;
+        }
         r = scan_events(root, NULL, NULL, &all);
+        if (r < 0)
+                return r;
+        copy = strdup(root);
+        if (!copy)
+                return -ENOMEM;
+        free(event_cache.root);
+        strv_free(event_cache.all);
+        event_cache.root = TAKE_PTR(copy);
+        event_cache.all = TAKE_PTR(all);
+        event_cache.scanned_usec = now;
+        *ret = event_cache.all;
+        return 0;
+}
+
+int session_config_list_events(const char *root, const char *glob, char ***ret) {
+        _cleanup_strv_free_ char **matching = NULL;
+        char **all = NULL;
+        int r;
+
+        r = all_events(root, &all);
         if (r < 0)
                 return r;
         STRV_FOREACH(e, all)
