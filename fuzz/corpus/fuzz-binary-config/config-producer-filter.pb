@@ -1,0 +1,4 @@
+
+€ =
+
+track_eventcom.android.chromecom.google.chrome.canary

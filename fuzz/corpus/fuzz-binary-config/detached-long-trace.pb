@@ -1,0 +1,5 @@
+
+€€!
+
+linux.ftrace¢
+sched_switch@Hˆ'

@@ -1,0 +1,5 @@
+
+€€!
+
+linux.ftrace¢
+sched_switch@H€”ëÜ

@@ -1,0 +1,3 @@
+
+
+linux.process_statsº è

@@ -1,0 +1,5 @@
+B
+@
+linux.ftrace¢/
+raw_syscalls/sys_enter
+raw_syscalls/sys_exit
