@@ -966,6 +966,59 @@ static void case_output_disk_full(void) {
         g_assert_cmpint(umount2(mnt, MNT_DETACH), ==, 0);
 }
 
+/* The client killed at every phase of its session: right after it asked
+ * (before or while polkit answers, while the session starts), while
+ * recording, and right after it asked to stop. Each time the session ends, its
+ * instance goes, and the file is empty (never started) or a complete trace. */
+static void kill_and_check(const char *what, guint delay_ms, bool stop_first) {
+        g_autofree char *name = g_strdup_printf("killed-%s-%u.pftrace", what, delay_ms);
+        g_autofree char *out_path = NULL, *path = NULL, *err = NULL;
+        int fd = open_output(name, &out_path);
+        ClientSpec spec = { .user = "tbuser", .op = OP_START, .events = sched_events, .duration_ms = 60000,
+                            .output_fd = fd, .hold = true };
+        struct stat st;
+        Client c;
+
+        client_spawn(&spec, &c);
+        close(fd);
+        if (stop_first) {
+                path = client_expect(&c, 'O', 30000, &err);
+                g_assert_nonnull(path);
+                g_free(wait_state(path, "recording", 10000));
+                g_usleep(delay_ms * 1000);
+                g_assert_cmpint(write(c.ctl_fd, "stop\n", 5), ==, 5);
+        } else
+                g_usleep(delay_ms * 1000);
+        client_kill(&c);
+        /* Whatever phase it was in: no session, no instance of it, within 15 s. */
+        for (int i = 0; i < 150 && n_sessions_root() > 0; i++)
+                g_usleep(100 * 1000);
+        g_assert_cmpuint(n_sessions_root(), ==, 0);
+        for (int i = 0; i < 100; i++) {
+                g_auto(GStrv) inst = own_instances();
+                if (g_strv_length(inst) == 0)
+                        break;
+                g_usleep(100 * 1000);
+        }
+        {
+                g_auto(GStrv) inst = own_instances();
+                g_assert_cmpuint(g_strv_length(inst), ==, 0);
+        }
+        g_assert_cmpint(stat(out_path, &st), ==, 0);
+        note("client killed %s after %u ms: file of %" G_GINT64_FORMAT " bytes\n", what, delay_ms, (gint64) st.st_size);
+        if (st.st_size > 0 || stop_first)
+                assert_trace_file_closed(out_path);
+}
+
+static void case_client_killed_phases(void) {
+        const guint delays[] = { 0, 2, 5, 10, 20, 40, 80, 160, 400, 1000 };
+
+        for (size_t i = 0; i < G_N_ELEMENTS(delays); i++)
+                kill_and_check("starting", delays[i], false);
+        for (guint d = 0; d <= 20; d += 10)
+                kill_and_check("stopping", d, true);
+}
+
 /* ===================================================================== */
 /* 5. Privacy                                                             */
 /* ===================================================================== */
@@ -1167,6 +1220,7 @@ int main(int argc, char **argv) {
         tb_test_add_isolated("/bus/hostile/03-start-loop-limits", case_start_loop_limits);
         tb_test_add_isolated("/bus/hostile/03-flood-while-recording", case_flood_while_recording);
         tb_test_add_isolated("/bus/hostile/04-output-disk-full", case_output_disk_full);
+        tb_test_add_isolated("/bus/hostile/04-client-killed-phases", case_client_killed_phases);
         tb_test_add_isolated("/bus/hostile/05-privacy-methods", case_privacy_methods);
         tb_test_add_isolated("/bus/hostile/05-privacy-signals", case_privacy_signals);
         tb_test_add_isolated("/bus/hostile/99-no-leftovers", test_no_leftovers);
