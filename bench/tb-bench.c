@@ -216,7 +216,13 @@ static int cmd_floor(int argc, char **argv) {
         int fds[256];
         uint8_t *page = malloc((size_t) page_size);
         uint64_t cpu0, cpu1, pages = 0, bytes = 0, read_events = 0, lost = 0, end;
+        const char *dump = arg(argc, argv, "--dump", NULL);
+        int dump_fd = -1;
         CpuStats st;
+
+        /* --dump FILE keeps every page (padded to the page size), for bench/parse-bench. */
+        if (dump && (dump_fd = open(dump, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
+                die(dump, errno);
 
         snprintf(dir, sizeof(dir), TRACEFS "/instances/tbbench-floor-%d", (int) getpid());
         if (mkdir(dir, 0700) < 0)
@@ -257,6 +263,10 @@ static int cmd_floor(int argc, char **argv) {
                                         break;
                                 pages++;
                                 bytes += (uint64_t) n;
+                                if (dump_fd >= 0) {
+                                        memset(page + n, 0, (size_t) (page_size - n));
+                                        (void) !write(dump_fd, page, (size_t) page_size);
+                                }
                         }
                 if (last)
                         break;

@@ -268,6 +268,11 @@ typedef struct EventInfo {
         uint8_t *name_pb;         /* generic only: encoded GenericFtraceEvent.event_name */
         size_t name_pb_len;
         int8_t compact_fields[4]; /* CS_* or CW_* -> index into fields */
+        /* The same fields' offset, size and sign, read by the compact encoders without
+         * going through fields[]. */
+        uint16_t compact_offset[4];
+        uint8_t compact_size[4];
+        bool compact_signed[4];
 } EventInfo;
 
 /* How a known event maps onto its typed Perfetto message (facts note 2.9). */
@@ -714,6 +719,9 @@ static void event_info_setup_compact(EventInfo *e, const struct tep_event *ev, u
                 if (idx < 0 || (i == 3 && e->fields[idx].size > sizeof(InternKey)))
                         return;
                 e->compact_fields[i] = (int8_t) idx;
+                e->compact_offset[i] = e->fields[idx].offset;
+                e->compact_size[i] = (uint8_t) e->fields[idx].size;
+                e->compact_signed[i] = e->fields[idx].is_signed;
         }
         e->compact_role = number == 4 ? COMPACT_SWITCH : COMPACT_WAKING;
 }
@@ -913,6 +921,17 @@ static inline uint64_t rd64(const uint8_t *s) {
 /* The commit word: data length in the low 27 bits, flags in bits 30 and 31. */
 static inline uint64_t page_commit(const FtraceParser *p, const uint8_t *page) {
         return p->commit_size == 8 ? rd64(page + 8) : rd32(page + 8);
+}
+
+ssize_t ftrace_parser_page_data_size(const FtraceParser *p, const void *page, size_t size) {
+        assert(p);
+        assert(page || size == 0);
+
+        if (!p->header_loaded)
+                return -EINVAL;
+        if (size < p->data_offset)
+                return -EBADMSG;
+        return (ssize_t) (page_commit(p, page) & RB_COMMIT_SIZE_MASK);
 }
 
 int ftrace_parser_page_lost_events(const FtraceParser *p, const void *page, size_t size) {
@@ -1280,33 +1299,59 @@ static int interner_grow_entries(Interner *in) {
 }
 
 /* @s is a char array of @size <= 16 bytes. */
-static int interner_add(Interner *in, const uint8_t *s, size_t size, uint32_t *ret) {
-        InternKey k = {};
-        size_t n = str_len(s, size), h;
+/* The bytes of @w before its first NUL, and their count (8 when there is none). */
+static inline uint64_t word_before_nul(uint64_t w, size_t *ret_n) {
+        uint64_t zero = (w - 0x0101010101010101ULL) & ~w & 0x8080808080808080ULL;
+        size_t n;
+
+        /* The lowest flagged byte is always a real NUL (false positives lie above one). */
+        if (!zero) {
+                *ret_n = 8;
+                return w;
+        }
+        n = (size_t) __builtin_ctzll(zero) / 8;
+        *ret_n = n;
+        return n == 0 ? 0 : w & ((1ULL << (8 * n)) - 1);
+}
+
+/* Called for every compact event: the key stays in registers (a 16-byte key built on
+ * the stack and read back as two words stalls store forwarding), and a comm seen
+ * before costs a hash and one compare. */
+static inline __attribute__((always_inline)) int interner_add(Interner *in, const uint8_t *s, size_t size,
+                                                              uint32_t *ret) {
+        uint64_t w0, w1;
+        size_t n, h;
         uint32_t v;
         int r;
 
         if (size == 16 && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__) {
-                /* Two loads and masks instead of a copy of variable length. */
-                k.w[0] = rd64(s);
-                k.w[1] = rd64(s + 8);
-                if (n < 8) {
-                        k.w[0] &= (1ULL << (8 * n)) - 1;
-                        k.w[1] = 0;
-                } else if (n < 16)
-                        k.w[1] &= (1ULL << (8 * (n - 8))) - 1;
-        } else
+                size_t n1;
+
+                w0 = word_before_nul(rd64(s), &n);
+                if (n < 8)
+                        w1 = 0;
+                else {
+                        w1 = word_before_nul(rd64(s + 8), &n1);
+                        n += n1;
+                }
+        } else {
+                InternKey k = {};
+
+                n = str_len(s, size);
                 memcpy(k.w, s, n);
-        if ((in->n + 1) * 2 > in->n_slots) {
+                w0 = k.w[0];
+                w1 = k.w[1];
+        }
+        if (_unlikely_((in->n + 1) * 2 > in->n_slots)) {
                 r = interner_grow_slots(in);
                 if (r < 0)
                         return r;
         }
-        for (h = intern_hash(&k, in->n_slots);; h = (h + 1) & (in->n_slots - 1)) {
+        for (h = intern_hash(&(InternKey) { { w0, w1 } }, in->n_slots);; h = (h + 1) & (in->n_slots - 1)) {
                 v = in->slots[h];
                 if (v == 0)
                         break;
-                if (in->keys[v - 1].w[0] == k.w[0] && in->keys[v - 1].w[1] == k.w[1]) {
+                if (_likely_(in->keys[v - 1].w[0] == w0 && in->keys[v - 1].w[1] == w1)) {
                         *ret = v - 1;
                         return 0;
                 }
@@ -1316,7 +1361,7 @@ static int interner_add(Interner *in, const uint8_t *s, size_t size, uint32_t *r
                 if (r < 0)
                         return r;
         }
-        in->keys[in->n] = k;
+        in->keys[in->n] = (InternKey) { { w0, w1 } };
         in->lengths[in->n] = (uint8_t) n;
         in->slots[h] = (uint32_t) ++in->n;
         *ret = (uint32_t) in->n - 1;
@@ -1346,16 +1391,12 @@ static inline void col_put(CompactSched *c, unsigned col, uint64_t v) {
 }
 
 static inline uint64_t field_value(const EventInfo *e, int which, const uint8_t *rec) {
-        const FieldSpec *f = &e->fields[e->compact_fields[which]];
-
-        return read_number(rec + f->offset, f->size, f->is_signed);
+        return read_number(rec + e->compact_offset[which], e->compact_size[which], e->compact_signed[which]);
 }
 
-static int compact_intern_comm(CompactSched *c, const EventInfo *e, int which,
-                               const uint8_t *rec, uint32_t *ret) {
-        const FieldSpec *f = &e->fields[e->compact_fields[which]];
-
-        return interner_add(&c->names, rec + f->offset, f->size, ret);
+static inline int compact_intern_comm(CompactSched *c, const EventInfo *e, int which,
+                                      const uint8_t *rec, uint32_t *ret) {
+        return interner_add(&c->names, rec + e->compact_offset[which], e->compact_size[which], ret);
 }
 
 /* Timestamps are delta-encoded per kind within the bundle, the first one absolute. */
@@ -1409,11 +1450,7 @@ static int bundle_add_compact_waking(FtraceBundle *b, const EventInfo *e, const 
         return 0;
 }
 
-static void bundle_note_pid(FtraceBundle *b, int32_t pid) {
-        int32_t *slot = &b->pid_cache[(uint32_t) pid % PID_CACHE_SIZE];
-
-        if (_likely_(*slot == pid) || pid <= 0)
-                return;
+static void bundle_note_new_pid(FtraceBundle *b, int32_t *slot, int32_t pid) {
         *slot = pid;
         if (b->n_pids >= b->pids_allocated) {
                 size_t n = MAX(b->pids_allocated * 2, (size_t) 64);
@@ -1424,6 +1461,14 @@ static void bundle_note_pid(FtraceBundle *b, int32_t pid) {
                 b->pids_allocated = n;
         }
         b->pids[b->n_pids++] = pid;
+}
+
+static inline void bundle_note_pid(FtraceBundle *b, int32_t pid) {
+        int32_t *slot = &b->pid_cache[(uint32_t) pid % PID_CACHE_SIZE];
+
+        if (_likely_(*slot == pid) || pid <= 0)
+                return;
+        bundle_note_new_pid(b, slot, pid);
 }
 
 size_t ftrace_bundle_take_pids(FtraceBundle *b, const int32_t **ret) {

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -571,7 +572,13 @@ static int pack_bundle(Recorder *rec, unsigned cpu) {
         return 0;
 }
 
-/* Reads up to MAX_PAGES_PER_CPU_PER_PASS pages of one CPU. Returns 1 if more may be waiting. */
+/* Reads up to MAX_PAGES_PER_CPU_PER_PASS pages of one CPU. Returns 1 if more may be waiting.
+ *
+ * trace_pipe_raw hands out the page the kernel is still writing as soon as it holds
+ * anything, so a reader that goes on until EAGAIN while events keep coming chases the
+ * writer, one syscall per page holding an event or two. A page less than half full
+ * (after the first of a pass, which may be the rest of a page read last time) says we
+ * have caught up: the rest waits for the next period, as traced_probes does. */
 static int drain_cpu(Recorder *rec, unsigned cpu) {
         for (unsigned i = 0; i < MAX_PAGES_PER_CPU_PER_PASS; i++) {
                 ssize_t n = read(rec->pipe_fds[cpu], rec->page, rec->page_size);
@@ -586,6 +593,8 @@ static int drain_cpu(Recorder *rec, unsigned cpu) {
                         return 0;
                 /* A damaged page is recorded as an FtraceError in the bundle; go on. */
                 (void) ftrace_parser_parse_page(rec->parser, rec->page, (size_t) n, rec->bundles[cpu]);
+                if (i > 0 && ftrace_parser_page_data_size(rec->parser, rec->page, (size_t) n) < (ssize_t) (rec->page_size / 2))
+                        return 0;
         }
         return 1;
 }
@@ -660,7 +669,11 @@ static void finish(Recorder *rec, RecorderEnd end, int error) {
 }
 
 static int write_closing_packets(Recorder *rec) {
+        FtraceParserStats ps;
         int r;
+
+        ftrace_parser_get_stats(rec->parser, &ps);
+        log_info("Read %" PRIu64 " pages, %" PRIu64 " events.", ps.pages, ps.events);
 
         r = sample_cpu_stats(rec);
         if (r >= 0)

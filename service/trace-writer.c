@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "fd-util.h"
 #include "macro.h"
@@ -269,11 +270,70 @@ static int write_within_limit(TraceWriter *w, const uint8_t *buf, size_t len) {
         return 0;
 }
 
+/* Writes all of @iov (modifies it); adds what went out to *written. */
+static int loop_writev(int fd, struct iovec *iov, int n, uint64_t *written) {
+        while (n > 0) {
+                ssize_t k = writev(fd, iov, n);
+
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (k == 0)
+                        return -EIO;
+                *written += (uint64_t) k;
+                while (n > 0 && (size_t) k >= iov->iov_len) {
+                        k -= (ssize_t) iov->iov_len;
+                        iov++;
+                        n--;
+                }
+                if (n > 0) {
+                        iov->iov_base = (uint8_t *) iov->iov_base + k;
+                        iov->iov_len -= (size_t) k;
+                }
+        }
+        return 0;
+}
+
+/* Everything pending fits the size limit: one writev() per FLUSH_IOV packets instead of
+ * one write() each (a long trace flushes a packet per CPU per drain period). */
+#define FLUSH_IOV 256
+
+static int flush_batched(TraceWriter *w) {
+        struct iovec iov[FLUSH_IOV];
+        TracePacketChunk *batch[FLUSH_IOV];
+        int r = 0;
+
+        if (w->meta_len > 0) {
+                iov[0] = (struct iovec) { w->meta, w->meta_len };
+                r = loop_writev(w->fd, iov, 1, &w->stats.bytes_written);
+                w->meta_len = 0;
+                if (r < 0)
+                        return r;
+        }
+        while (w->head && r >= 0) {
+                int n = 0;
+
+                while (w->head && n < FLUSH_IOV) {
+                        batch[n] = pop_oldest(w);
+                        iov[n] = (struct iovec) { batch[n]->data, batch[n]->len };
+                        n++;
+                }
+                r = loop_writev(w->fd, iov, n, &w->stats.bytes_written);
+                for (int i = 0; i < n; i++)
+                        free(batch[i]);
+        }
+        return r;
+}
+
 int trace_writer_flush(TraceWriter *w) {
         int r;
 
         if (w->limit_reached)
                 return -EFBIG;
+        if (w->max_bytes == 0 || w->stats.bytes_written + trace_writer_pending(w) <= w->max_bytes)
+                return flush_batched(w);
 
         r = write_within_limit(w, w->meta, w->meta_len);
         w->meta_len = 0;

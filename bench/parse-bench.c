@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The recorder's decode path alone, on pages a real storm left in the kernel's buffer
+ * (tb-bench floor --dump FILE): parse every page into per-CPU-like bundles, pack a
+ * bundle every 200 pages (about one drain period at the storm's rate), and report the
+ * CPU time per event. Usage: parse-bench PAGES [--full] [--loops N]
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ftrace-parser.h"
+
+static char *slurp(const char *path, size_t *len) {
+        FILE *f = fopen(path, "re");
+        char *t = NULL;
+        size_t n = 0;
+        ssize_t r;
+
+        if (!f)
+                return NULL;
+        r = getdelim(&t, &n, 0, f);
+        fclose(f);
+        *len = r > 0 ? (size_t) r : 0;
+        return t;
+}
+
+static uint64_t cpu_ns(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
+}
+
+int main(int argc, char **argv) {
+        bool full = argc > 2 && strcmp(argv[2], "--full") == 0;
+        int loops = argc > 3 ? atoi(argv[argc - 1]) : 5;
+        const char *events[] = { "sched/sched_switch", "sched/sched_waking" };
+        long page_size = sysconf(_SC_PAGESIZE);
+        FtraceParser *p;
+        FtraceBundle *b;
+        struct stat st;
+        size_t len, n_pages, out_bytes = 0;
+        uint64_t events_n = 0, t0, t1;
+        const uint8_t *pages;
+        char *text;
+        int fd;
+
+        if (argc < 2)
+                return 2;
+        if (ftrace_parser_new(&p) < 0 || ftrace_bundle_new(0, !full, &b) < 0)
+                return 1;
+        text = slurp("/sys/kernel/tracing/events/header_page", &len);
+        if (!text || ftrace_parser_load_header_page(p, text, len) < 0)
+                return 1;
+        free(text);
+        for (size_t i = 0; i < 2; i++) {
+                char path[256], group[16];
+
+                snprintf(path, sizeof(path), "/sys/kernel/tracing/events/%s/format", events[i]);
+                snprintf(group, sizeof(group), "sched");
+                text = slurp(path, &len);
+                if (!text || ftrace_parser_add_event(p, group, text, len) < 0)
+                        return 1;
+                free(text);
+        }
+        fd = open(argv[1], O_RDONLY);
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return 1;
+        pages = mmap(NULL, (size_t) st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+        n_pages = (size_t) st.st_size / (size_t) page_size;
+
+        t0 = cpu_ns();
+        for (int l = 0; l < loops; l++)
+                for (size_t i = 0; i < n_pages; i++) {
+                        int r = ftrace_parser_parse_page(p, pages + i * (size_t) page_size, (size_t) page_size, b);
+                        if (r > 0)
+                                events_n += (uint64_t) r;
+                        if (i % 200 == 199 || i == n_pages - 1) {
+                                const int32_t *pids;
+                                uint8_t *buf;
+
+                                (void) ftrace_bundle_take_pids(b, &pids);
+                                if (ftrace_bundle_pack(b, &buf, &len) == 0) {
+                                        out_bytes += len;
+                                        free(buf);
+                                }
+                        }
+                }
+        t1 = cpu_ns();
+        printf("{\"pages\": %zu, \"events\": %llu, \"ns_per_event\": %.2f, \"bytes_per_event\": %.2f}\n",
+               n_pages * (size_t) loops, (unsigned long long) events_n, (double) (t1 - t0) / (double) events_n,
+               (double) out_bytes / (double) events_n);
+        return 0;
+}
