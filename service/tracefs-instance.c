@@ -209,7 +209,9 @@ int trace_instance_remove_stale(void) {
         char **names;
         int removed = 0;
 
-        names = tracefs_instances("^tracebus-");
+        /* No regex: libtracefs 1.6.4's tracefs_instances() never regfree()s the one it
+         * compiles. stale_instance_name() picks ours. */
+        names = tracefs_instances(NULL);
         for (char **n = names; n && *n; n++) {
                 struct tracefs_instance *inst;
 
