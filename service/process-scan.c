@@ -8,6 +8,7 @@
 #include "fd-util.h"
 #include "macro.h"
 #include "process-scan.h"
+#include "tracefs-instance.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC_VOID(DIR *, closedir);
 
@@ -19,8 +20,18 @@ typedef struct PidSet {
         size_t n, allocated;
 } PidSet;
 
+/* pid -> tgid and pid -> comm, as the kernel saved them for recorded events. */
+typedef struct SavedTask {
+        int32_t pid, tgid;
+        char comm[16];
+} SavedTask;
+
 struct ProcessTreeBuilder {
         PidSet processes, threads;
+        const char *tracefs_root;
+        SavedTask *saved;          /* read once per round, on the first thread /proc lacks */
+        size_t n_saved;
+        bool saved_loaded;
         Tracebus__ProcessTree tree;
         Tracebus__ProcessTree__Process **procs;
         Tracebus__ProcessTree__Thread **thrs;
@@ -72,11 +83,19 @@ int process_tree_builder_new(ProcessTreeBuilder **ret) {
         if (!b)
                 return -ENOMEM;
         tracebus__process_tree__init(&b->tree);
+        b->tracefs_root = trace_instance_tracefs_root();
         *ret = b;
         return 0;
 }
 
+void process_tree_builder_set_tracefs(ProcessTreeBuilder *b, const char *tracefs_root) {
+        b->tracefs_root = tracefs_root;
+}
+
 void process_tree_builder_reset(ProcessTreeBuilder *b) {
+        b->saved = mfree(b->saved);
+        b->n_saved = 0;
+        b->saved_loaded = false;
         for (size_t i = 0; i < b->tree.n_processes; i++) {
                 Tracebus__ProcessTree__Process *p = b->procs[i];
                 for (size_t j = 0; j < p->n_cmdline; j++)
@@ -97,6 +116,7 @@ ProcessTreeBuilder *process_tree_builder_free(ProcessTreeBuilder *b) {
         process_tree_builder_reset(b);
         free(b->procs);
         free(b->thrs);
+        free(b->saved);
         free(b->processes.slots);
         free(b->threads.slots);
         return mfree(b);
@@ -255,6 +275,137 @@ static int add_thread_of(ProcessTreeBuilder *b, pid_t tgid, pid_t tid) {
         return r < 0 ? r : 1;
 }
 
+static SavedTask *saved_task(ProcessTreeBuilder *b, int32_t pid) {
+        for (size_t i = 0; i < b->n_saved; i++)
+                if (b->saved[i].pid == pid)
+                        return &b->saved[i];
+        return NULL;
+}
+
+static int saved_task_add(ProcessTreeBuilder *b, int32_t pid, SavedTask **ret) {
+        SavedTask *t = saved_task(b, pid), *p;
+
+        if (!t) {
+                p = realloc(b->saved, (b->n_saved + 1) * sizeof(SavedTask));
+                if (!p)
+                        return -ENOMEM;
+                b->saved = p;
+                t = &b->saved[b->n_saved++];
+                *t = (SavedTask) { .pid = pid };
+        }
+        *ret = t;
+        return 0;
+}
+
+/* saved_tgids ("pid tgid") and saved_cmdlines ("pid comm"), the kernel's memory of tasks
+ * it recorded, some of which are gone by now. */
+static int load_saved_tasks(ProcessTreeBuilder *b) {
+        static const char *const files[] = { "saved_tgids", "saved_cmdlines" };
+
+        b->saved_loaded = true;
+        for (size_t f = 0; f < ELEMENTSOF(files); f++) {
+                _cleanup_free_ char *path = NULL, *text = NULL;
+
+                if (asprintf(&path, "%s/%s", b->tracefs_root, files[f]) < 0)
+                        return -ENOMEM;
+                if (read_full_file(path, 4 * 1024 * 1024, &text, NULL) < 0)
+                        continue;
+                for (char *line = text, *next; line && *line; line = next) {
+                        SavedTask *t;
+                        char *end;
+                        long pid;
+
+                        next = strchr(line, '\n');
+                        if (next)
+                                *next++ = 0;
+                        pid = strtol(line, &end, 10);
+                        if (end == line || *end != ' ' || pid <= 0 || pid > INT32_MAX)
+                                continue;
+                        if (saved_task_add(b, (int32_t) pid, &t) < 0)
+                                return -ENOMEM;
+                        if (f == 0)
+                                t->tgid = (int32_t) strtol(end + 1, NULL, 10);
+                        else
+                                snprintf(t->comm, sizeof(t->comm), "%s", end + 1);
+                }
+        }
+        return 0;
+}
+
+static int add_entry_process(ProcessTreeBuilder *b, Tracebus__ProcessTree__Process *p) {
+        int r = append_entry((void ***) &b->procs, &b->tree.n_processes, &b->procs_allocated, p);
+        if (r < 0) {
+                for (size_t j = 0; j < p->n_cmdline; j++)
+                        free(p->cmdline[j]);
+                free(p->cmdline);
+                free(p);
+                return r;
+        }
+        return pid_set_add(&b->processes, p->pid);
+}
+
+/* A process gone from /proc: its pid and the comm the kernel saved, marked as a comm. */
+static int add_gone_process(ProcessTreeBuilder *b, int32_t pid) {
+        Tracebus__ProcessTree__Process *p;
+        SavedTask *t = saved_task(b, pid);
+
+        if (pid_set_contains(&b->processes, pid))
+                return 0;
+        p = calloc(1, sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        tracebus__process_tree__process__init(p);
+        p->has_pid = true;
+        p->pid = pid;
+        if (t && t->comm[0]) {
+                p->cmdline = calloc(1, sizeof(char *));
+                if (p->cmdline && (p->cmdline[0] = strdup(t->comm)))
+                        p->n_cmdline = 1;
+                p->has_cmdline_is_comm = p->cmdline_is_comm = true;
+        }
+        return add_entry_process(b, p);
+}
+
+/* A thread gone from /proc before we looked: described from what the kernel saved, when
+ * it saved the tgid. Nothing is guessed. */
+static int add_gone_thread(ProcessTreeBuilder *b, pid_t tid) {
+        Tracebus__ProcessTree__Thread *t;
+        SavedTask *s;
+        int r;
+
+        if (!b->tracefs_root)
+                return 0;
+        if (!b->saved_loaded) {
+                r = load_saved_tasks(b);
+                if (r < 0)
+                        return r;
+        }
+        s = saved_task(b, tid);
+        if (!s || s->tgid <= 0)
+                return 0;
+        r = read_status_field(s->tgid, "PPid", &(long) { 0 }) >= 0 ? add_process(b, s->tgid)
+                                                                   : add_gone_process(b, s->tgid);
+        if (r < 0)
+                return r;
+
+        t = calloc(1, sizeof(*t));
+        if (!t)
+                return -ENOMEM;
+        tracebus__process_tree__thread__init(t);
+        t->has_tid = t->has_tgid = true;
+        t->tid = tid;
+        t->tgid = s->tgid;
+        t->name = s->comm[0] ? strdup(s->comm) : NULL;
+        r = append_entry((void ***) &b->thrs, &b->tree.n_threads, &b->thrs_allocated, t);
+        if (r < 0) {
+                free(t->name);
+                free(t);
+                return r;
+        }
+        r = pid_set_add(&b->threads, tid);
+        return r < 0 ? r : 1;
+}
+
 int process_tree_builder_add_thread(ProcessTreeBuilder *b, pid_t tid) {
         long tgid;
         int r, added;
@@ -262,7 +413,7 @@ int process_tree_builder_add_thread(ProcessTreeBuilder *b, pid_t tid) {
         if (tid <= 0 || pid_set_contains(&b->threads, tid))
                 return 0;
         if (read_status_field(tid, "Tgid", &tgid) < 0)
-                return 0;
+                return add_gone_thread(b, tid);
         added = add_process(b, (pid_t) tgid);
         if (added < 0)
                 return added;

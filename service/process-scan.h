@@ -16,6 +16,10 @@
 typedef struct ProcessTreeBuilder ProcessTreeBuilder;
 
 int process_tree_builder_new(ProcessTreeBuilder **ret);
+
+/* Where tracefs is: threads gone from /proc before we looked are then described from the
+ * kernel's saved_tgids and saved_cmdlines (the instance records tgids for that). */
+void process_tree_builder_set_tracefs(ProcessTreeBuilder *b, const char *tracefs_root);
 ProcessTreeBuilder *process_tree_builder_free(ProcessTreeBuilder *b);
 
 /* Adds every process and its threads. */

@@ -65,6 +65,11 @@ int trace_instance_new(const char *name, uint32_t buffer_size_kb, TraceInstance 
         r = trace_instance_set_tracing(t, false);
         if (r < 0)
                 return r;
+        /* The kernel then remembers each recorded task's tgid (saved_tgids), so that a process
+         * gone before the service read /proc can still be grouped with its threads. */
+        r = instance_write(t, "options/record-tgid", "1");
+        if (r < 0)
+                log_debug_errno(r, "Cannot record tgids in %s, ignoring: %m", name);
         r = instance_write(t, "trace_clock", "boot");
         if (r < 0)
                 return log_error_errno(r, "Failed to select the boot clock for %s: %m", name);
