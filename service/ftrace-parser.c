@@ -1503,15 +1503,25 @@ static int parser_add_record(FtraceParser *p, FtraceBundle *b, const uint8_t *re
         }
         if (_unlikely_(len < e->min_len))
                 return -EBADMSG;
-        if (b->compact_sched && e->compact_role == COMPACT_SWITCH)
+        /* Compact events note only a switch's next_pid: a thread that runs (and so
+         * wakes others, or is switched out) was switched in first, or was running
+         * when tracing started, and then the /proc scan, made after tracing_on,
+         * describes it. One pid-cache probe per switch instead of two per event. */
+        if (b->compact_sched && e->compact_role == COMPACT_SWITCH) {
                 r = bundle_add_compact_switch(b, e, rec, ts);
-        else if (b->compact_sched && e->compact_role == COMPACT_WAKING)
+                if (r < 0)
+                        return r;
+                bundle_note_pid(b, (int32_t) field_value(e, CS_NEXT_PID, rec));
+        } else if (b->compact_sched && e->compact_role == COMPACT_WAKING) {
                 r = bundle_add_compact_waking(b, e, rec, ts);
-        else
+                if (r < 0)
+                        return r;
+        } else {
                 r = bundle_add_full(b, e, rec, len, ts);
-        if (r < 0)
-                return r;
-        note_pids(b, e, rec);
+                if (r < 0)
+                        return r;
+                note_pids(b, e, rec);
+        }
         b->n_events++;
         b->last_ts = ts;
         p->stats.events++;

@@ -673,7 +673,7 @@ static int write_closing_packets(Recorder *rec) {
         int r;
 
         ftrace_parser_get_stats(rec->parser, &ps);
-        log_info("Read %" PRIu64 " pages, %" PRIu64 " events.", ps.pages, ps.events);
+        log_debug("Read %" PRIu64 " pages, %" PRIu64 " events.", ps.pages, ps.events);
 
         r = sample_cpu_stats(rec);
         if (r >= 0)
