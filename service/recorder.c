@@ -22,6 +22,7 @@
 /* At most this many pages per CPU in one pass, so one busy CPU cannot starve the others;
  * a CPU that hit the bound is drained again right away. */
 #define MAX_PAGES_PER_CPU_PER_PASS 256
+#define MAX_PAGES_PER_BUNDLE 32
 
 struct Recorder {
         pthread_t thread;
@@ -48,6 +49,8 @@ struct Recorder {
 
         /* Worker-only state for the service tracks and the loss accounting. */
         uint64_t *lost_reported;      /* per CPU, what the lost counter track last said */
+        unsigned *bundle_pages;       /* per CPU, pages in the current bundle */
+        unsigned pages_per_bundle;
         double *fill_reported;        /* per CPU, percent */
         uint32_t buffer_size_kb;
         uint64_t packed_events, kernel_lost;
@@ -115,9 +118,10 @@ static int open_cpus(Recorder *rec, TraceInstance *instance, bool compact_sched)
         rec->start_stats = calloc(n, sizeof(TraceCpuStats));
         rec->bundles = calloc(n, sizeof(FtraceBundle *));
         rec->lost_reported = calloc(n, sizeof(uint64_t));
+        rec->bundle_pages = calloc(n, sizeof(unsigned));
         rec->fill_reported = calloc(n, sizeof(double));
         if (!rec->pipe_fds || !rec->stats_fds || !rec->start_stats || !rec->bundles ||
-            !rec->lost_reported || !rec->fill_reported)
+            !rec->lost_reported || !rec->fill_reported || !rec->bundle_pages)
                 return -ENOMEM;
         for (int cpu = 0; cpu < n; cpu++)
                 rec->pipe_fds[cpu] = rec->stats_fds[cpu] = -EBADF;
@@ -160,6 +164,9 @@ int recorder_new(const SessionConfig *config, TraceInstance *instance, int outpu
         rec->write_period_ns = config->write_into_file ?
                 (uint64_t) config->file_write_period_ms * 1000000ull : UINT64_MAX;
         rec->write_threshold = (size_t) config->trace_buffer_kb * 1024u;
+        /* A bundle holds at most 1/16 of the service's buffer in raw pages (and 32 pages). */
+        rec->pages_per_bundle = (unsigned) MIN((size_t) MAX_PAGES_PER_BUNDLE,
+                                               MAX(rec->write_threshold / 16 / 4096, (size_t) 1));
         trace_writer_init(&rec->writer, output_fd,
                           config->write_into_file ? TRACE_WRITER_STREAM :
                           config->discard_when_full ? TRACE_WRITER_DISCARD : TRACE_WRITER_RING,
@@ -214,6 +221,7 @@ Recorder *recorder_free(Recorder *rec) {
         free(rec->start_stats);
         free(rec->bundles);
         free(rec->lost_reported);
+        free(rec->bundle_pages);
         free(rec->fill_reported);
         free(rec->page);
         (void) pthread_mutex_destroy(&rec->annotations_lock);
@@ -374,10 +382,16 @@ static int append_ftrace_stats(Recorder *rec, bool end) {
         return trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_FTRACE);
 }
 
+static int append_sync_marker(Recorder *rec);
+
 static int append_opening_packets(Recorder *rec) {
         int r;
 
         r = append_clock_snapshot(rec);
+        if (r < 0)
+                return r;
+        /* The first sync marker before any data, as Perfetto writes one at its first read. */
+        r = append_sync_marker(rec);
         if (r < 0)
                 return r;
         r = append_trace_config_and_uuid(rec);
@@ -572,6 +586,28 @@ static int pack_bundle(Recorder *rec, unsigned cpu) {
         return 0;
 }
 
+/* Threads first seen in the events since the last pass: their names and processes. */
+static int describe_new_threads(Recorder *rec, unsigned cpu) {
+        const int32_t *pids;
+        size_t n = ftrace_bundle_take_pids(rec->bundles[cpu], &pids);
+
+        for (size_t i = 0; i < n; i++) {
+                int r = process_tree_builder_add_thread(rec->processes, pids[i]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* Ends the CPU's current bundle: its new threads described, the bundle packed. */
+static int flush_bundle(Recorder *rec, unsigned cpu) {
+        int r = describe_new_threads(rec, cpu);
+        if (r < 0)
+                return r;
+        rec->bundle_pages[cpu] = 0;
+        return pack_bundle(rec, cpu);
+}
+
 /* Reads up to MAX_PAGES_PER_CPU_PER_PASS pages of one CPU. Returns 1 if more may be waiting.
  *
  * trace_pipe_raw hands out the page the kernel is still writing as soon as it holds
@@ -591,25 +627,26 @@ static int drain_cpu(Recorder *rec, unsigned cpu) {
                 }
                 if (n == 0)
                         return 0;
+                /* Events lost before this page: the loss starts a bundle of its own, so that
+                 * lost_events marks the place where it happened, as traced_probes does. */
+                if (ftrace_parser_page_lost_events(rec->parser, rec->page, (size_t) n) > 0 &&
+                    ftrace_bundle_n_events(rec->bundles[cpu]) > 0) {
+                        int r = flush_bundle(rec, cpu);
+                        if (r < 0)
+                                return r;
+                }
                 /* A damaged page is recorded as an FtraceError in the bundle; go on. */
                 (void) ftrace_parser_parse_page(rec->parser, rec->page, (size_t) n, rec->bundles[cpu]);
+                /* Bundles small next to the service's buffer, so a ring keeps close to its size. */
+                if (++rec->bundle_pages[cpu] >= rec->pages_per_bundle) {
+                        int r = flush_bundle(rec, cpu);
+                        if (r < 0)
+                                return r;
+                }
                 if (i > 0 && ftrace_parser_page_data_size(rec->parser, rec->page, (size_t) n) < (ssize_t) (rec->page_size / 2))
                         return 0;
         }
         return 1;
-}
-
-/* Threads first seen in the events since the last pass: their names and processes. */
-static int describe_new_threads(Recorder *rec, unsigned cpu) {
-        const int32_t *pids;
-        size_t n = ftrace_bundle_take_pids(rec->bundles[cpu], &pids);
-
-        for (size_t i = 0; i < n; i++) {
-                int r = process_tree_builder_add_thread(rec->processes, pids[i]);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
 }
 
 static int drain_all(Recorder *rec) {
@@ -623,10 +660,7 @@ static int drain_all(Recorder *rec) {
                         if (r < 0)
                                 return r;
                         more = more || r > 0;
-                        r = describe_new_threads(rec, cpu);
-                        if (r < 0)
-                                return r;
-                        r = pack_bundle(rec, cpu);
+                        r = flush_bundle(rec, cpu);
                         if (r < 0)
                                 return r;
                 }

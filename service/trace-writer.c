@@ -125,7 +125,8 @@ static bool data_make_room(TraceWriter *w, size_t len, size_t events) {
         if (w->mode == TRACE_WRITER_STREAM)
                 return true;
         if (w->mode == TRACE_WRITER_DISCARD) {
-                if (w->data_len + len <= w->capacity)
+                /* Once full, nothing more: a smaller packet later would leave a hole. */
+                if (!w->stats.packets_discarded && w->data_len + len <= w->capacity)
                         return true;
                 w->stats.packets_discarded++;
                 w->stats.bytes_discarded += len;
