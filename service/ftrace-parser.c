@@ -255,6 +255,8 @@ enum { CW_PID, CW_TARGET_CPU, CW_PRIO, CW_COMM, _CW_MAX };
 typedef struct EventInfo {
         bool generic;
         bool has_pid;
+        bool is_rename;           /* task_rename: its thread is described again */
+        uint16_t rename_pid_offset;
         uint8_t compact_role;     /* CompactRole */
         uint8_t shape;            /* Shape: a straight-line encoder fits this layout */
         bool has_common_flags;
@@ -423,6 +425,8 @@ struct FtraceBundle {
         int32_t pid_cache[PID_CACHE_SIZE];
         int32_t *pids;            /* pids noted since the last ftrace_bundle_take_pids() */
         size_t n_pids, pids_allocated;
+        int32_t *renamed;         /* pids task_rename named since the last take */
+        size_t n_renamed, renamed_allocated;
         Buf out;                  /* cpu field, then each event as a complete field 2 */
         size_t size_hint;
         size_t n_events, n_skipped;
@@ -753,6 +757,19 @@ static const TypedEvent *typed_event_find(const char *group, const char *name) {
         return NULL;
 }
 
+static void event_info_setup_rename(EventInfo *e, const struct tep_event *ev, uint32_t number) {
+        const struct tep_format_field *f;
+
+        if (number != 236)
+                return;
+        f = tep_find_field((struct tep_event *) ev, "pid");
+        if (!f || f->size != 4 || f->offset < 0 || f->offset + 4 > UINT16_MAX)
+                return;
+        e->is_rename = true;
+        e->rename_pid_offset = (uint16_t) f->offset;
+        e->min_len = MAX(e->min_len, (uint16_t) (f->offset + 4));
+}
+
 static int event_info_new(const struct tep_event *ev, const char *text, EventInfo **ret) {
         _cleanup_(event_info_freep) EventInfo *e = NULL;
         const TypedEvent *t;
@@ -772,6 +789,7 @@ static int event_info_new(const struct tep_event *ev, const char *text, EventInf
         if (t) {
                 event_info_setup_compact(e, ev, t->number);
                 event_info_setup_shape(e, t->number);
+                event_info_setup_rename(e, ev, t->number);
         }
         *ret = TAKE_PTR(e);
         return 0;
@@ -993,6 +1011,7 @@ FtraceBundle *ftrace_bundle_free(FtraceBundle *b) {
         if (!b)
                 return NULL;
         free(b->pids);
+        free(b->renamed);
         buf_done(&b->out);
         free(b->errors);
         compact_sched_done(&b->compact);
@@ -1471,6 +1490,26 @@ static inline void bundle_note_pid(FtraceBundle *b, int32_t pid) {
         bundle_note_new_pid(b, slot, pid);
 }
 
+static void bundle_note_renamed(FtraceBundle *b, int32_t pid) {
+        if (b->n_renamed >= b->renamed_allocated) {
+                size_t n = MAX(b->renamed_allocated * 2, (size_t) 16);
+                int32_t *p = realloc(b->renamed, n * sizeof(int32_t));
+                if (!p)
+                        return;
+                b->renamed = p;
+                b->renamed_allocated = n;
+        }
+        b->renamed[b->n_renamed++] = pid;
+}
+
+size_t ftrace_bundle_take_renamed(FtraceBundle *b, const int32_t **ret) {
+        size_t n = b->n_renamed;
+
+        *ret = b->renamed;
+        b->n_renamed = 0;
+        return n;
+}
+
 size_t ftrace_bundle_take_pids(FtraceBundle *b, const int32_t **ret) {
         size_t n = b->n_pids;
 
@@ -1516,11 +1555,15 @@ static int parser_add_record(FtraceParser *p, FtraceBundle *b, const uint8_t *re
                 r = bundle_add_compact_waking(b, e, rec, ts);
                 if (r < 0)
                         return r;
+                /* A thread woken that never runs before the end is named by its waking. */
+                bundle_note_pid(b, (int32_t) field_value(e, CW_PID, rec));
         } else {
                 r = bundle_add_full(b, e, rec, len, ts);
                 if (r < 0)
                         return r;
                 note_pids(b, e, rec);
+                if (_unlikely_(e->is_rename))
+                        bundle_note_renamed(b, (int32_t) rd32(rec + e->rename_pid_offset));
         }
         b->n_events++;
         b->last_ts = ts;

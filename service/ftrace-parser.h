@@ -92,6 +92,8 @@ uint64_t ftrace_bundle_last_timestamp(const FtraceBundle *b);
 /* The pids events named (common_pid, sched_switch's next_pid) since the last call, mostly
  * without repeats; valid until the next parse. For describing threads first seen. */
 size_t ftrace_bundle_take_pids(FtraceBundle *b, const int32_t **ret);
+/* The pids task_rename events named since the last call: their threads' names changed. */
+size_t ftrace_bundle_take_renamed(FtraceBundle *b, const int32_t **ret);
 
 /* Serializes the collected events as an FtraceEventBundle message (not wrapped in a
  * TracePacket) into a malloc'd buffer, with cpu and previous_bundle_end_timestamp set,

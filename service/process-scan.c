@@ -246,12 +246,12 @@ static int add_process(ProcessTreeBuilder *b, pid_t pid) {
         return r < 0 ? r : 1;
 }
 
-static int add_thread_of(ProcessTreeBuilder *b, pid_t tgid, pid_t tid) {
+static int add_thread_of(ProcessTreeBuilder *b, pid_t tgid, pid_t tid, bool again) {
         Tracebus__ProcessTree__Thread *t;
         char *name;
         int r;
 
-        if (tid <= 0 || pid_set_contains(&b->threads, tid))
+        if (tid <= 0 || (!again && pid_set_contains(&b->threads, tid)))
                 return 0;
         if (read_comm(tgid, tid, &name) < 0)
                 return 0;
@@ -417,10 +417,18 @@ int process_tree_builder_add_thread(ProcessTreeBuilder *b, pid_t tid) {
         added = add_process(b, (pid_t) tgid);
         if (added < 0)
                 return added;
-        r = add_thread_of(b, (pid_t) tgid, tid);
+        r = add_thread_of(b, (pid_t) tgid, tid, /* again= */ false);
         if (r < 0)
                 return r;
         return added || r;
+}
+
+int process_tree_builder_redescribe_thread(ProcessTreeBuilder *b, pid_t tid) {
+        long tgid;
+
+        if (tid <= 0 || read_status_field(tid, "Tgid", &tgid) < 0)
+                return 0;
+        return add_thread_of(b, (pid_t) tgid, tid, /* again= */ true);
 }
 
 static bool parse_pid(const char *s, pid_t *ret) {
@@ -447,7 +455,7 @@ static int add_threads_of(ProcessTreeBuilder *b, pid_t pid) {
 
                 if (!parse_pid(de->d_name, &tid))
                         continue;
-                r = add_thread_of(b, pid, tid);
+                r = add_thread_of(b, pid, tid, /* again= */ false);
                 if (r < 0)
                         return r;
         }

@@ -28,6 +28,10 @@ int process_tree_builder_add_all(ProcessTreeBuilder *b);
  * skipped (returns 0); returns 1 when something was added. */
 int process_tree_builder_add_thread(ProcessTreeBuilder *b, pid_t tid);
 
+/* Describes the thread @tid again, under the name /proc gives it now (after a rename).
+ * Returns 1 when added, 0 when it is gone. */
+int process_tree_builder_redescribe_thread(ProcessTreeBuilder *b, pid_t tid);
+
 size_t process_tree_builder_n_entries(const ProcessTreeBuilder *b);
 /* The ProcessTree collected so far, as a message valid until the next reset. */
 const Tracebus__ProcessTree *process_tree_builder_tree(ProcessTreeBuilder *b);

@@ -596,6 +596,12 @@ static int describe_new_threads(Recorder *rec, unsigned cpu) {
                 if (r < 0)
                         return r;
         }
+        n = ftrace_bundle_take_renamed(rec->bundles[cpu], &pids);
+        for (size_t i = 0; i < n; i++) {
+                int r = process_tree_builder_redescribe_thread(rec->processes, pids[i]);
+                if (r < 0)
+                        return r;
+        }
         return 0;
 }
 
