@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Load suite: 16 sessions of 5 users recording scheduling at full rate for a
+ * minute, then 1,000 start/stop cycles. Throughout, the bus answers a call
+ * within 100 ms; after the cycles the service has no more fds, not much more
+ * memory and no more tracefs instances than before; every trace is valid.
+ *
+ * TRACEBUS_LOAD_SECONDS (60) and TRACEBUS_LOAD_CYCLES (1000) override the
+ * sizes; sanitizer builds (ASAN_OPTIONS set) use 20 s and 300 cycles and a
+ * 500 ms latency bound, since everything there is several times slower.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gio/gunixfdlist.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "system-bus.h"
+#include "tb-client.h"
+#include "trace-file.h"
+
+#define RULES_FILE "40-tracebus-load.rules"
+
+static bool sanitized(void) {
+        return g_getenv("ASAN_OPTIONS") != NULL;
+}
+
+static guint env_uint(const char *name, guint def) {
+        const char *v = g_getenv(name);
+        return v && *v ? (guint) g_ascii_strtoull(v, NULL, 10) : def;
+}
+
+static gint64 latency_limit_us(void) {
+        return sanitized() ? 500 * 1000 : 100 * 1000;
+}
+
+/* One cheap call on root's connection; its round trip in microseconds. */
+static gint64 ping(void) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GVariant) r = NULL;
+        gint64 t0 = g_get_monotonic_time();
+
+        r = g_dbus_connection_call_sync(tb_bus()->conn, TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_IFACE, "IsDetached",
+                                        g_variant_new("(s)", "ping"), NULL, G_DBUS_CALL_FLAGS_NONE, 30000, NULL, &error);
+        g_assert_no_error(error);
+        return g_get_monotonic_time() - t0;
+}
+
+static guint count_dir(const char *path) {
+        g_autoptr(GDir) d = g_dir_open(path, 0, NULL);
+        guint n = 0;
+
+        while (d && g_dir_read_name(d))
+                n++;
+        return n;
+}
+
+static guint service_fds(void) {
+        g_autofree char *p = g_strdup_printf("/proc/%d/fd", (int) tb_bus()->service_pid);
+        return count_dir(p);
+}
+
+static guint64 service_rss_kb(void) {
+        g_autofree char *p = g_strdup_printf("/proc/%d/status", (int) tb_bus()->service_pid);
+        g_autofree char *text = NULL;
+        const char *l;
+
+        g_assert_true(g_file_get_contents(p, &text, NULL, NULL));
+        l = strstr(text, "VmRSS:");
+        g_assert_nonnull(l);
+        return g_ascii_strtoull(l + 6, NULL, 10);
+}
+
+static void allow_more_users(bool allow) {
+        g_autofree char *rule = g_build_filename(tb_bus()->tmpdir, "rules.d", RULES_FILE, NULL);
+        g_autoptr(GError) error = NULL;
+
+        if (!allow) {
+                (void) unlink(rule);
+                return;
+        }
+        g_assert_true(g_file_set_contents_full(
+                rule,
+                "// Added by tests/test-load.c: five users who may record.\n"
+                "polkit.addRule(function(action, subject) {\n"
+                "    if (action.id == \"org.tracebus.record\" &&\n"
+                "        (subject.user == \"nobody\" || subject.user == \"tbother\"))\n"
+                "        return polkit.Result.YES;\n"
+                "});\n",
+                -1, G_FILE_SET_CONTENTS_CONSISTENT, 0644, &error));
+        g_assert_no_error(error);
+        /* polkitd reloads its rules on inotify, in tens of ms. */
+        g_usleep(1500 * 1000);
+}
+
+/* 16 sessions of 5 users (root, tbuser, tbadmin, tbother, nobody), all
+ * recording scheduling while two busy pairs switch as fast as they can. */
+static void case_sixteen_sessions(void) {
+        const char *users[16] = { "root", "root", "root", "root", "tbuser", "tbuser", "tbuser", "tbadmin",
+                                  "tbadmin", "tbadmin", "tbother", "tbother", "tbother", "nobody", "nobody", "nobody" };
+        /* Perfetto's ring-buffer mode: the service drains the kernel at full rate for the
+         * whole run but keeps only the newest 8 MiB, so that 16 files of a minute of
+         * scheduling fit on any disk (written into the file, it was 1 GiB each). */
+        const char *cfg = "buffers { size_kb: 8192 }\n"
+                          "data_sources { config { name: \"linux.ftrace\" ftrace_config {\n"
+                          "  ftrace_events: \"sched/sched_switch\" ftrace_events: \"sched/sched_waking\"\n"
+                          "  ftrace_events: \"sched/sched_wakeup\" buffer_size_kb: 2048 } } }\n";
+        guint seconds = env_uint("TRACEBUS_LOAD_SECONDS", sanitized() ? 20 : 60);
+        char *paths[16] = { 0 }, *outs[16] = { 0 };
+        Client clients[16];
+        TbBusy busy[2] = { 0 };
+        g_autoptr(GError) error = NULL;
+        gint64 worst = 0, end;
+        guint n_pings = 0;
+
+        allow_more_users(true);
+        g_assert_true(tb_busy_start("tb-load-a", &busy[0], &error));
+        g_assert_true(tb_busy_start("tb-load-b", &busy[1], &error));
+        for (int i = 0; i < 16; i++) {
+                g_autofree char *name = g_strdup_printf("load-%02d.pftrace", i);
+                g_autofree char *err = NULL;
+                int fd = open_output(name, &outs[i]);
+                ClientSpec spec = { .user = users[i], .op = OP_START, .config = cfg, .output_fd = fd, .hold = true };
+
+                client_spawn(&spec, &clients[i]);
+                close(fd);
+                paths[i] = client_expect(&clients[i], 'O', 30000, &err);
+                if (!paths[i])
+                        g_error("session %d of %s: %s", i, users[i], err);
+        }
+        allow_more_users(false);
+        note("16 sessions recording for %u s\n", seconds);
+
+        end = g_get_monotonic_time() + (gint64) seconds * G_USEC_PER_SEC;
+        while (g_get_monotonic_time() < end) {
+                worst = MAX(worst, ping());
+                n_pings++;
+                g_usleep(100 * 1000);
+        }
+        note("%u calls during the recording, the slowest %.1f ms\n", n_pings, worst / 1000.0);
+        for (int i = 0; i < 16; i++) {
+                g_autofree char *state = tb_session_state(tb_bus()->conn, paths[i], NULL);
+                g_assert_cmpstr(state, ==, "recording");
+        }
+        for (int i = 0; i < 16; i++) {
+                g_autofree char *err = NULL;
+                g_autofree char *stats = client_cmd(&clients[i], "stop", 'S', &err);
+                if (!stats)
+                        g_error("stopping session %d: %s", i, err);
+                client_finish(&clients[i], 10000);
+        }
+        tb_busy_stop(&busy[0]);
+        tb_busy_stop(&busy[1]);
+        for (int i = 0; i < 16; i++) {
+                g_auto(TbTraceSummary) s = { 0 };
+                summarise(outs[i], &s);
+                assert_trace_complete(&s);
+                assert_trace_file_closed(outs[i]);
+                (void) unlink(outs[i]);
+                g_free(outs[i]);
+                g_free(paths[i]);
+        }
+        g_assert_cmpint(worst, <, latency_limit_us());
+}
+
+/* Start and Stop, again and again, from root's connection. */
+static void case_start_stop_cycles(void) {
+        guint cycles = env_uint("TRACEBUS_LOAD_CYCLES", sanitized() ? 300 : 1000);
+        g_autofree char *dir = g_build_filename(tb_bus()->tmpdir, "cycles", NULL);
+        guint fds_before = 0, fds_after, n_checked = 0;
+        guint64 rss_before = 0, rss_after;
+        g_auto(GStrv) inst_before = own_instances();
+        gint64 worst = 0, t_start = g_get_monotonic_time();
+
+        g_assert_cmpint(g_mkdir_with_parents(dir, 0755), ==, 0);
+        /* A few cycles first, so that caches and pools are warm before measuring. */
+        for (guint i = 0; i < cycles + 20; i++) {
+                g_autofree char *out = g_strdup_printf("%s/cycle-%u.pftrace", dir, i);
+                g_autoptr(GUnixFDList) fds = g_unix_fd_list_new();
+                g_autoptr(GVariant) reply = NULL, stats = NULL;
+                g_autoptr(GError) error = NULL;
+                GVariantBuilder b;
+                const char *path;
+                int fd;
+
+                if (i == 20) {
+                        fds_before = service_fds();
+                        rss_before = service_rss_kb();
+                }
+                fd = open(out, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+                g_assert_cmpint(fd, >=, 0);
+                g_assert_cmpint(g_unix_fd_list_append(fds, fd, &error), ==, 0);
+                close(fd);
+                g_variant_builder_init(&b, G_VARIANT_TYPE("a{sv}"));
+                g_variant_builder_add(&b, "{sv}", "Events", g_variant_new_strv(sched_events, -1));
+                g_variant_builder_add(&b, "{sv}", "BufferSizeKb", g_variant_new_uint32(256));
+                g_variant_builder_add(&b, "{sv}", "Output", g_variant_new_handle(0));
+                reply = g_dbus_connection_call_with_unix_fd_list_sync(
+                        tb_bus()->conn, TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_IFACE, "Start",
+                        g_variant_new("(s@a{sv})", "", g_variant_builder_end(&b)), G_VARIANT_TYPE("(o)"),
+                        G_DBUS_CALL_FLAGS_NONE, 30000, fds, NULL, NULL, &error);
+                if (!reply)
+                        g_error("cycle %u: Start: %s", i, error->message);
+                g_variant_get(reply, "(&o)", &path);
+                stats = g_dbus_connection_call_sync(tb_bus()->conn, TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_IFACE,
+                                                    "Stop", g_variant_new("(o)", path), G_VARIANT_TYPE("(a{sv})"),
+                                                    G_DBUS_CALL_FLAGS_NONE, 30000, NULL, &error);
+                if (!stats)
+                        g_error("cycle %u: Stop: %s", i, error->message);
+                if (i % 10 == 0)
+                        worst = MAX(worst, ping());
+                /* Every file decodes; each 50th is checked in full. */
+                if (i % 50 == 0) {
+                        assert_trace_file_closed(out);
+                        n_checked++;
+                } else {
+                        g_auto(TbTraceSummary) s = { 0 };
+                        g_autoptr(GError) e2 = NULL;
+                        if (!tb_trace_file_read(out, &s, &e2))
+                                g_error("cycle %u: %s does not decode: %s", i, out, e2->message);
+                }
+                (void) unlink(out);
+        }
+        /* Ended sessions go away on their own; give the last one a moment. */
+        for (int i = 0; i < 50 && service_fds() > fds_before; i++)
+                g_usleep(100 * 1000);
+        fds_after = service_fds();
+        rss_after = service_rss_kb();
+        note("%u cycles in %.1f s; service fds %u -> %u, VmRSS %" G_GUINT64_FORMAT " -> %" G_GUINT64_FORMAT
+             " KiB; slowest call %.1f ms; %u files checked in full\n",
+             cycles, (g_get_monotonic_time() - t_start) / 1e6, fds_before, fds_after, rss_before, rss_after,
+             worst / 1000.0, n_checked);
+        g_assert_cmpuint(fds_after, <=, fds_before);
+        /* malloc keeps some pages; a leak of even 1 KiB a cycle would show. */
+        g_assert_cmpuint(rss_after, <, rss_before + 1024);
+        {
+                g_auto(GStrv) inst = own_instances();
+                g_assert_cmpuint(g_strv_length(inst), ==, g_strv_length(inst_before));
+        }
+        g_assert_cmpint(worst, <, latency_limit_us());
+}
+
+int main(int argc, char **argv) {
+        g_test_init(&argc, &argv, NULL);
+        tb_require_system_bus_environment();
+
+        tb_test_add_isolated("/load/1-sixteen-sessions", case_sixteen_sessions);
+        tb_test_add_isolated("/load/2-start-stop-cycles", case_start_stop_cycles);
+        return tb_test_run(TB_START_SERVICE);
+}
