@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fd-util.h"
 #include "macro.h"
@@ -29,9 +30,12 @@ typedef struct SavedTask {
 struct ProcessTreeBuilder {
         PidSet processes, threads;
         const char *tracefs_root;
-        SavedTask *saved;          /* read once per round, on the first thread /proc lacks */
+        SavedTask *saved;          /* read on a thread /proc lacks, at most once a second */
         size_t n_saved;
         bool saved_loaded;
+        uint64_t saved_loaded_ns;  /* CLOCK_MONOTONIC */
+        int32_t *pending;          /* gone threads the saved tables read before did not know */
+        size_t n_pending, pending_allocated;
         Tracebus__ProcessTree tree;
         Tracebus__ProcessTree__Process **procs;
         Tracebus__ProcessTree__Thread **thrs;
@@ -93,9 +97,6 @@ void process_tree_builder_set_tracefs(ProcessTreeBuilder *b, const char *tracefs
 }
 
 void process_tree_builder_reset(ProcessTreeBuilder *b) {
-        b->saved = mfree(b->saved);
-        b->n_saved = 0;
-        b->saved_loaded = false;
         for (size_t i = 0; i < b->tree.n_processes; i++) {
                 Tracebus__ProcessTree__Process *p = b->procs[i];
                 for (size_t j = 0; j < p->n_cmdline; j++)
@@ -117,6 +118,7 @@ ProcessTreeBuilder *process_tree_builder_free(ProcessTreeBuilder *b) {
         free(b->procs);
         free(b->thrs);
         free(b->saved);
+        free(b->pending);
         free(b->processes.slots);
         free(b->threads.slots);
         return mfree(b);
@@ -275,34 +277,69 @@ static int add_thread_of(ProcessTreeBuilder *b, pid_t tgid, pid_t tid, bool agai
         return r < 0 ? r : 1;
 }
 
-static SavedTask *saved_task(ProcessTreeBuilder *b, int32_t pid) {
-        for (size_t i = 0; i < b->n_saved; i++)
-                if (b->saved[i].pid == pid)
-                        return &b->saved[i];
-        return NULL;
+static int saved_task_cmp(const void *a, const void *b) {
+        int32_t x = ((const SavedTask *) a)->pid, y = ((const SavedTask *) b)->pid;
+
+        return x < y ? -1 : x > y;
 }
 
-static int saved_task_add(ProcessTreeBuilder *b, int32_t pid, SavedTask **ret) {
-        SavedTask *t = saved_task(b, pid), *p;
+/* b->saved is sorted by pid (load_saved_tasks() sorts it): a binary search, since
+ * saved_tgids easily lists thousands of tasks and gone threads are looked up each round. */
+static SavedTask *saved_task(ProcessTreeBuilder *b, int32_t pid) {
+        SavedTask key = { .pid = pid };
 
+        if (b->n_saved == 0)
+                return NULL;
+        return bsearch(&key, b->saved, b->n_saved, sizeof(SavedTask), saved_task_cmp);
+}
+
+/* Appends without a lookup (@sorted_n entries at the front are sorted and searched);
+ * the caller sorts again. */
+static int saved_task_add(ProcessTreeBuilder *b, size_t *allocated, size_t sorted_n, int32_t pid,
+                          SavedTask **ret) {
+        SavedTask key = { .pid = pid }, *t = NULL, *p;
+
+        if (sorted_n > 0)
+                t = bsearch(&key, b->saved, sorted_n, sizeof(SavedTask), saved_task_cmp);
         if (!t) {
-                p = realloc(b->saved, (b->n_saved + 1) * sizeof(SavedTask));
-                if (!p)
-                        return -ENOMEM;
-                b->saved = p;
+                if (b->n_saved >= *allocated) {
+                        size_t n = MAX(*allocated * 2, (size_t) 256);
+
+                        p = realloc(b->saved, n * sizeof(SavedTask));
+                        if (!p)
+                                return -ENOMEM;
+                        b->saved = p;
+                        *allocated = n;
+                }
                 t = &b->saved[b->n_saved++];
-                *t = (SavedTask) { .pid = pid };
+                *t = key;
         }
         *ret = t;
         return 0;
 }
 
+static uint64_t monotonic_ns(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
+}
+
+/* Reading saved_tgids and saved_cmdlines costs milliseconds of kernel formatting (they
+ * list thousands of tasks), so not more than once a second; threads the tables read
+ * before did not know yet wait in b->pending for the next read. */
+#define SAVED_RELOAD_NS (1000ull * 1000ull * 1000ull)
+
 /* saved_tgids ("pid tgid") and saved_cmdlines ("pid comm"), the kernel's memory of tasks
  * it recorded, some of which are gone by now. */
 static int load_saved_tasks(ProcessTreeBuilder *b) {
         static const char *const files[] = { "saved_tgids", "saved_cmdlines" };
+        size_t allocated = 0, sorted_n = 0;
 
         b->saved_loaded = true;
+        b->saved_loaded_ns = monotonic_ns();
+        b->saved = mfree(b->saved);
+        b->n_saved = 0;
         for (size_t f = 0; f < ELEMENTSOF(files); f++) {
                 _cleanup_free_ char *path = NULL, *text = NULL;
 
@@ -321,13 +358,17 @@ static int load_saved_tasks(ProcessTreeBuilder *b) {
                         pid = strtol(line, &end, 10);
                         if (end == line || *end != ' ' || pid <= 0 || pid > INT32_MAX)
                                 continue;
-                        if (saved_task_add(b, (int32_t) pid, &t) < 0)
+                        if (saved_task_add(b, &allocated, sorted_n, (int32_t) pid, &t) < 0)
                                 return -ENOMEM;
                         if (f == 0)
                                 t->tgid = (int32_t) strtol(end + 1, NULL, 10);
                         else
                                 snprintf(t->comm, sizeof(t->comm), "%s", end + 1);
                 }
+                /* Sorted after each file: saved_cmdlines finds saved_tgids' entries. */
+                if (b->n_saved > 0)
+                        qsort(b->saved, b->n_saved, sizeof(SavedTask), saved_task_cmp);
+                sorted_n = b->n_saved;
         }
         return 0;
 }
@@ -368,21 +409,71 @@ static int add_gone_process(ProcessTreeBuilder *b, int32_t pid) {
 
 /* A thread gone from /proc before we looked: described from what the kernel saved, when
  * it saved the tgid. Nothing is guessed. */
+static int describe_saved_thread(ProcessTreeBuilder *b, pid_t tid, const SavedTask *s);
+
+static int pending_add(ProcessTreeBuilder *b, pid_t tid) {
+        for (size_t i = 0; i < b->n_pending; i++)
+                if (b->pending[i] == tid)
+                        return 0;
+        if (b->n_pending >= b->pending_allocated) {
+                size_t n = MAX(b->pending_allocated * 2, (size_t) 64);
+                int32_t *p = realloc(b->pending, n * sizeof(int32_t));
+
+                if (!p)
+                        return -ENOMEM;
+                b->pending = p;
+                b->pending_allocated = n;
+        }
+        b->pending[b->n_pending++] = tid;
+        return 0;
+}
+
 static int add_gone_thread(ProcessTreeBuilder *b, pid_t tid) {
-        Tracebus__ProcessTree__Thread *t;
+        bool fresh = false;
         SavedTask *s;
         int r;
 
         if (!b->tracefs_root)
                 return 0;
-        if (!b->saved_loaded) {
+        if (!b->saved_loaded || monotonic_ns() - b->saved_loaded_ns >= SAVED_RELOAD_NS) {
                 r = load_saved_tasks(b);
                 if (r < 0)
                         return r;
+                fresh = true;
         }
         s = saved_task(b, tid);
         if (!s || s->tgid <= 0)
+                /* Tables read just now do not know it: nobody will. Older ones may not yet. */
+                return fresh ? 0 : pending_add(b, tid);
+        return describe_saved_thread(b, tid, s);
+}
+
+int process_tree_builder_retry_gone(ProcessTreeBuilder *b, bool force) {
+        int r, n = 0;
+
+        if (b->n_pending == 0 || (!force && monotonic_ns() - b->saved_loaded_ns < SAVED_RELOAD_NS))
                 return 0;
+        r = load_saved_tasks(b);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < b->n_pending; i++) {
+                SavedTask *s = saved_task(b, b->pending[i]);
+
+                if (!s || s->tgid <= 0 || pid_set_contains(&b->threads, b->pending[i]))
+                        continue;
+                r = describe_saved_thread(b, b->pending[i], s);
+                if (r < 0)
+                        return r;
+                n += r > 0;
+        }
+        b->n_pending = 0;
+        return n;
+}
+
+static int describe_saved_thread(ProcessTreeBuilder *b, pid_t tid, const SavedTask *s) {
+        Tracebus__ProcessTree__Thread *t;
+        int r;
+
         r = read_status_field(s->tgid, "PPid", &(long) { 0 }) >= 0 ? add_process(b, s->tgid)
                                                                    : add_gone_process(b, s->tgid);
         if (r < 0)

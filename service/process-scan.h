@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdbool.h>
+
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -31,6 +33,10 @@ int process_tree_builder_add_thread(ProcessTreeBuilder *b, pid_t tid);
 /* Describes the thread @tid again, under the name /proc gives it now (after a rename).
  * Returns 1 when added, 0 when it is gone. */
 int process_tree_builder_redescribe_thread(ProcessTreeBuilder *b, pid_t tid);
+/* Threads gone from /proc that the kernel's saved tables did not list yet when last read:
+ * read the tables again (at most once a second unless @force) and describe those they
+ * now list. Returns how many were described. */
+int process_tree_builder_retry_gone(ProcessTreeBuilder *b, bool force);
 
 size_t process_tree_builder_n_entries(const ProcessTreeBuilder *b);
 /* The ProcessTree collected so far, as a message valid until the next reset. */

@@ -543,6 +543,9 @@ static int append_process_tree(Recorder *rec) {
         Tracebus__ProcessTree tree;
         int r;
 
+        r = process_tree_builder_retry_gone(rec->processes, /* force= */ false);
+        if (r < 0)
+                return r;
         if (process_tree_builder_n_entries(rec->processes) == 0)
                 return 0;
         tree = *process_tree_builder_tree(rec->processes);
@@ -714,6 +717,13 @@ static int write_closing_packets(Recorder *rec) {
 
         ftrace_parser_get_stats(rec->parser, &ps);
         log_debug("Read %" PRIu64 " pages, %" PRIu64 " events.", ps.pages, ps.events);
+
+        /* Gone threads still waiting for the kernel's saved tables: a last look. */
+        r = process_tree_builder_retry_gone(rec->processes, /* force= */ true);
+        if (r > 0)
+                r = append_process_tree(rec);
+        if (r < 0)
+                return r;
 
         r = sample_cpu_stats(rec);
         if (r >= 0)
