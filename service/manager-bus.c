@@ -28,8 +28,8 @@ struct BusRequest {
         SessionConfig config;
         int output_fd;              /* -EBADF: the service creates the file */
         char *detach_key;           /* start detached */
-        /* Stop */
-        uint64_t session_id;
+        /* Stop of a session that is not the caller's */
+        char *session_path;
 };
 
 static BusRequest *bus_request_free(BusRequest *req) {
@@ -48,6 +48,7 @@ static BusRequest *bus_request_free(BusRequest *req) {
         session_config_done(&req->config);
         safe_close(req->output_fd);
         free(req->detach_key);
+        free(req->session_path);
         return mfree(req);
 }
 DEFINE_TRIVIAL_CLEANUP_FUNC(BusRequest *, bus_request_free);
@@ -290,11 +291,11 @@ static int reply_with_session(sd_bus_message *m, Session *s) {
         return sd_bus_reply_method_return(m, "o", path);
 }
 
-static int create_output(Manager *m, BusRequest *req, char **ret_path, sd_bus_error *error) {
+static int create_output(Manager *m, BusRequest *req, uint64_t id, char **ret_path, sd_bus_error *error) {
         char hint[32];
         int r;
 
-        snprintf(hint, sizeof(hint), "%" PRIu64, m->last_session_id + 1);
+        snprintf(hint, sizeof(hint), "%" PRIu64, id);
         r = trace_dir_create_file(m->state_dir, req->uid, hint, m->limits.trace_dir_quota_bytes,
                                   ret_path, &req->output_fd, NULL);
         if (r == -EDQUOT)
@@ -326,6 +327,7 @@ static int start_session(BusRequest *req, sd_bus_error *error) {
         _cleanup_free_ char *path = NULL;
         bool per_uid, output_passed;
         Session *s = NULL;
+        uint64_t id;
         int r;
 
         if (manager_check_limits(m, req->uid, &per_uid) < 0)
@@ -340,14 +342,17 @@ static int start_session(BusRequest *req, sd_bus_error *error) {
                         return r;
         }
 
+        r = manager_new_session_id(m, &id);
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, r, "Failed to pick a session id: %m");
         output_passed = req->output_fd >= 0;
         if (!output_passed) {
-                r = create_output(m, req, &path, error);
+                r = create_output(m, req, id, &path, error);
                 if (r < 0)
                         return r;
         }
 
-        r = session_new(m, req->uid, &req->config, TAKE_FD(req->output_fd), path, &s);
+        r = session_new(m, id, req->uid, &req->config, TAKE_FD(req->output_fd), path, &s);
         if (r < 0) {
                 if (path)
                         (void) unlink(path);
@@ -425,13 +430,18 @@ static int method_start(sd_bus_message *message, void *userdata, sd_bus_error *e
         return bus_request_authorize(m, &req, ACTION_RECORD, /* interactive= */ true, on_start_result);
 }
 
-static int find_session(Manager *m, const char *path, Session **ret, sd_bus_error *error) {
+/* The one answer for a session the caller may not see. Another user's session and no
+ * session at all get the same error, word for word, so that no one learns whether
+ * someone else is recording. */
+static int no_such_session(sd_bus_error *error) {
+        return sd_bus_error_set(error, TB_ERROR_NO_SUCH_SESSION, "You have no such tracing session.");
+}
+
+/* The caller's own session at @path, still recording or stopping; NULL otherwise. */
+static Session *find_own_session(Manager *m, const char *path, uid_t uid) {
         Session *s = session_from_path(m, path);
 
-        if (!s || s->state == SESSION_ENDED)
-                return sd_bus_error_setf(error, TB_ERROR_NO_SUCH_SESSION, "There is no tracing session %s.", path);
-        *ret = s;
-        return 0;
+        return s && s->owner_uid == uid && s->state != SESSION_ENDED ? s : NULL;
 }
 
 static int stop_session(Session *s, sd_bus_message *message) {
@@ -446,16 +456,19 @@ static int stop_session(Session *s, sd_bus_message *message) {
 }
 
 static void on_stop_result(BusRequest *req, int result) {
-        Session *s = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        Session *s;
         int r;
 
-        if (result < 0)
+        /* Only the interactive-authorization answer differs from "no such session", and
+         * it is the same whether the session exists or not. */
+        if (result == -EBADR)
                 return reply_polkit_refusal(req, result, ACTION_MANAGE, "Stopping another user's session");
         /* The session may have ended while polkit thought. */
-        s = manager_find_session(req->manager, req->session_id);
-        if (!s || s->state == SESSION_ENDED) {
-                (void) sd_bus_reply_method_errorf(req->message, TB_ERROR_NO_SUCH_SESSION,
-                                                  "The tracing session has ended.");
+        s = session_from_path(req->manager, req->session_path);
+        if (result < 0 || !s || s->state == SESSION_ENDED) {
+                (void) no_such_session(&error);
+                (void) sd_bus_reply_method_error(req->message, &error);
                 return;
         }
         r = stop_session(s, req->message);
@@ -463,38 +476,42 @@ static void on_stop_result(BusRequest *req, int result) {
                 (void) sd_bus_reply_method_errnof(req->message, r, "Failed to stop the session: %m");
 }
 
-int manager_bus_stop(Manager *m, Session *s, sd_bus_message *message, sd_bus_error *error) {
+int manager_bus_stop(Manager *m, const char *path, sd_bus_message *message, sd_bus_error *error) {
         _cleanup_(bus_request_freep) BusRequest *req = NULL;
+        Session *s;
         int r;
 
         r = bus_request_new(message, &req);
         if (r < 0)
                 return r;
-        if (req->uid == s->owner_uid)
+        s = find_own_session(m, path, req->uid);
+        if (s)
                 return stop_session(s, message);
 
-        /* Someone else's session: only holders of org.tracebus.manage may stop it. */
-        req->session_id = s->id;
+        /* Anything else, another user's session or none at all, takes the same way:
+         * holders of org.tracebus.manage may stop it, everyone else learns nothing, not
+         * even from how long the answer took. */
+        req->session_path = strdup(path);
+        if (!req->session_path)
+                return -ENOMEM;
         return bus_request_authorize(m, &req, ACTION_MANAGE, /* interactive= */ true, on_stop_result);
 }
 
 static int method_stop(sd_bus_message *message, void *userdata, sd_bus_error *error) {
         Manager *m = ASSERT_PTR(userdata);
         const char *path;
-        Session *s = NULL;
         int r;
 
         r = sd_bus_message_read(message, "o", &path);
         if (r < 0)
                 return r;
-        r = find_session(m, path, &s, error);
-        if (r < 0)
-                return r;
-        return manager_bus_stop(m, s, message, error);
+        return manager_bus_stop(m, path, message, error);
 }
 
-int manager_bus_detach(Manager *m, Session *s, const char *key, sd_bus_message *message, sd_bus_error *error) {
+int manager_bus_detach(Manager *m, const char *path, const char *key, sd_bus_message *message,
+                       sd_bus_error *error) {
         _cleanup_free_ char *copy = NULL;
+        Session *s;
         uid_t uid;
         int r;
 
@@ -504,9 +521,10 @@ int manager_bus_detach(Manager *m, Session *s, const char *key, sd_bus_message *
         r = bus_sender_euid(message, &uid);
         if (r < 0)
                 return r;
-        if (uid != s->owner_uid)
-                return sd_bus_error_set(error, SD_BUS_ERROR_ACCESS_DENIED,
-                                        "This tracing session belongs to another user.");
+        /* Only the owner may detach, root included: keys are per UID. */
+        s = find_own_session(m, path, uid);
+        if (!s)
+                return no_such_session(error);
         if (s->state != SESSION_RECORDING)
                 return sd_bus_error_set(error, TB_ERROR_NO_SUCH_SESSION, "The tracing session is ending.");
         if (s->detach_key)
@@ -527,16 +545,12 @@ int manager_bus_detach(Manager *m, Session *s, const char *key, sd_bus_message *
 static int method_detach(sd_bus_message *message, void *userdata, sd_bus_error *error) {
         Manager *m = ASSERT_PTR(userdata);
         const char *path, *key;
-        Session *s = NULL;
         int r;
 
         r = sd_bus_message_read(message, "os", &path, &key);
         if (r < 0)
                 return r;
-        r = find_session(m, path, &s, error);
-        if (r < 0)
-                return r;
-        return manager_bus_detach(m, s, key, message, error);
+        return manager_bus_detach(m, path, key, message, error);
 }
 
 /* Reads a key argument and finds the caller's recording session detached under it.

@@ -14,5 +14,8 @@ int manager_connect_bus(Manager *m);
 void manager_bus_done(Manager *m);
 
 /* Stop and Detach, shared by the Manager's methods and the Session's own. */
-int manager_bus_stop(Manager *m, Session *s, sd_bus_message *message, sd_bus_error *error);
-int manager_bus_detach(Manager *m, Session *s, const char *key, sd_bus_message *message, sd_bus_error *error);
+/* Stop and Detach of the session at @path, from the Manager or the session object. A path
+ * that is not the caller's session answers NoSuchSession, whether it exists or not. */
+int manager_bus_stop(Manager *m, const char *path, sd_bus_message *message, sd_bus_error *error);
+int manager_bus_detach(Manager *m, const char *path, const char *key, sd_bus_message *message,
+                       sd_bus_error *error);

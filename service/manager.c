@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "config.h"
 #include "log.h"
@@ -55,6 +57,25 @@ Session *manager_find_session(Manager *m, uint64_t id) {
                 if (s->id == id)
                         return s;
         return NULL;
+}
+
+/* Session ids are random, not a sequence: a sequence would let any user count the
+ * sessions others started (from the id of their own next one), and guess their paths.
+ * 48 bits keep the ids short enough to type; unguessable enough, as a path that is not
+ * the caller's answers exactly like one that does not exist. */
+int manager_new_session_id(Manager *m, uint64_t *ret) {
+        for (unsigned attempt = 0; attempt < 16; attempt++) {
+                uint64_t id;
+
+                if (getrandom(&id, sizeof(id), 0) != sizeof(id))
+                        return -errno ?: -EIO;
+                id &= SESSION_ID_MASK;
+                if (id != 0 && !manager_find_session(m, id)) {
+                        *ret = id;
+                        return 0;
+                }
+        }
+        return -EBUSY;
 }
 
 unsigned manager_count_sessions(Manager *m, uid_t uid) {

@@ -17,7 +17,6 @@ typedef struct Manager {
 
         Session *sessions;                /* linked list */
         unsigned n_sessions;
-        uint64_t last_session_id;
 
         BusRequest *requests;             /* calls waiting for polkit */
 
@@ -32,6 +31,8 @@ Manager *manager_free(Manager *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
 
 Session *manager_find_session(Manager *m, uint64_t id);
+/* A fresh random session id, 1 .. SESSION_ID_MASK, not used by any session. */
+int manager_new_session_id(Manager *m, uint64_t *ret);
 unsigned manager_count_sessions(Manager *m, uid_t uid);
 
 /* Checks the session limits for @uid: -EUSERS if one is reached. */

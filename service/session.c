@@ -152,7 +152,7 @@ static int session_setup_instance(Session *s) {
         return 0;
 }
 
-int session_new(Manager *m, uid_t owner_uid, SessionConfig *config, int output_fd,
+int session_new(Manager *m, uint64_t id, uid_t owner_uid, SessionConfig *config, int output_fd,
                 const char *output_path, Session **ret) {
         _cleanup_close_ int fd = output_fd;
         Session *s;
@@ -166,7 +166,7 @@ int session_new(Manager *m, uid_t owner_uid, SessionConfig *config, int output_f
         if (!s)
                 return -ENOMEM;
         s->manager = m;
-        s->id = ++m->last_session_id;
+        s->id = id;
         s->owner_uid = owner_uid;
         s->state = SESSION_STARTING;
         s->config = *config;

@@ -68,9 +68,12 @@ struct Session {
         SessionBus *bus;             /* owned by session-bus.c */
 };
 
-/* Creates the session's tracefs instance, enables its events and starts recording into
+/* Session ids (manager_new_session_id()) are at most this: 48 random bits. */
+#define SESSION_ID_MASK ((UINT64_C(1) << 48) - 1)
+
+/* Creates session @id's tracefs instance, enables its events and starts recording into
  * @output_fd (taken over, also on failure). */
-int session_new(Manager *m, uid_t owner_uid, SessionConfig *config, int output_fd,
+int session_new(Manager *m, uint64_t id, uid_t owner_uid, SessionConfig *config, int output_fd,
                 const char *output_path, Session **ret);
 
 /* Frees an ended session (or one that failed to start). */

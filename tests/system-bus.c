@@ -958,6 +958,11 @@ char **tb_list_tree(const char *dir) {
         return sorted_strv(a);
 }
 
+char *tb_str_replace(const char *s, const char *what, const char *with) {
+        g_auto(GStrv) parts = g_strsplit(s, what, -1);
+        return g_strjoinv(with, parts);
+}
+
 char **tb_strv_added(char *const *a, char *const *b) {
         GPtrArray *r = g_ptr_array_new();
         for (size_t i = 0; b && b[i]; i++)

@@ -170,6 +170,9 @@ char **tb_list_tree(const char *dir);
 /* Elements of b that are not in a (both sorted or not, small lists). */
 char **tb_strv_added(char *const *a, char *const *b);
 
+/* @s with every @what replaced by @with (newly allocated). */
+char *tb_str_replace(const char *s, const char *what, const char *with);
+
 /* ---- D-Bus helpers on root's connection ---- */
 
 GVariant *tb_get_property(GDBusConnection *conn, const char *path, const char *iface,

@@ -30,6 +30,7 @@
 #define ERR_INVALID_CONFIG "org.tracebus.Tracebus1.Error.InvalidConfig"
 #define ERR_UNKNOWN_EVENT "org.tracebus.Tracebus1.Error.UnknownEvent"
 #define ERR_NO_SUCH_SESSION "org.tracebus.Tracebus1.Error.NoSuchSession"
+#define ERR_UNKNOWN_OBJECT "org.freedesktop.DBus.Error.UnknownObject"
 #define ERR_TOO_MANY_SESSIONS "org.tracebus.Tracebus1.Error.TooManySessions"
 #define ERR_KEY_IN_USE "org.tracebus.Tracebus1.Error.KeyInUse"
 

@@ -1231,13 +1231,14 @@ static void test_stop_all(void) {
         assert_exit(&again, 0);
 }
 
-/* --stop-session: another user's session needs org.tracebus.manage. */
+/* --stop-session: another user's session needs org.tracebus.manage; without it,
+ * the session is answered for exactly as one that does not exist. */
 static void test_stop_session(void) {
         g_autofree char *dir = make_user_dir("tbuser", "cli-stopsess");
         g_autofree char *text = config_text(60000);
         g_autofree char *cfg = user_file("tbuser", dir, "config.pbtxt", text, -1);
         g_autofree char *out = g_build_filename(dir, "trace.pftrace", NULL);
-        g_auto(TbCommandResult) other = { 0 }, admin = { 0 }, gone = { 0 }, bad = { 0 };
+        g_auto(TbCommandResult) other = { 0 }, nothing = { 0 }, admin = { 0 }, gone = { 0 }, bad = { 0 };
         g_auto(GStrv) sessions = NULL;
         g_autofree char *id = NULL;
 
@@ -1248,10 +1249,16 @@ static void test_stop_session(void) {
         g_usleep(500 * 1000);
 
         run_cli("tbother", &other, "--stop-session", id, NULL);
-        assert_exit(&other, 1);
+        assert_exit(&other, 2);
         assert_one_line(&other);
-        assert_stderr_has(&other, "not authorized");
-        assert_stderr_has(&other, "org.tracebus.manage");
+        assert_stderr_has(&other, "no such tracing session");
+        run_cli("tbother", &nothing, "--stop-session", "281474976710655", NULL);
+        assert_exit(&nothing, 2);
+        {
+                g_autofree char *a = tb_str_replace(other.err, id, "ID");
+                g_autofree char *b = tb_str_replace(nothing.err, "281474976710655", "ID");
+                g_assert_cmpstr(a, ==, b);
+        }
         run_cli("tbadmin", &admin, "--stop-session", sessions[0], NULL);
         assert_exit(&admin, 0);
         assert_stderr_has(&admin, "trace written into");

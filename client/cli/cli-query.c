@@ -148,13 +148,13 @@ static void print_table(const SessionList *l, bool long_output) {
                 printf("No tracing sessions of yours.\n");
                 return;
         }
-        printf("%-4s %-10s %-8s %-9s %10s %10s %6s  %s\n", "ID", "STATE", "DETACHED", "ELAPSED", "EVENTS", "SIZE",
+        printf("%-15s %-10s %-8s %-9s %10s %10s %6s  %s\n", "ID", "STATE", "DETACHED", "ELAPSED", "EVENTS", "SIZE",
                "LOST", "OUTPUT");
         for (size_t n = 0; n < l->n; n++) {
                 const SessionInfo *i = &l->items[n];
                 char elapsed[32], size[32];
 
-                printf("%-4" PRIu64 " %-10s %-8s %-9s %10" PRIu64 " %10s %6" PRIu64 "  %s\n", i->id,
+                printf("%-15" PRIu64 " %-10s %-8s %-9s %10" PRIu64 " %10s %6" PRIu64 "  %s\n", i->id,
                        strempty(i->state), i->detached ? "yes" : "no",
                        cli_format_duration(elapsed, sizeof(elapsed), elapsed_ms(i)), i->events_recorded,
                        cli_format_bytes(size, sizeof(size), i->bytes_written), i->events_lost, output_of(i));
