@@ -34,6 +34,7 @@ struct ProcessTreeBuilder {
         size_t n_saved;
         bool saved_loaded;
         uint64_t saved_loaded_ns;  /* CLOCK_MONOTONIC */
+        uint64_t saved_reload_ns;  /* the wait before the next read, doubling */
         int32_t *pending;          /* gone threads the saved tables read before did not know */
         size_t n_pending, pending_allocated;
         Tracebus__ProcessTree tree;
@@ -141,21 +142,41 @@ static int read_proc_file(pid_t pid, const char *file, char **ret, size_t *ret_l
         return read_full_file(path, MAX_CMDLINE, ret, ret_len);
 }
 
-/* "Name:\tvalue" from /proc/PID/status. */
-static int read_status_field(pid_t pid, const char *field, long *ret) {
-        _cleanup_free_ char *status = NULL;
+/* What the tree needs from /proc/PID/status. */
+typedef struct ProcStatus {
+        long tgid, ppid, uid;
+} ProcStatus;
+
+static const char *status_field(const char *status, const char *field) {
         size_t flen = strlen(field);
+
+        for (const char *line = status; line; line = strchr(line, '\n'), line = line ? line + 1 : NULL)
+                if (strncmp(line, field, flen) == 0 && line[flen] == ':')
+                        return line + flen + 1;
+        return NULL;
+}
+
+/* One read of /proc/PID/status for all its fields we use: the kernel formats some
+ * fifty lines for each read, the most expensive part of describing a thread. */
+static int read_status(pid_t pid, ProcStatus *ret) {
+        _cleanup_free_ char *status = NULL;
+        const char *tgid, *ppid, *uid;
         int r;
 
         r = read_proc_file(pid, "status", &status, NULL);
         if (r < 0)
                 return r;
-        for (char *line = status; line; line = strchr(line, '\n'), line = line ? line + 1 : NULL)
-                if (strncmp(line, field, flen) == 0 && line[flen] == ':') {
-                        *ret = strtol(line + flen + 1, NULL, 10);
-                        return 0;
-                }
-        return -ENOENT;
+        tgid = status_field(status, "Tgid");
+        ppid = status_field(status, "PPid");
+        uid = status_field(status, "Uid");
+        if (!tgid || !ppid)
+                return -ENOENT;
+        *ret = (ProcStatus) {
+                .tgid = strtol(tgid, NULL, 10),
+                .ppid = strtol(ppid, NULL, 10),
+                .uid = uid ? strtol(uid, NULL, 10) : 0,
+        };
+        return 0;
 }
 
 static int read_comm(pid_t pid, pid_t tid, char **ret) {
@@ -217,16 +238,18 @@ static int append_entry(void ***array, size_t *n, size_t *allocated, void *entry
         return 0;
 }
 
-static int add_process(ProcessTreeBuilder *b, pid_t pid) {
+/* Process @pid, whose status is @known if the caller read it already (NULL: read here). */
+static int add_process(ProcessTreeBuilder *b, pid_t pid, const ProcStatus *known) {
         Tracebus__ProcessTree__Process *p;
-        long ppid = 0, uid = 0;
+        ProcStatus st;
         int r;
 
         if (pid <= 0 || pid_set_contains(&b->processes, pid))
                 return 0;
-        if (read_status_field(pid, "PPid", &ppid) < 0)
+        if (known)
+                st = *known;
+        else if (read_status(pid, &st) < 0)
                 return 0;  /* gone already */
-        (void) read_status_field(pid, "Uid", &uid);
 
         p = calloc(1, sizeof(*p));
         if (!p)
@@ -234,8 +257,8 @@ static int add_process(ProcessTreeBuilder *b, pid_t pid) {
         tracebus__process_tree__process__init(p);
         p->has_pid = p->has_ppid = p->has_uid = true;
         p->pid = pid;
-        p->ppid = (int32_t) ppid;
-        p->uid = (int32_t) uid;
+        p->ppid = (int32_t) st.ppid;
+        p->uid = (int32_t) st.uid;
         if (fill_cmdline(p, pid) < 0 ||
             append_entry((void ***) &b->procs, &b->tree.n_processes, &b->procs_allocated, p) < 0) {
                 for (size_t j = 0; j < p->n_cmdline; j++)
@@ -325,10 +348,18 @@ static uint64_t monotonic_ns(void) {
         return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
 }
 
-/* Reading saved_tgids and saved_cmdlines costs milliseconds of kernel formatting (they
- * list thousands of tasks), so not more than once a second; threads the tables read
- * before did not know yet wait in b->pending for the next read. */
-#define SAVED_RELOAD_NS (1000ull * 1000ull * 1000ull)
+/* Reading saved_tgids and saved_cmdlines costs 10-20 ms of kernel formatting and
+ * sorting (they list tens of thousands of tasks on a busy machine), so the second read
+ * comes a second after the first and every further one waits twice as long, up to 16
+ * s: a machine that keeps starting short-lived tasks (a build) would otherwise pay it
+ * every second. Threads the tables did not know yet wait in b->pending; a last read at
+ * the end describes whatever is still waiting. */
+#define SAVED_RELOAD_FIRST_NS (1000ull * 1000ull * 1000ull)
+#define SAVED_RELOAD_MAX_NS (16ull * SAVED_RELOAD_FIRST_NS)
+
+static bool saved_reload_due(const ProcessTreeBuilder *b) {
+        return !b->saved_loaded || monotonic_ns() - b->saved_loaded_ns >= b->saved_reload_ns;
+}
 
 /* saved_tgids ("pid tgid") and saved_cmdlines ("pid comm"), the kernel's memory of tasks
  * it recorded, some of which are gone by now. */
@@ -336,6 +367,8 @@ static int load_saved_tasks(ProcessTreeBuilder *b) {
         static const char *const files[] = { "saved_tgids", "saved_cmdlines" };
         size_t allocated = 0, sorted_n = 0;
 
+        b->saved_reload_ns = b->saved_loaded ? MIN(b->saved_reload_ns * 2, SAVED_RELOAD_MAX_NS) :
+                                               SAVED_RELOAD_FIRST_NS;
         b->saved_loaded = true;
         b->saved_loaded_ns = monotonic_ns();
         b->saved = mfree(b->saved);
@@ -435,7 +468,7 @@ static int add_gone_thread(ProcessTreeBuilder *b, pid_t tid) {
 
         if (!b->tracefs_root)
                 return 0;
-        if (!b->saved_loaded || monotonic_ns() - b->saved_loaded_ns >= SAVED_RELOAD_NS) {
+        if (saved_reload_due(b)) {
                 r = load_saved_tasks(b);
                 if (r < 0)
                         return r;
@@ -451,7 +484,7 @@ static int add_gone_thread(ProcessTreeBuilder *b, pid_t tid) {
 int process_tree_builder_retry_gone(ProcessTreeBuilder *b, bool force) {
         int r, n = 0;
 
-        if (b->n_pending == 0 || (!force && monotonic_ns() - b->saved_loaded_ns < SAVED_RELOAD_NS))
+        if (b->n_pending == 0 || (!force && !saved_reload_due(b)))
                 return 0;
         r = load_saved_tasks(b);
         if (r < 0)
@@ -474,8 +507,9 @@ static int describe_saved_thread(ProcessTreeBuilder *b, pid_t tid, const SavedTa
         Tracebus__ProcessTree__Thread *t;
         int r;
 
-        r = read_status_field(s->tgid, "PPid", &(long) { 0 }) >= 0 ? add_process(b, s->tgid)
-                                                                   : add_gone_process(b, s->tgid);
+        ProcStatus st;
+
+        r = read_status(s->tgid, &st) >= 0 ? add_process(b, s->tgid, &st) : add_gone_process(b, s->tgid);
         if (r < 0)
                 return r;
 
@@ -498,28 +532,29 @@ static int describe_saved_thread(ProcessTreeBuilder *b, pid_t tid, const SavedTa
 }
 
 int process_tree_builder_add_thread(ProcessTreeBuilder *b, pid_t tid) {
-        long tgid;
+        ProcStatus st;
         int r, added;
 
         if (tid <= 0 || pid_set_contains(&b->threads, tid))
                 return 0;
-        if (read_status_field(tid, "Tgid", &tgid) < 0)
+        if (read_status(tid, &st) < 0)
                 return add_gone_thread(b, tid);
-        added = add_process(b, (pid_t) tgid);
+        /* A process's main thread: its status is the process's. */
+        added = add_process(b, (pid_t) st.tgid, st.tgid == tid ? &st : NULL);
         if (added < 0)
                 return added;
-        r = add_thread_of(b, (pid_t) tgid, tid, /* again= */ false);
+        r = add_thread_of(b, (pid_t) st.tgid, tid, /* again= */ false);
         if (r < 0)
                 return r;
         return added || r;
 }
 
 int process_tree_builder_redescribe_thread(ProcessTreeBuilder *b, pid_t tid) {
-        long tgid;
+        ProcStatus st;
 
-        if (tid <= 0 || read_status_field(tid, "Tgid", &tgid) < 0)
+        if (tid <= 0 || read_status(tid, &st) < 0)
                 return 0;
-        return add_thread_of(b, (pid_t) tgid, tid, /* again= */ true);
+        return add_thread_of(b, (pid_t) st.tgid, tid, /* again= */ true);
 }
 
 static bool parse_pid(const char *s, pid_t *ret) {
@@ -565,7 +600,7 @@ int process_tree_builder_add_all(ProcessTreeBuilder *b) {
 
                 if (!parse_pid(de->d_name, &pid))
                         continue;
-                r = add_process(b, pid);
+                r = add_process(b, pid, NULL);
                 if (r < 0)
                         return r;
                 r = add_threads_of(b, pid);
