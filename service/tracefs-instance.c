@@ -198,6 +198,24 @@ int trace_instance_n_cpus(TraceInstance *t) {
         return n > 0 ? n : -ENODEV;
 }
 
+/* Whether @pid is gone or a zombie. A killed service whose parent does not reap it
+ * (it was reparented to an init that reaps late, as in containers) stays a zombie, and
+ * kill(pid, 0) still succeeds on it; but a zombie holds no session any more. */
+static bool process_gone(pid_t pid) {
+        _cleanup_free_ char *path = NULL, *stat = NULL;
+        const char *p;
+
+        if (kill(pid, 0) < 0 && errno == ESRCH)
+                return true;
+        if (asprintf(&path, "/proc/%d/stat", (int) pid) < 0)
+                return false;
+        if (read_full_file(path, 4096, &stat, NULL) < 0)
+                return false;
+        /* "pid (comm) S ...": comm may hold spaces and parentheses, so from the last ')'. */
+        p = strrchr(stat, ')');
+        return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
 static bool stale_instance_name(const char *name) {
         unsigned pid;
         char tail;
@@ -207,7 +225,7 @@ static bool stale_instance_name(const char *name) {
         if (pid == (unsigned) getpid())
                 return false;
         /* A running tracebusd owns it (tests run several side by side). */
-        return kill((pid_t) pid, 0) < 0 && errno == ESRCH;
+        return process_gone((pid_t) pid);
 }
 
 int trace_instance_remove_stale(void) {
