@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "fd-util.h"
 #include "macro.h"
@@ -250,27 +252,6 @@ static size_t whole_packets_within(const uint8_t *buf, size_t len, uint64_t room
         return off;
 }
 
-/* Writes whole packets of @buf within the size limit; -EFBIG if not all of it fits. */
-static int write_within_limit(TraceWriter *w, const uint8_t *buf, size_t len) {
-        size_t n = len;
-        int r;
-
-        if (w->max_bytes > 0) {
-                uint64_t room = w->max_bytes > w->stats.bytes_written ? w->max_bytes - w->stats.bytes_written : 0;
-                n = whole_packets_within(buf, len, room);
-        }
-        r = loop_write(w->fd, buf, n);
-        if (r < 0)
-                return r;
-        w->stats.bytes_written += n;
-        if (n < len) {
-                /* The rest would pass max_file_size_bytes: the file ends at a packet boundary. */
-                w->limit_reached = true;
-                return -EFBIG;
-        }
-        return 0;
-}
-
 /* Writes all of @iov (modifies it); adds what went out to *written. */
 static int loop_writev(int fd, struct iovec *iov, int n, uint64_t *written) {
         while (n > 0) {
@@ -297,10 +278,84 @@ static int loop_writev(int fd, struct iovec *iov, int n, uint64_t *written) {
         return 0;
 }
 
-/* Everything pending fits the size limit: one writev() per FLUSH_IOV packets instead of
- * one write() each (a long trace flushes a packet per CPU per drain period). */
+/* One writev() per FLUSH_IOV packets instead of one write() each (a long trace flushes
+ * a packet per CPU per drain period). */
 #define FLUSH_IOV 256
 
+/* Bytes of whole packets at the start of what @iov (each buffer whole packets) held,
+ * when @written of it went out. */
+static uint64_t whole_prefix(const struct iovec *iov, int n, uint64_t written) {
+        uint64_t whole = 0;
+
+        for (int i = 0; i < n && written > 0; i++) {
+                if (written < iov[i].iov_len)
+                        return whole + whole_packets_within(iov[i].iov_base, iov[i].iov_len, written);
+                whole += iov[i].iov_len;
+                written -= iov[i].iov_len;
+        }
+        return whole;
+}
+
+/* A write that failed part way (ENOSPC, EFBIG, EIO) left the start of a packet at the
+ * end of the output, and a reader would stop there with a torn packet. A regular file
+ * is cut back to the last whole packet; a pipe or a socket cannot take bytes back.
+ * (What this cannot cover: a SIGKILL that lands inside one write() of several pages,
+ * which the kernel then cuts short between two pages, with nobody left to cut back.) */
+static void drop_torn_tail(TraceWriter *w, uint64_t torn) {
+        struct stat st;
+        off_t end;
+
+        if (torn == 0 || fstat(w->fd, &st) < 0 || !S_ISREG(st.st_mode))
+                return;
+        end = lseek(w->fd, 0, SEEK_CUR);
+        if (end < 0 || (uint64_t) end < torn)
+                return;
+        end -= (off_t) torn;
+        /* Where the next write goes too: a later packet must follow the last whole one. */
+        if (ftruncate(w->fd, end) < 0 || lseek(w->fd, end, SEEK_SET) < 0)
+                return;
+        w->stats.bytes_written -= torn;
+}
+
+/* Writes @n (at most FLUSH_IOV) buffers of whole packets, counting what went out; on
+ * failure the output keeps whole packets only, where it can. */
+static int write_packets(TraceWriter *w, struct iovec *iov, int n) {
+        struct iovec orig[FLUSH_IOV];
+        uint64_t written = 0;
+        int r;
+
+        assert(n > 0 && n <= FLUSH_IOV);
+        memcpy(orig, iov, sizeof(struct iovec) * (size_t) n);
+        r = loop_writev(w->fd, iov, n, &written);
+        w->stats.bytes_written += written;
+        if (r < 0)
+                drop_torn_tail(w, written - whole_prefix(orig, n, written));
+        return r;
+}
+
+/* Writes whole packets of @buf within the size limit; -EFBIG if not all of it fits. */
+static int write_within_limit(TraceWriter *w, const uint8_t *buf, size_t len) {
+        struct iovec iov;
+        size_t n = len;
+        int r;
+
+        if (w->max_bytes > 0) {
+                uint64_t room = w->max_bytes > w->stats.bytes_written ? w->max_bytes - w->stats.bytes_written : 0;
+                n = whole_packets_within(buf, len, room);
+        }
+        iov = (struct iovec) { (void *) buf, n };
+        r = n > 0 ? write_packets(w, &iov, 1) : 0;
+        if (r < 0)
+                return r;
+        if (n < len) {
+                /* The rest would pass max_file_size_bytes: the file ends at a packet boundary. */
+                w->limit_reached = true;
+                return -EFBIG;
+        }
+        return 0;
+}
+
+/* Everything pending fits the size limit. */
 static int flush_batched(TraceWriter *w) {
         struct iovec iov[FLUSH_IOV];
         TracePacketChunk *batch[FLUSH_IOV];
@@ -308,7 +363,7 @@ static int flush_batched(TraceWriter *w) {
 
         if (w->meta_len > 0) {
                 iov[0] = (struct iovec) { w->meta, w->meta_len };
-                r = loop_writev(w->fd, iov, 1, &w->stats.bytes_written);
+                r = write_packets(w, iov, 1);
                 w->meta_len = 0;
                 if (r < 0)
                         return r;
@@ -321,7 +376,7 @@ static int flush_batched(TraceWriter *w) {
                         iov[n] = (struct iovec) { batch[n]->data, batch[n]->len };
                         n++;
                 }
-                r = loop_writev(w->fd, iov, n, &w->stats.bytes_written);
+                r = write_packets(w, iov, n);
                 for (int i = 0; i < n; i++)
                         free(batch[i]);
         }

@@ -4,6 +4,7 @@
 #include <glib.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "trace-writer.h"
@@ -237,12 +238,57 @@ static void test_write_error(void) {
         close(p[1]);
 }
 
+/* A write the kernel cuts short (here RLIMIT_FSIZE, as ENOSPC would on a full disk) does
+ * not leave the start of a packet at the end of a file: the file is cut back to the last
+ * whole packet, the count of bytes written says so, and a later write follows it. */
+static void test_partial_write(void) {
+        g_autoptr(GBytes) bytes = NULL;
+        g_autoptr(GPtrArray) packets = NULL;
+        struct rlimit old, lim;
+        TraceWriter w;
+        size_t first;
+        int fd = memfd_create("partial", MFD_CLOEXEC);
+
+        g_assert_cmpint(fd, >=, 0);
+        trace_writer_init(&w, fd, TRACE_WRITER_STREAM, 0, 0);
+        append_system_info(&w, TRACE_SEQUENCE_FTRACE);
+        g_assert_cmpint(trace_writer_flush(&w), ==, 0);
+        first = (size_t) w.stats.bytes_written;
+        for (unsigned i = 0; i < 8; i++)
+                append_bundle(&w, i);
+        /* The limit falls inside the fourth bundle of this flush. */
+        signal(SIGXFSZ, SIG_IGN);
+        g_assert_cmpint(getrlimit(RLIMIT_FSIZE, &old), ==, 0);
+        lim = (struct rlimit) { .rlim_cur = first + trace_writer_pending(&w) / 2 + 3, .rlim_max = old.rlim_max };
+        g_assert_cmpint(setrlimit(RLIMIT_FSIZE, &lim), ==, 0);
+        g_assert_cmpint(trace_writer_flush(&w), ==, -EFBIG);
+        g_assert_cmpint(setrlimit(RLIMIT_FSIZE, &old), ==, 0);
+
+        bytes = read_back(fd);
+        g_assert_cmpuint(w.stats.bytes_written, ==, g_bytes_get_size(bytes));
+        g_assert_cmpuint(g_bytes_get_size(bytes), <, lim.rlim_cur);
+        packets = decode_packets(bytes);
+        g_assert_cmpuint(packets->len, ==, 1 + 4);
+        /* Written on: the next packet follows the last whole one. */
+        append_bundle(&w, 42);
+        g_assert_cmpint(trace_writer_flush(&w), ==, 0);
+        g_clear_pointer(&bytes, g_bytes_unref);
+        g_clear_pointer(&packets, g_ptr_array_unref);
+        bytes = read_back(fd);
+        packets = decode_packets(bytes);
+        g_assert_cmpuint(packets->len, ==, 1 + 4 + 1);
+        g_assert_cmpuint(((Tracebus__TracePacket *) packets->pdata[5])->ftrace_events->cpu, ==, 42);
+        trace_writer_done(&w);
+        close(fd);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/trace-writer/varint", test_varint);
         g_test_add("/trace-writer/sequences", Fixture, GUINT_TO_POINTER(0), fixture_setup, test_sequences, fixture_teardown);
         g_test_add("/trace-writer/size-limit", Fixture, GUINT_TO_POINTER(400), fixture_setup, test_size_limit, fixture_teardown);
         g_test_add_func("/trace-writer/write-error", test_write_error);
+        g_test_add_func("/trace-writer/partial-write", test_partial_write);
         g_test_add_func("/trace-writer/ring", test_ring);
         g_test_add_func("/trace-writer/discard", test_discard);
         return g_test_run();
