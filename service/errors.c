@@ -14,6 +14,7 @@ const sd_bus_error_map tracebus_error_map[] = {
         SD_BUS_ERROR_MAP(TB_ERROR_OUTPUT_ERROR,        EIO),
         SD_BUS_ERROR_MAP(TB_ERROR_QUOTA_EXCEEDED,      EDQUOT),
         SD_BUS_ERROR_MAP(TB_ERROR_TRACING_UNAVAILABLE, ENODEV),
+        SD_BUS_ERROR_MAP(TB_ERROR_AUTHORIZATION_UNAVAILABLE, EHOSTDOWN),
         SD_BUS_ERROR_MAP_END
 };
 
@@ -29,6 +30,8 @@ static const struct {
         { TB_ERROR_OUTPUT_ERROR,         "The trace could not be written" },
         { TB_ERROR_QUOTA_EXCEEDED,       "Your traces in the service's trace directory use up your quota; delete some" },
         { TB_ERROR_TRACING_UNAVAILABLE,  "Kernel tracing (tracefs) is not available on this machine" },
+        { TB_ERROR_AUTHORIZATION_UNAVAILABLE,
+          "Authorization could not be checked: polkit is not running; try again later" },
         { SD_BUS_ERROR_ACCESS_DENIED,    "Not authorized: polkit refused this action" },
         { SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED,
           "Authentication is required, but no authentication agent may ask for it" },

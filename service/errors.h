@@ -13,6 +13,8 @@
 #define TB_ERROR_OUTPUT_ERROR           TB_ERROR_PREFIX "OutputError"
 #define TB_ERROR_QUOTA_EXCEEDED         TB_ERROR_PREFIX "QuotaExceeded"
 #define TB_ERROR_TRACING_UNAVAILABLE    TB_ERROR_PREFIX "TracingUnavailable"
+/* polkit gave no answer: the request is refused, but nobody decided it. */
+#define TB_ERROR_AUTHORIZATION_UNAVAILABLE TB_ERROR_PREFIX "AuthorizationUnavailable"
 
 /* Maps our names to errno values, so that sd-bus clients get a meaningful errno
  * from sd_bus_error_get_errno(). Register with sd_bus_error_add_map(). */

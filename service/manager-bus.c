@@ -103,6 +103,11 @@ static void reply_polkit_refusal(BusRequest *req, int result, const char *action
         else if (result == -EACCES)
                 (void) sd_bus_reply_method_errorf(req->message, SD_BUS_ERROR_ACCESS_DENIED,
                                                   "Not authorized: %s needs polkit action %s.", what, action);
+        else if (result == -EHOSTDOWN)
+                (void) sd_bus_reply_method_errorf(req->message, TB_ERROR_AUTHORIZATION_UNAVAILABLE,
+                                                  "%s was refused: authorization could not be checked, polkit "
+                                                  "(org.freedesktop.PolicyKit1) gave no answer. Try again once "
+                                                  "polkitd runs.", what);
         else
                 (void) sd_bus_reply_method_errnof(req->message, result, "Failed to check authorization: %m");
 }

@@ -30,10 +30,13 @@ static int parse_reply(sd_bus_message *reply, const char *action) {
         int authorized, challenge, r;
 
         if (e) {
-                /* No polkit, no authorization: never fail open. */
+                /* An error instead of an answer: polkitd is not running and cannot be
+                 * started (ServiceUnknown, Spawn.*), died while it thought (NoReply), or
+                 * failed. No polkit, no authorization: never fail open; but the caller
+                 * must learn that nobody decided, not that polkit said no. Nothing is
+                 * remembered: the next query asks the bus afresh. */
                 log_warning("polkit could not decide on %s (%s: %s); refusing.", action, e->name, strempty(e->message));
-                return sd_bus_error_has_name(e, SD_BUS_ERROR_SERVICE_UNKNOWN) ||
-                       sd_bus_error_has_name(e, SD_BUS_ERROR_NAME_HAS_NO_OWNER) ? -EACCES : -sd_bus_error_get_errno(e) ?: -EACCES;
+                return -EHOSTDOWN;
         }
 
         r = sd_bus_message_enter_container(reply, 'r', "bba{ss}");

@@ -11,9 +11,11 @@
  * CheckAuthorization, subject system-bus-name), so that a handler never blocks the
  * event loop while polkit (or an authentication agent) thinks.
  *
- * The callback's @result: 1 allowed; -EACCES denied (also when polkit is not there);
- * -EBADR: polkit wants an authentication the message did not allow (answer
- * InteractiveAuthorizationRequired); other negative errno: the query failed.
+ * The callback's @result: 1 allowed; -EACCES denied; -EBADR: polkit wants an
+ * authentication the message did not allow (answer InteractiveAuthorizationRequired);
+ * -EHOSTDOWN: polkit gave no answer (not running, could not be started, died while it
+ * held the query): refuse, saying that authorization could not be checked; other
+ * negative errno: the query failed.
  */
 
 typedef struct PolkitQuery PolkitQuery;

@@ -81,6 +81,7 @@ static const struct {
         { TB_ERROR_OUTPUT_ERROR,                          "the trace could not be written" },
         { TB_ERROR_QUOTA_EXCEEDED,                        "your traces in the service's trace directory use up your quota" },
         { TB_ERROR_TRACING_UNAVAILABLE,                   "kernel tracing (tracefs) is not available on this machine" },
+        { TB_ERROR_AUTHORIZATION_UNAVAILABLE,             "authorization could not be checked (polkit is not running)" },
         { SD_BUS_ERROR_INVALID_ARGS,                      "the request was refused as invalid" },
 };
 

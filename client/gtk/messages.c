@@ -67,6 +67,9 @@ static const ErrorWords error_words[] = {
         { "QuotaExceeded", N_("The space for your traces is used up."), NULL },
         { "OutputError", N_("The trace could not be written."), NULL },
         { "TracingUnavailable", N_("Kernel tracing is not available on this computer."), NULL },
+        { "AuthorizationUnavailable", N_("Your permission to record could not be checked."),
+          N_("The system’s authorization service (polkit) is not running. Try again later, or ask an "
+             "administrator to check polkitd.") },
 };
 
 static const ErrorWords *lookup_words(const char *name) {
