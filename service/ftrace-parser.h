@@ -86,6 +86,9 @@ size_t ftrace_bundle_n_skipped(const FtraceBundle *b);
 /* FtraceErrors recorded since the last pack. */
 size_t ftrace_bundle_n_errors(const FtraceBundle *b);
 bool ftrace_bundle_lost_events(const FtraceBundle *b);
+/* Marks the bundle as coming after lost events that no page header reported (the kernel
+ * cleared the buffer), so that the trace says where data is missing. */
+void ftrace_bundle_set_lost_events(FtraceBundle *b);
 /* Timestamp of the last event appended, or of the previous bundle's last event. */
 uint64_t ftrace_bundle_last_timestamp(const FtraceBundle *b);
 

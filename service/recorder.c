@@ -34,7 +34,9 @@ struct Recorder {
         unsigned n_cpus;
         int *pipe_fds;
         int *stats_fds;
-        TraceCpuStats *start_stats;
+        TraceCpuStats *start_stats;   /* per CPU, at the start or at the kernel's last reset */
+        TraceCpuStats *last_stats;    /* per CPU, the last sample */
+        uint64_t *lost_before_reset;  /* per CPU, kernel losses counted before its resets */
         FtraceBundle **bundles;
         FtraceParser *parser;
         size_t page_size;
@@ -116,11 +118,14 @@ static int open_cpus(Recorder *rec, TraceInstance *instance, bool compact_sched)
         rec->pipe_fds = malloc(sizeof(int) * n);
         rec->stats_fds = malloc(sizeof(int) * n);
         rec->start_stats = calloc(n, sizeof(TraceCpuStats));
+        rec->last_stats = calloc(n, sizeof(TraceCpuStats));
+        rec->lost_before_reset = calloc(n, sizeof(uint64_t));
         rec->bundles = calloc(n, sizeof(FtraceBundle *));
         rec->lost_reported = calloc(n, sizeof(uint64_t));
         rec->bundle_pages = calloc(n, sizeof(unsigned));
         rec->fill_reported = calloc(n, sizeof(double));
-        if (!rec->pipe_fds || !rec->stats_fds || !rec->start_stats || !rec->bundles ||
+        if (!rec->pipe_fds || !rec->stats_fds || !rec->start_stats || !rec->last_stats ||
+            !rec->lost_before_reset || !rec->bundles ||
             !rec->lost_reported || !rec->fill_reported || !rec->bundle_pages)
                 return -ENOMEM;
         for (int cpu = 0; cpu < n; cpu++)
@@ -219,6 +224,8 @@ Recorder *recorder_free(Recorder *rec) {
         free(rec->pipe_fds);
         free(rec->stats_fds);
         free(rec->start_stats);
+        free(rec->last_stats);
+        free(rec->lost_before_reset);
         free(rec->bundles);
         free(rec->lost_reported);
         free(rec->bundle_pages);
@@ -464,6 +471,29 @@ static int append_trace_stats(Recorder *rec) {
         return trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
 }
 
+static uint64_t cpu_lost_since_start(const Recorder *rec, unsigned cpu, const TraceCpuStats *s) {
+        return (s->overrun - rec->start_stats[cpu].overrun) +
+               (s->dropped_events - rec->start_stats[cpu].dropped_events);
+}
+
+/* The kernel clears an instance's buffers when an event that was ever enabled in it is
+ * removed (an administrator deletes a kprobe or uprobe the session records): what they
+ * held is gone without a page saying so, and the counters start again from zero. A
+ * counter that only grows went backwards: keep the losses counted so far, and mark the
+ * CPU's next bundle as following lost events, so that the trace says where. */
+static void check_buffer_reset(Recorder *rec, unsigned cpu, const TraceCpuStats *s) {
+        const TraceCpuStats *last = &rec->last_stats[cpu];
+
+        if (s->read_events >= last->read_events && s->overrun >= last->overrun &&
+            s->dropped_events >= last->dropped_events)
+                return;
+        rec->lost_before_reset[cpu] += cpu_lost_since_start(rec, cpu, last);
+        rec->start_stats[cpu] = (TraceCpuStats) {};
+        ftrace_bundle_set_lost_events(rec->bundles[cpu]);
+        log_warning("The kernel cleared the trace buffer of CPU %u (was an event of the session removed?): "
+                    "the events it held are lost.", cpu);
+}
+
 /* Samples the kernel's per-CPU counters: loss and fill on the timeline, and the
  * session's EventsLost, live. */
 static int sample_cpu_stats(Recorder *rec) {
@@ -478,8 +508,9 @@ static int sample_cpu_stats(Recorder *rec) {
                 r = trace_instance_read_cpu_stats_fd(rec->stats_fds[cpu], &s);
                 if (r < 0)
                         return r;
-                lost = (s.overrun - rec->start_stats[cpu].overrun) +
-                       (s.dropped_events - rec->start_stats[cpu].dropped_events);
+                check_buffer_reset(rec, cpu, &s);
+                rec->last_stats[cpu] = s;
+                lost = rec->lost_before_reset[cpu] + cpu_lost_since_start(rec, cpu, &s);
                 kernel_lost += lost;
                 if (lost != rec->lost_reported[cpu]) {
                         rec->lost_reported[cpu] = lost;
