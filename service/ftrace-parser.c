@@ -145,30 +145,6 @@ static inline uint8_t *pb_varint(uint8_t *p, uint64_t v) {
         return p;
 }
 
-/* The same without a branch on the length, for values below 2^35 (the compact columns:
- * timestamp deltas, pids, states): the seven-bit groups are spread out and stored as one
- * 8-byte word, of which the varint's length counts. A loop or a branch on the length,
- * which varies from event to event (a delta of 2 or 3 bytes, pid 0 or a real one),
- * mispredicts often enough to cost more than the whole encoding. Callers reserve 10
- * bytes. */
-static inline uint8_t *pb_varint_branchless(uint8_t *p, uint64_t v) {
-        static const uint8_t len_by_bits[36] = {
-                1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3,
-                4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5,
-        };
-        unsigned len;
-        uint64_t w;
-
-        if (_unlikely_(v >= (UINT64_C(1) << 35) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__))
-                return pb_varint(p, v);
-        len = len_by_bits[64 - __builtin_clzll(v | 1)];
-        w = (v & 0x7f) | ((v << 1) & (UINT64_C(0x7f) << 8)) | ((v << 2) & (UINT64_C(0x7f) << 16)) |
-            ((v << 3) & (UINT64_C(0x7f) << 24)) | ((v << 4) & (UINT64_C(0x7f) << 32));
-        w |= UINT64_C(0x80808080) & ((UINT64_C(1) << (8 * (len - 1))) - 1);
-        memcpy(p, &w, sizeof(w));
-        return p + len;
-}
-
 static PbKey pb_key(uint32_t field, unsigned wire_type) {
         PbKey k = {};
 
@@ -1435,7 +1411,7 @@ static int compact_grow(CompactSched *c, unsigned first, unsigned last, size_t *
 static inline void col_put(CompactSched *c, unsigned col, uint64_t v) {
         Buf *b = &c->col[col];
 
-        b->len = (size_t) (pb_varint_branchless(b->data + b->len, v) - b->data);
+        b->len = (size_t) (pb_varint(b->data + b->len, v) - b->data);
 }
 
 static inline uint64_t field_value(const EventInfo *e, int which, const uint8_t *rec) {
