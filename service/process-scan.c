@@ -30,8 +30,8 @@ typedef struct SavedTask {
 struct ProcessTreeBuilder {
         PidSet processes, threads;
         const char *tracefs_root;
-        SavedTask *saved;          /* read on a thread /proc lacks, at most once a second */
-        size_t n_saved;
+        SavedTask *saved;          /* the pending threads and their processes, sorted by pid */
+        size_t n_saved, saved_allocated;
         bool saved_loaded;
         uint64_t saved_loaded_ns;  /* CLOCK_MONOTONIC */
         uint64_t saved_reload_ns;  /* the wait before the next read, doubling */
@@ -306,8 +306,7 @@ static int saved_task_cmp(const void *a, const void *b) {
         return x < y ? -1 : x > y;
 }
 
-/* b->saved is sorted by pid (load_saved_tasks() sorts it): a binary search, since
- * saved_tgids easily lists thousands of tasks and gone threads are looked up each round. */
+/* b->saved is sorted by pid: a binary search. */
 static SavedTask *saved_task(ProcessTreeBuilder *b, int32_t pid) {
         SavedTask key = { .pid = pid };
 
@@ -316,28 +315,18 @@ static SavedTask *saved_task(ProcessTreeBuilder *b, int32_t pid) {
         return bsearch(&key, b->saved, b->n_saved, sizeof(SavedTask), saved_task_cmp);
 }
 
-/* Appends without a lookup (@sorted_n entries at the front are sorted and searched);
- * the caller sorts again. */
-static int saved_task_add(ProcessTreeBuilder *b, size_t *allocated, size_t sorted_n, int32_t pid,
-                          SavedTask **ret) {
-        SavedTask key = { .pid = pid }, *t = NULL, *p;
+/* Makes room for @n entries in b->saved. */
+static int saved_reserve(ProcessTreeBuilder *b, size_t n) {
+        SavedTask *p;
 
-        if (sorted_n > 0)
-                t = bsearch(&key, b->saved, sorted_n, sizeof(SavedTask), saved_task_cmp);
-        if (!t) {
-                if (b->n_saved >= *allocated) {
-                        size_t n = MAX(*allocated * 2, (size_t) 256);
-
-                        p = realloc(b->saved, n * sizeof(SavedTask));
-                        if (!p)
-                                return -ENOMEM;
-                        b->saved = p;
-                        *allocated = n;
-                }
-                t = &b->saved[b->n_saved++];
-                *t = key;
-        }
-        *ret = t;
+        if (n <= b->saved_allocated)
+                return 0;
+        n = MAX(n, b->saved_allocated * 2);
+        p = realloc(b->saved, n * sizeof(SavedTask));
+        if (!p)
+                return -ENOMEM;
+        b->saved = p;
+        b->saved_allocated = n;
         return 0;
 }
 
@@ -356,54 +345,79 @@ static uint64_t monotonic_ns(void) {
  * the end describes whatever is still waiting. */
 #define SAVED_RELOAD_FIRST_NS (1000ull * 1000ull * 1000ull)
 #define SAVED_RELOAD_MAX_NS (16ull * SAVED_RELOAD_FIRST_NS)
+#define PENDING_MAX 4096
 
 static bool saved_reload_due(const ProcessTreeBuilder *b) {
         return !b->saved_loaded || monotonic_ns() - b->saved_loaded_ns >= b->saved_reload_ns;
 }
 
-/* saved_tgids ("pid tgid") and saved_cmdlines ("pid comm"), the kernel's memory of tasks
- * it recorded, some of which are gone by now. */
+/* Fills in, from one of the kernel's saved tables ("pid tgid" or "pid comm" lines), the
+ * entries of b->saved, which holds only the tasks looked for: the tables list tens of
+ * thousands of tasks, and keeping them all meant allocating and sorting them all. */
+static int read_saved_table(ProcessTreeBuilder *b, const char *file, bool tgids) {
+        _cleanup_free_ char *path = NULL, *text = NULL;
+
+        if (asprintf(&path, "%s/%s", b->tracefs_root, file) < 0)
+                return -ENOMEM;
+        if (read_full_file(path, 4 * 1024 * 1024, &text, NULL) < 0)
+                return 0;   /* an older kernel without the table: nothing to learn */
+        for (char *line = text, *next; line && *line; line = next) {
+                SavedTask *t;
+                char *end;
+                long pid;
+
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = 0;
+                pid = strtol(line, &end, 10);
+                if (end == line || *end != ' ' || pid <= 0 || pid > INT32_MAX)
+                        continue;
+                t = saved_task(b, (int32_t) pid);
+                if (!t)
+                        continue;
+                if (tgids)
+                        t->tgid = (int32_t) strtol(end + 1, NULL, 10);
+                else
+                        snprintf(t->comm, sizeof(t->comm), "%s", end + 1);
+        }
+        return 0;
+}
+
+/* What the kernel saved of the pending threads: their tgids from saved_tgids, then
+ * their comms and their processes' from saved_cmdlines. */
 static int load_saved_tasks(ProcessTreeBuilder *b) {
-        static const char *const files[] = { "saved_tgids", "saved_cmdlines" };
-        size_t allocated = 0, sorted_n = 0;
+        size_t n;
+        int r;
 
         b->saved_reload_ns = b->saved_loaded ? MIN(b->saved_reload_ns * 2, SAVED_RELOAD_MAX_NS) :
                                                SAVED_RELOAD_FIRST_NS;
         b->saved_loaded = true;
         b->saved_loaded_ns = monotonic_ns();
-        b->saved = mfree(b->saved);
-        b->n_saved = 0;
-        for (size_t f = 0; f < ELEMENTSOF(files); f++) {
-                _cleanup_free_ char *path = NULL, *text = NULL;
 
-                if (asprintf(&path, "%s/%s", b->tracefs_root, files[f]) < 0)
-                        return -ENOMEM;
-                if (read_full_file(path, 4 * 1024 * 1024, &text, NULL) < 0)
-                        continue;
-                for (char *line = text, *next; line && *line; line = next) {
-                        SavedTask *t;
-                        char *end;
-                        long pid;
+        r = saved_reserve(b, 2 * b->n_pending);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < b->n_pending; i++)
+                b->saved[i] = (SavedTask) { .pid = b->pending[i] };
+        b->n_saved = b->n_pending;
+        qsort(b->saved, b->n_saved, sizeof(SavedTask), saved_task_cmp);
+        n = 0;
+        for (size_t i = 0; i < b->n_saved; i++)
+                if (n == 0 || b->saved[n - 1].pid != b->saved[i].pid)
+                        b->saved[n++] = b->saved[i];
+        b->n_saved = n;
+        r = read_saved_table(b, "saved_tgids", /* tgids= */ true);
+        if (r < 0)
+                return r;
 
-                        next = strchr(line, '\n');
-                        if (next)
-                                *next++ = 0;
-                        pid = strtol(line, &end, 10);
-                        if (end == line || *end != ' ' || pid <= 0 || pid > INT32_MAX)
-                                continue;
-                        if (saved_task_add(b, &allocated, sorted_n, (int32_t) pid, &t) < 0)
-                                return -ENOMEM;
-                        if (f == 0)
-                                t->tgid = (int32_t) strtol(end + 1, NULL, 10);
-                        else
-                                snprintf(t->comm, sizeof(t->comm), "%s", end + 1);
-                }
-                /* Sorted after each file: saved_cmdlines finds saved_tgids' entries. */
-                if (b->n_saved > 0)
-                        qsort(b->saved, b->n_saved, sizeof(SavedTask), saved_task_cmp);
-                sorted_n = b->n_saved;
-        }
-        return 0;
+        /* The processes of those threads are looked for too, for their names. */
+        n = b->n_saved;
+        for (size_t i = 0; i < n; i++)
+                if (b->saved[i].tgid > 0 && !saved_task(b, b->saved[i].tgid))
+                        b->saved[b->n_saved++] = (SavedTask) { .pid = b->saved[i].tgid };
+        if (b->n_saved > n)
+                qsort(b->saved, b->n_saved, sizeof(SavedTask), saved_task_cmp);
+        return read_saved_table(b, "saved_cmdlines", /* tgids= */ false);
 }
 
 static int add_entry_process(ProcessTreeBuilder *b, Tracebus__ProcessTree__Process *p) {
@@ -444,10 +458,9 @@ static int add_gone_process(ProcessTreeBuilder *b, int32_t pid) {
  * it saved the tgid. Nothing is guessed. */
 static int describe_saved_thread(ProcessTreeBuilder *b, pid_t tid, const SavedTask *s);
 
+/* Duplicates are dropped when the tables are read (a scan here would be quadratic in a
+ * storm of short-lived threads). */
 static int pending_add(ProcessTreeBuilder *b, pid_t tid) {
-        for (size_t i = 0; i < b->n_pending; i++)
-                if (b->pending[i] == tid)
-                        return 0;
         if (b->n_pending >= b->pending_allocated) {
                 size_t n = MAX(b->pending_allocated * 2, (size_t) 64);
                 int32_t *p = realloc(b->pending, n * sizeof(int32_t));
@@ -461,24 +474,18 @@ static int pending_add(ProcessTreeBuilder *b, pid_t tid) {
         return 0;
 }
 
+/* A thread gone from /proc before we looked waits for the next read of the kernel's
+ * saved tables, which comes at once the first time. */
 static int add_gone_thread(ProcessTreeBuilder *b, pid_t tid) {
-        bool fresh = false;
-        SavedTask *s;
         int r;
 
         if (!b->tracefs_root)
                 return 0;
-        if (saved_reload_due(b)) {
-                r = load_saved_tasks(b);
-                if (r < 0)
-                        return r;
-                fresh = true;
-        }
-        s = saved_task(b, tid);
-        if (!s || s->tgid <= 0)
-                /* Tables read just now do not know it: nobody will. Older ones may not yet. */
-                return fresh ? 0 : pending_add(b, tid);
-        return describe_saved_thread(b, tid, s);
+        r = pending_add(b, tid);
+        if (r < 0)
+                return r;
+        /* Bounded: so many waiting make the read worth it now. */
+        return process_tree_builder_retry_gone(b, /* force= */ b->n_pending >= PENDING_MAX);
 }
 
 int process_tree_builder_retry_gone(ProcessTreeBuilder *b, bool force) {
@@ -505,9 +512,8 @@ int process_tree_builder_retry_gone(ProcessTreeBuilder *b, bool force) {
 
 static int describe_saved_thread(ProcessTreeBuilder *b, pid_t tid, const SavedTask *s) {
         Tracebus__ProcessTree__Thread *t;
-        int r;
-
         ProcStatus st;
+        int r;
 
         r = read_status(s->tgid, &st) >= 0 ? add_process(b, s->tgid, &st) : add_gone_process(b, s->tgid);
         if (r < 0)

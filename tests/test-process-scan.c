@@ -2,9 +2,11 @@
 /* The /proc scan that names processes and threads in the trace, checked against this
  * very process: its pid, its argv, and a thread with a name the test gives it. */
 #include <glib.h>
+#include <glib/gstdio.h>
 #include <pthread.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "process-scan.h"
@@ -125,10 +127,83 @@ static void test_add_thread(void) {
         process_tree_builder_free(b);
 }
 
+#define TRACEFS "/sys/kernel/tracing"
+
+static void write_tracefs(const char *instance, const char *file, const char *value) {
+        g_autofree char *path = g_build_filename(instance, file, NULL);
+        g_autoptr(GError) error = NULL;
+
+        g_assert_true(g_file_set_contents_full(path, value, -1, G_FILE_SET_CONTENTS_NONE, 0644, &error));
+        g_assert_no_error(error);
+}
+
+/* A process that names itself, sleeps (so the kernel switches it out and saves its
+ * comm and tgid) and exits; reaped when this returns, so gone from /proc. */
+static pid_t run_short_lived(const char *name) {
+        g_autofree char *proc = NULL;
+        int status;
+        pid_t pid = fork();
+
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0) {
+                prctl(PR_SET_NAME, name);
+                g_usleep(20 * 1000);
+                _exit(0);
+        }
+        g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+        proc = g_strdup_printf("/proc/%d", (int) pid);
+        g_assert_false(g_file_test(proc, G_FILE_TEST_EXISTS));
+        return pid;
+}
+
+/* A thread gone from /proc before it was looked at is described from the kernel's
+ * saved_tgids and saved_cmdlines (the real kernel's, with record-tgid on in an instance
+ * of the test's own): its tgid and name, and its process, named by its comm. A pid the
+ * kernel never saw waits for the next read of the tables and is then dropped. */
+static void test_gone_thread(void) {
+        char instance[128];     /* not on the heap: the child would report it lost */
+        const Tracebus__ProcessTree__Thread *t;
+        const Tracebus__ProcessTree__Process *p;
+        ProcessTreeBuilder *b = NULL;
+        pid_t gone;
+
+        g_assert_true(g_file_test(TRACEFS "/saved_tgids", G_FILE_TEST_EXISTS));
+        g_snprintf(instance, sizeof(instance), TRACEFS "/instances/tb-scan-test-%d", (int) getpid());
+        g_assert_cmpint(g_mkdir(instance, 0755), ==, 0);
+        write_tracefs(instance, "options/record-tgid", "1");
+        write_tracefs(instance, "events/sched/sched_switch/enable", "1");
+        write_tracefs(instance, "tracing_on", "1");
+        gone = run_short_lived("tb-gone-test");
+        write_tracefs(instance, "events/sched/sched_switch/enable", "0");
+
+        g_assert_cmpint(process_tree_builder_new(&b), ==, 0);
+        process_tree_builder_set_tracefs(b, TRACEFS);
+        g_assert_cmpint(process_tree_builder_add_thread(b, gone), ==, 1);
+        t = find_thread(process_tree_builder_tree(b), gone);
+        g_assert_nonnull(t);
+        g_assert_cmpint(t->tgid, ==, gone);
+        g_assert_cmpstr(t->name, ==, "tb-gone-test");
+        p = find_process(process_tree_builder_tree(b), gone);
+        g_assert_nonnull(p);
+        g_assert_true(p->cmdline_is_comm);
+        g_assert_cmpuint(p->n_cmdline, ==, 1);
+        g_assert_cmpstr(p->cmdline[0], ==, "tb-gone-test");
+
+        /* Never seen by the kernel: waits (the tables were read just now), then the last
+         * read does not know it either. */
+        g_assert_cmpint(process_tree_builder_add_thread(b, 0x7ffffff0), ==, 0);
+        g_assert_cmpint(process_tree_builder_retry_gone(b, /* force= */ true), ==, 0);
+        g_assert_cmpuint(process_tree_builder_n_entries(b), ==, 2);
+
+        process_tree_builder_free(b);
+        g_assert_cmpint(g_rmdir(instance), ==, 0);
+}
+
 int main(int argc, char **argv) {
         argv0 = argv[0];
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/process-scan/all", test_scan_all);
         g_test_add_func("/process-scan/thread", test_add_thread);
+        g_test_add_func("/process-scan/gone-thread", test_gone_thread);
         return g_test_run();
 }
