@@ -407,9 +407,21 @@ typedef struct Interner {
 
 /* One group of columns (sched_switch's or sched_waking's): every column has room
  * for @room more events, each value being at most 10 bytes. */
+/* The comm index a pid had last in this bundle, with the comm's raw 16 bytes: a task
+ * keeps its comm, so most events are one compare away from their index, without the
+ * interner's hash. */
+#define COMM_CACHE_SIZE 128
+
+typedef struct CommCacheEntry {
+        int32_t pid;              /* -1: empty */
+        uint32_t index;
+        uint64_t w0, w1;
+} CommCacheEntry;
+
 typedef struct CompactSched {
         Buf col[_COL_MAX];        /* packed varints, ready to be copied */
         Interner names;
+        CommCacheEntry comm_cache[COMM_CACHE_SIZE];
         uint64_t last_switch_ts, last_waking_ts;
         size_t switch_room, waking_room;
 } CompactSched;
@@ -988,6 +1000,7 @@ static void compact_sched_reset(CompactSched *c) {
         for (size_t i = 0; i < _COL_MAX; i++)
                 c->col[i].len = 0;
         interner_reset(&c->names);
+        memset(c->comm_cache, 0xff, sizeof(c->comm_cache));
         c->last_switch_ts = c->last_waking_ts = 0;
         c->switch_room = c->waking_room = 0;
 }
@@ -1002,6 +1015,7 @@ int ftrace_bundle_new(uint32_t cpu, bool compact_sched, FtraceBundle **ret) {
                 return -ENOMEM;
         b->cpu = cpu;
         b->compact_sched = compact_sched;
+        memset(b->compact.comm_cache, 0xff, sizeof(b->compact.comm_cache));
         b->size_hint = 64 * 1024;
         *ret = b;
         return 0;
@@ -1419,14 +1433,34 @@ static inline uint64_t field_value(const EventInfo *e, int which, const uint8_t 
         return read_number(rec + e->compact_offset[which], e->compact_size[which], e->compact_signed[which]);
 }
 
+/* The comm of @pid (field @which of @rec): its index in the bundle's intern table. */
 static inline __attribute__((always_inline)) int compact_intern_comm(CompactSched *c, const EventInfo *e, int which,
-                                      const uint8_t *rec, uint32_t *ret) {
-        return interner_add(&c->names, rec + e->compact_offset[which], e->compact_size[which], ret);
+                                                                     const uint8_t *rec, int32_t pid, uint32_t *ret) {
+        const uint8_t *s = rec + e->compact_offset[which];
+        CommCacheEntry *ce;
+        uint64_t w0, w1;
+        int r;
+
+        if (_unlikely_(e->compact_size[which] != 16))
+                return interner_add(&c->names, s, e->compact_size[which], ret);
+        /* The same raw bytes are the same string, whatever follows the NUL. */
+        w0 = rd64(s);
+        w1 = rd64(s + 8);
+        ce = &c->comm_cache[(uint32_t) pid % COMM_CACHE_SIZE];
+        if (_likely_(ce->pid == pid && ce->w0 == w0 && ce->w1 == w1)) {
+                *ret = ce->index;
+                return 0;
+        }
+        r = interner_add(&c->names, s, 16, ret);
+        if (r < 0)
+                return r;
+        *ce = (CommCacheEntry) { .pid = pid, .index = *ret, .w0 = w0, .w1 = w1 };
+        return 0;
 }
 
 /* Timestamps are delta-encoded per kind within the bundle, the first one absolute. */
 static int bundle_add_compact_switch(FtraceBundle *b, const EventInfo *e, const uint8_t *rec,
-                                     uint64_t ts) {
+                                     uint64_t ts, int32_t next_pid) {
         CompactSched *c = &b->compact;
         uint32_t comm;
         int r;
@@ -1436,13 +1470,13 @@ static int bundle_add_compact_switch(FtraceBundle *b, const EventInfo *e, const 
                 if (r < 0)
                         return r;
         }
-        r = compact_intern_comm(c, e, CS_NEXT_COMM, rec, &comm);
+        r = compact_intern_comm(c, e, CS_NEXT_COMM, rec, next_pid, &comm);
         if (r < 0)
                 return r;
         col_put(c, COL_SWITCH_TIMESTAMP, ts - c->last_switch_ts);
         c->last_switch_ts = ts;
         col_put(c, COL_SWITCH_PREV_STATE, field_value(e, CS_PREV_STATE, rec));
-        col_put(c, COL_SWITCH_NEXT_PID, field_value(e, CS_NEXT_PID, rec));
+        col_put(c, COL_SWITCH_NEXT_PID, (uint64_t) (int64_t) next_pid);
         col_put(c, COL_SWITCH_NEXT_PRIO, field_value(e, CS_NEXT_PRIO, rec));
         col_put(c, COL_SWITCH_NEXT_COMM_INDEX, comm);
         c->switch_room--;
@@ -1450,7 +1484,7 @@ static int bundle_add_compact_switch(FtraceBundle *b, const EventInfo *e, const 
 }
 
 static int bundle_add_compact_waking(FtraceBundle *b, const EventInfo *e, const uint8_t *rec,
-                                     uint64_t ts) {
+                                     uint64_t ts, int32_t pid) {
         CompactSched *c = &b->compact;
         uint32_t comm;
         int r;
@@ -1460,12 +1494,12 @@ static int bundle_add_compact_waking(FtraceBundle *b, const EventInfo *e, const 
                 if (r < 0)
                         return r;
         }
-        r = compact_intern_comm(c, e, CW_COMM, rec, &comm);
+        r = compact_intern_comm(c, e, CW_COMM, rec, pid, &comm);
         if (r < 0)
                 return r;
         col_put(c, COL_WAKING_TIMESTAMP, ts - c->last_waking_ts);
         c->last_waking_ts = ts;
-        col_put(c, COL_WAKING_PID, field_value(e, CW_PID, rec));
+        col_put(c, COL_WAKING_PID, (uint64_t) (int64_t) pid);
         col_put(c, COL_WAKING_TARGET_CPU, field_value(e, CW_TARGET_CPU, rec));
         col_put(c, COL_WAKING_PRIO, field_value(e, CW_PRIO, rec));
         col_put(c, COL_WAKING_COMM_INDEX, comm);
@@ -1553,16 +1587,20 @@ static int parser_add_record(FtraceParser *p, FtraceBundle *b, const uint8_t *re
          * when tracing started, and then the /proc scan, made after tracing_on,
          * describes it. One pid-cache probe per switch instead of two per event. */
         if (b->compact_sched && e->compact_role == COMPACT_SWITCH) {
-                r = bundle_add_compact_switch(b, e, rec, ts);
+                int32_t next_pid = (int32_t) field_value(e, CS_NEXT_PID, rec);
+
+                r = bundle_add_compact_switch(b, e, rec, ts, next_pid);
                 if (r < 0)
                         return r;
-                bundle_note_pid(b, (int32_t) field_value(e, CS_NEXT_PID, rec));
+                bundle_note_pid(b, next_pid);
         } else if (b->compact_sched && e->compact_role == COMPACT_WAKING) {
-                r = bundle_add_compact_waking(b, e, rec, ts);
+                int32_t pid = (int32_t) field_value(e, CW_PID, rec);
+
+                r = bundle_add_compact_waking(b, e, rec, ts, pid);
                 if (r < 0)
                         return r;
                 /* A thread woken that never runs before the end is named by its waking. */
-                bundle_note_pid(b, (int32_t) field_value(e, CW_PID, rec));
+                bundle_note_pid(b, pid);
         } else {
                 r = bundle_add_full(b, e, rec, len, ts);
                 if (r < 0)

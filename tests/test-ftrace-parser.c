@@ -714,6 +714,71 @@ static void test_record_types(void) {
         ftrace_parser_free(p);
 }
 
+/* A page of sched_switch records to pid 777, whose next_comm is @comms[i] (@lens[i]
+ * bytes of it, so that bytes after a NUL can differ). */
+static void page_of_comms(PageWriter *w, int id, const char *const *comms, const size_t *lens, size_t n) {
+        uint8_t rec[64];
+
+        *w = (PageWriter) { .off = 16 };
+        for (size_t i = 0; i < n; i++) {
+                make_switch(rec, id, 4242);
+                memset(rec + 40, 0, 16);
+                memcpy(rec + 40, comms[i], lens[i]);                     /* next_comm */
+                memcpy(rec + 56, &(int32_t) { 777 }, 4);                 /* next_pid */
+                pw_word(w, 16 | 10 << 5);
+                pw_bytes(w, rec, 64);
+        }
+        pw_finish(w, 1000);
+}
+
+static void assert_compact_comms(FtraceBundle *b, const char *const *table, size_t n_table,
+                                 const uint32_t *index, size_t n) {
+        Tracebus__FtraceEventBundle *m = bundle_pack_unpack(b, NULL);
+
+        g_assert_nonnull(m->compact_sched);
+        g_assert_cmpuint(m->compact_sched->n_intern_table, ==, n_table);
+        for (size_t i = 0; i < n_table; i++)
+                g_assert_cmpstr(m->compact_sched->intern_table[i], ==, table[i]);
+        g_assert_cmpuint(m->compact_sched->n_switch_next_comm_index, ==, n);
+        for (size_t i = 0; i < n; i++) {
+                g_assert_cmpint(m->compact_sched->switch_next_pid[i], ==, 777);
+                g_assert_cmpuint(m->compact_sched->switch_next_comm_index[i], ==, index[i]);
+        }
+        tracebus__ftrace_event_bundle__free_unpacked(m, NULL);
+}
+
+/* Compact comms: one pid whose next_comm changes (a rename) and changes back, and the
+ * same string with other bytes after its NUL, each get the right intern index. The
+ * next bundle starts its own table: the comm the last one cached for the pid is not
+ * taken for an index into it. */
+static void test_compact_comm_cache(void) {
+        static const char *const comms1[] = { "first", "second", "first", "first\0junk", "second" };
+        static const size_t lens1[] = { 5, 6, 5, 10, 6 };
+        static const char *const table1[] = { "first", "second" };
+        static const uint32_t index1[] = { 0, 1, 0, 0, 1 };
+        static const char *const comms2[] = { "second", "first" };
+        static const size_t lens2[] = { 6, 5 };
+        static const char *const table2[] = { "second", "first" };
+        static const uint32_t index2[] = { 0, 1 };
+        FtraceParser *p = parser_new_from_fixtures(NULL);
+        g_autoptr(GBytes) fmt = fixture_read("events/sched/sched_switch/format");
+        FtraceBundle *b = NULL;
+        PageWriter w;
+        int id;
+
+        id = ftrace_parser_add_event(p, "sched", g_bytes_get_data(fmt, NULL), g_bytes_get_size(fmt));
+        g_assert_cmpint(id, >, 0);
+        g_assert_cmpint(ftrace_bundle_new(0, true, &b), ==, 0);
+        page_of_comms(&w, id, comms1, lens1, G_N_ELEMENTS(comms1));
+        g_assert_cmpint(ftrace_parser_parse_page(p, w.page, sizeof(w.page), b), ==, G_N_ELEMENTS(comms1));
+        assert_compact_comms(b, table1, G_N_ELEMENTS(table1), index1, G_N_ELEMENTS(index1));
+        page_of_comms(&w, id, comms2, lens2, G_N_ELEMENTS(comms2));
+        g_assert_cmpint(ftrace_parser_parse_page(p, w.page, sizeof(w.page), b), ==, G_N_ELEMENTS(comms2));
+        assert_compact_comms(b, table2, G_N_ELEMENTS(table2), index2, G_N_ELEMENTS(index2));
+        ftrace_bundle_free(b);
+        ftrace_parser_free(p);
+}
+
 /* Bit 31 of a real page's commit word (RB_MISSED_EVENTS) -> lost_events; the next
  * bundle starts clean and chains previous_bundle_end_timestamp. */
 static void test_lost_events(void) {
@@ -1032,6 +1097,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/ftrace-parser/time-extend", test_time_extend);
         g_test_add_func("/ftrace-parser/absolute-time-stamp", test_absolute_time_stamp);
         g_test_add_func("/ftrace-parser/record-types", test_record_types);
+        g_test_add_func("/ftrace-parser/compact-comm-cache", test_compact_comm_cache);
         g_test_add_func("/ftrace-parser/lost-events", test_lost_events);
         g_test_add_func("/ftrace-parser/malformed-pages", test_malformed_pages);
         g_test_add_func("/ftrace-parser/bad-data-loc", test_bad_data_loc);
