@@ -145,6 +145,7 @@ static int read_proc_file(pid_t pid, const char *file, char **ret, size_t *ret_l
 /* What the tree needs from /proc/PID/status. */
 typedef struct ProcStatus {
         long tgid, ppid, uid;
+        char name[16];            /* the task's comm; "" when it must be read from comm */
 } ProcStatus;
 
 static const char *status_field(const char *status, const char *field) {
@@ -154,6 +155,23 @@ static const char *status_field(const char *status, const char *field) {
                 if (strncmp(line, field, flen) == 0 && line[flen] == ':')
                         return line + flen + 1;
         return NULL;
+}
+
+/* "Name:" is the comm, which saves reading comm; but the kernel escapes a backslash or
+ * a control character in it there, so such a name is left to the comm file. */
+static void status_name(const char *status, char ret[static 16]) {
+        const char *name = status_field(status, "Name");
+        size_t n;
+
+        ret[0] = 0;
+        if (!name)
+                return;
+        name += strspn(name, "\t");
+        n = strcspn(name, "\n");
+        if (n == 0 || n > 15 || memchr(name, '\\', n))
+                return;
+        memcpy(ret, name, n);
+        ret[n] = 0;
 }
 
 /* One read of /proc/PID/status for all its fields we use: the kernel formats some
@@ -176,25 +194,35 @@ static int read_status(pid_t pid, ProcStatus *ret) {
                 .ppid = strtol(ppid, NULL, 10),
                 .uid = uid ? strtol(uid, NULL, 10) : 0,
         };
+        status_name(status, ret->name);
         return 0;
 }
 
-static int read_comm(pid_t pid, pid_t tid, char **ret) {
+
+/* The comm of @tid in process @pid: @known if the status read gave it, else from comm. */
+static int read_comm(pid_t pid, pid_t tid, const char *known, char **ret) {
         char file[64];
         char *comm;
+        size_t len = 0;
         int r;
 
+        if (known && known[0]) {
+                *ret = strdup(known);
+                return *ret ? 0 : -ENOMEM;
+        }
         snprintf(file, sizeof(file), "task/%d/comm", (int) tid);
-        r = read_proc_file(pid, file, &comm, NULL);
+        r = read_proc_file(pid, file, &comm, &len);
         if (r < 0)
                 return r;
-        comm[strcspn(comm, "\n")] = 0;
+        /* The file ends with a newline; a comm may hold one of its own. */
+        if (len > 0 && comm[len - 1] == '\n')
+                comm[len - 1] = 0;
         *ret = comm;
         return 0;
 }
 
 /* argv from /proc/PID/cmdline; kernel threads have none: then their comm, marked as such. */
-static int fill_cmdline(Tracebus__ProcessTree__Process *p, pid_t pid) {
+static int fill_cmdline(Tracebus__ProcessTree__Process *p, pid_t pid, const char *comm) {
         _cleanup_free_ char *raw = NULL;
         size_t len = 0, n = 0;
         int r;
@@ -204,7 +232,7 @@ static int fill_cmdline(Tracebus__ProcessTree__Process *p, pid_t pid) {
                 return r;
         if (len == 0) {
                 p->cmdline = calloc(1, sizeof(char *));
-                if (!p->cmdline || read_comm(pid, pid, &p->cmdline[0]) < 0)
+                if (!p->cmdline || read_comm(pid, pid, comm, &p->cmdline[0]) < 0)
                         return -ENOENT;
                 p->n_cmdline = 1;
                 p->has_cmdline_is_comm = p->cmdline_is_comm = true;
@@ -259,7 +287,7 @@ static int add_process(ProcessTreeBuilder *b, pid_t pid, const ProcStatus *known
         p->pid = pid;
         p->ppid = (int32_t) st.ppid;
         p->uid = (int32_t) st.uid;
-        if (fill_cmdline(p, pid) < 0 ||
+        if (fill_cmdline(p, pid, st.name) < 0 ||
             append_entry((void ***) &b->procs, &b->tree.n_processes, &b->procs_allocated, p) < 0) {
                 for (size_t j = 0; j < p->n_cmdline; j++)
                         free(p->cmdline[j]);
@@ -271,14 +299,15 @@ static int add_process(ProcessTreeBuilder *b, pid_t pid, const ProcStatus *known
         return r < 0 ? r : 1;
 }
 
-static int add_thread_of(ProcessTreeBuilder *b, pid_t tgid, pid_t tid, bool again) {
+/* Thread @tid of @tgid, named @name if its status read gave it (NULL or "": read comm). */
+static int add_thread_of(ProcessTreeBuilder *b, pid_t tgid, pid_t tid, bool again, const char *name_known) {
         Tracebus__ProcessTree__Thread *t;
         char *name;
         int r;
 
         if (tid <= 0 || (!again && pid_set_contains(&b->threads, tid)))
                 return 0;
-        if (read_comm(tgid, tid, &name) < 0)
+        if (read_comm(tgid, tid, name_known, &name) < 0)
                 return 0;
         t = calloc(1, sizeof(*t));
         if (!t) {
@@ -549,7 +578,7 @@ int process_tree_builder_add_thread(ProcessTreeBuilder *b, pid_t tid) {
         added = add_process(b, (pid_t) st.tgid, st.tgid == tid ? &st : NULL);
         if (added < 0)
                 return added;
-        r = add_thread_of(b, (pid_t) st.tgid, tid, /* again= */ false);
+        r = add_thread_of(b, (pid_t) st.tgid, tid, /* again= */ false, st.name);
         if (r < 0)
                 return r;
         return added || r;
@@ -560,7 +589,7 @@ int process_tree_builder_redescribe_thread(ProcessTreeBuilder *b, pid_t tid) {
 
         if (tid <= 0 || read_status(tid, &st) < 0)
                 return 0;
-        return add_thread_of(b, (pid_t) st.tgid, tid, /* again= */ true);
+        return add_thread_of(b, (pid_t) st.tgid, tid, /* again= */ true, st.name);
 }
 
 static bool parse_pid(const char *s, pid_t *ret) {
@@ -573,7 +602,8 @@ static bool parse_pid(const char *s, pid_t *ret) {
         return true;
 }
 
-static int add_threads_of(ProcessTreeBuilder *b, pid_t pid) {
+/* Every thread of @pid; the main thread's name is in @st, its status. */
+static int add_threads_of(ProcessTreeBuilder *b, pid_t pid, const ProcStatus *st) {
         _cleanup_(closedirp) DIR *d = NULL;
         char path[64];
         int r;
@@ -587,7 +617,7 @@ static int add_threads_of(ProcessTreeBuilder *b, pid_t pid) {
 
                 if (!parse_pid(de->d_name, &tid))
                         continue;
-                r = add_thread_of(b, pid, tid, /* again= */ false);
+                r = add_thread_of(b, pid, tid, /* again= */ false, tid == pid ? st->name : NULL);
                 if (r < 0)
                         return r;
         }
@@ -602,14 +632,15 @@ int process_tree_builder_add_all(ProcessTreeBuilder *b) {
         if (!d)
                 return -errno;
         for (struct dirent *de; (de = readdir(d));) {
+                ProcStatus st;
                 pid_t pid;
 
-                if (!parse_pid(de->d_name, &pid))
+                if (!parse_pid(de->d_name, &pid) || read_status(pid, &st) < 0)
                         continue;
-                r = add_process(b, pid, NULL);
+                r = add_process(b, pid, &st);
                 if (r < 0)
                         return r;
-                r = add_threads_of(b, pid);
+                r = add_threads_of(b, pid, &st);
                 if (r < 0)
                         return r;
         }

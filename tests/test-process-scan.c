@@ -123,6 +123,14 @@ static void test_add_thread(void) {
         /* A pid that does not exist is skipped, not an error. */
         g_assert_cmpint(process_tree_builder_add_thread(b, 0x7ffffff0), ==, 0);
 
+        /* Renamed to a name /proc/PID/status shows escaped ("tb\\scan\\n"): described
+         * again with the real name, as comm has it. */
+        g_assert_cmpint(pthread_setname_np(thread, "tb\\scan\n"), ==, 0);
+        g_assert_cmpint(process_tree_builder_redescribe_thread(b, thread_tid), ==, 1);
+        tree = process_tree_builder_tree(b);
+        g_assert_cmpuint(tree->n_threads, ==, 2);
+        g_assert_cmpstr(tree->threads[1]->name, ==, "tb\\scan\n");
+
         stop_named_thread(thread);
         process_tree_builder_free(b);
 }
