@@ -1062,6 +1062,24 @@ void tb_test_add_isolated(const char *path, void (*func)(void)) {
         g_test_add_data_func(path, (gconstpointer) func, run_isolated);
 }
 
+/* SIGTERMs the tracebusd the harness started, unless a case already stopped it.
+ * False unless it exits 0: LeakSanitizer reports as the service exits (and with
+ * abort_on_error, aborts), which no case would see. */
+static bool stop_service_clean(TbSystemBus *bus) {
+        g_autofree char *s = NULL;
+        int st;
+
+        if (!bus->owner || bus->service_pid <= 0)
+                return true;
+        st = tb_system_bus_stop_service(bus, 30000);
+        s = tb_wait_status_to_string(st);
+        g_printerr("# tracebusd stopped: %s\n", s);
+        if (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+                return true;
+        g_printerr("# tracebusd did not exit 0 on SIGTERM (a sanitizer report? see service.log)\n");
+        return false;
+}
+
 int tb_test_run(TbStartFlags flags) {
         g_autoptr(GError) error = NULL;
         int r;
@@ -1085,6 +1103,9 @@ int tb_test_run(TbStartFlags flags) {
         /* Only parent-side checks run here; they must not abort the run. */
         g_test_set_nonfatal_assertions();
         r = g_test_run();
+        /* Before the logs are dumped, so that what the service says as it exits is in them. */
+        if (!stop_service_clean(the_bus))
+                any_failed = true;
         if (r != 0 || any_failed) {
                 g_printerr("# some test failed: logs of the test stack follow\n");
                 tb_system_bus_dump_logs(the_bus);
