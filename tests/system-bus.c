@@ -1030,6 +1030,35 @@ bool tb_wait_session_over(GDBusConnection *conn, const char *path, char *const *
         }
 }
 
+/* ---- time windows ---- */
+
+guint tb_time_factor(void) {
+        static guint factor;
+        const char *v;
+        guint64 f;
+
+        if (factor)
+                return factor;
+#ifdef TB_TEST_SANITIZED
+        f = 4;
+#else
+        f = 1;
+#endif
+        v = g_getenv("TRACEBUS_TEST_TIME_FACTOR");
+        if (v && *v)
+                f = CLAMP(g_ascii_strtoull(v, NULL, 10), 1, 20);
+        factor = (guint) f;
+        return factor;
+}
+
+guint tb_scaled_ms(guint ms) {
+        return ms * tb_time_factor();
+}
+
+void tb_sleep_scaled(guint ms) {
+        g_usleep((gulong) tb_scaled_ms(ms) * 1000);
+}
+
 /* ---- running test cases ---- */
 
 static TbSystemBus *the_bus;
@@ -1050,7 +1079,7 @@ static void run_isolated(gconstpointer data) {
                 func();
                 return;
         }
-        g_test_trap_subprocess(NULL, 240 * G_USEC_PER_SEC, G_TEST_SUBPROCESS_INHERIT_STDERR);
+        g_test_trap_subprocess(NULL, (guint64) tb_scaled_ms(240 * 1000) * 1000, G_TEST_SUBPROCESS_INHERIT_STDERR);
         if (!g_test_trap_has_passed()) {
                 g_printerr("# %s failed in its subprocess (see its stderr above)\n", g_test_get_path());
                 any_failed = true;
@@ -1100,6 +1129,9 @@ int tb_test_run(TbStartFlags flags) {
                 return 1;
         }
         g_printerr("# test bus at %s, files in %s\n", the_bus->address, the_bus->tmpdir);
+        if (tb_time_factor() != 1)
+                g_printerr("# time windows, storms and rate bounds scaled by %u (%s)\n", tb_time_factor(),
+                           g_getenv("TRACEBUS_TEST_TIME_FACTOR") ? "TRACEBUS_TEST_TIME_FACTOR" : "sanitizer build");
         /* Only parent-side checks run here; they must not abort the run. */
         g_test_set_nonfatal_assertions();
         r = g_test_run();

@@ -98,6 +98,21 @@ TbSystemBus *tb_bus(void);
 /* Mark the run as failed from parent-side code. */
 void tb_test_note_failure(void);
 
+/* ---- time windows ----
+ *
+ * The factor by which the bus suites stretch what depends on the service's speed:
+ * how long they wait for something that must happen "by now", how long a storm
+ * runs, the rate the service must keep up with, a latency bound. A sanitizer build
+ * (meson -Db_sanitize=..., which defines TB_TEST_SANITIZED for this harness) runs
+ * tracebusd 3-5 times slower: 4 there, 1 in a plain build. TRACEBUS_TEST_TIME_FACTOR=N
+ * (1..20) overrides either. Only waits, durations and rates scale, never a check:
+ * lower bounds ("not before 2 s") stay as they are. */
+guint tb_time_factor(void);
+/* ms times tb_time_factor(). */
+guint tb_scaled_ms(guint ms);
+/* Sleeps tb_scaled_ms(ms). */
+void tb_sleep_scaled(guint ms);
+
 /* Reads one line (without the newline) from fd within timeout_ms. */
 char *tb_read_line(int fd, guint timeout_ms, GError **error);
 

@@ -954,10 +954,10 @@ static void rec_start(Rec *r, const char *user, const char *name, const char *co
         spec.output_fd = fd;
         client_spawn(&spec, &r->c);
         close(fd);
-        r->path = client_expect(&r->c, 'O', 30000, &err);
+        r->path = client_expect(&r->c, 'O', tb_scaled_ms(30000), &err);
         if (!r->path)
                 g_error("%s's Start (%s) failed: %s\nconfig:\n%s", user, name, err, config);
-        state = wait_state(r->path, "recording", 10000);
+        state = wait_state(r->path, "recording", tb_scaled_ms(10000));
         g_assert_cmpstr(state, ==, "recording");
         r->recording_at = boottime();
         id = strrchr(r->path, '/') + 1;
@@ -984,7 +984,7 @@ static GHashTable *rec_stop(Rec *r) {
                 g_error("Stop of %s failed: %s", r->path, err);
         note("Stop %s:%s\n", r->path, st);
         h = parse_stats(st);
-        ended = client_expect(&r->c, 'X', 10000, NULL);
+        ended = client_expect(&r->c, 'X', tb_scaled_ms(10000), NULL);
         if (!ended)
                 shortfall("no SessionEnded for %s after Stop", r->path);
         else {
@@ -2266,7 +2266,7 @@ static void test_processes(void) {
         mt_child_start(&m);
         rec_start(&r, "tbuser", "processes.pftrace", cfg);
         /* Well after the start: the scan at start must be done by now. */
-        g_usleep(500 * 1000);
+        tb_sleep_scaled(500);
 
         /* A pre-existing thread renames itself; a process starts and exits; a new
          * thread starts in a pre-existing process. */
@@ -2283,7 +2283,8 @@ static void test_processes(void) {
         mt_child_step(&m);
         g_assert_cmpint(read(m.rep, &m.late_tid, sizeof m.late_tid), ==, sizeof m.late_tid);
         g_assert_cmpint(waitpid(np, &status, 0), ==, np);
-        g_usleep(1200 * 1000);
+        /* Time for the service to describe the new thread and process. */
+        tb_sleep_scaled(1200);
         st = rec_stop(&r);
         kill_reap(m.pid);
         trace_load(r.out, false, &t);
@@ -2503,7 +2504,8 @@ static void test_service_tracks(void) {
         g_clear_pointer(&err, g_free);
         a = client_cmd(&r.c, "attach tb-recorder-tracks", 'O', &err);
         expect(a != NULL, "Attach failed: %s", err);
-        g_usleep(900 * 1000);
+        /* Long enough for a second periodic write (a slower build writes later). */
+        tb_sleep_scaled(900);
         st = rec_stop(&r);
         trace_load(r.out, false, &t);
         check_trace(&t, &(CheckOpts) { .closed = true });
@@ -2531,7 +2533,8 @@ static void test_service_tracks(void) {
                         found = found || g_str_has_prefix(g_ptr_array_index(inst, i), order[k]);
                 expect(found, "no \"%s\" instant on the tracebus track", order[k]);
         }
-        expect(n_periodic >= 2, "%u \"periodic write\" instants in ~2 s with file_write_period_ms 700", n_periodic);
+        expect(n_periodic >= 2, "%u \"periodic write\" instants in ~%.1f s with file_write_period_ms 700", n_periodic,
+               (1100 + tb_scaled_ms(900)) / 1000.0);
         if (inst->len)
                 expect(instant_ts(g_ptr_array_index(inst, 0)) == tracing_started_ts(&t),
                        "the \"started\" instant is not at tracing_started");
@@ -2559,12 +2562,13 @@ static void test_long_trace_size_limit(void) {
         TbBusy busy;
 
         rec_start(&r, "tbuser", "long.pftrace", cfg);
-        g_usleep(1200 * 1000);
+        tb_sleep_scaled(1200);
         trace_load(r.out, true, &mid);
-        expect(mid.bundles->len > 0, "after 1.2 s with file_write_period_ms 500 the file has no ftrace bundle yet");
+        expect(mid.bundles->len > 0, "after %.1f s with file_write_period_ms 500 the file has no ftrace bundle yet",
+               tb_scaled_ms(1200) / 1000.0);
         expect(!mid.torn, "the file read while recording is torn: periodic writes are not whole packets");
         g_assert_true(tb_busy_start("tbbusy-long", &busy, &error));
-        st = rec_wait_end(&r, 30000);
+        st = rec_wait_end(&r, tb_scaled_ms(30000));
         tb_busy_stop(&busy);
         expect(g_strcmp0(g_hash_table_lookup(st, "Reason"), "size-reached") == 0, "the session ended with \"%s\", not "
                "size-reached", (const char *) g_hash_table_lookup(st, "Reason"));
@@ -2687,12 +2691,14 @@ static void test_ring_buffer_wrap(void) {
                 usleep(500 * 1000);
                 _exit(0);
         }
-        storm = storm_start(200000, false);
+        /* Some 150 wraps' worth; a slower service may fall behind and the kernel drop
+         * some, so a slower build gets a longer storm. */
+        storm = storm_start(200000 * tb_time_factor(), false);
         storm_wait(storm);
         g_assert_cmpint(waitpid(np, &status, 0), ==, np);
         /* Let the reader catch up with the kernel buffers: data is kept in the order
          * it is read, so a backlog read after the last marker would push it out. */
-        wait_caught_up(&r, 10000);
+        wait_caught_up(&r, tb_scaled_ms(10000));
         trace_load(r.out, true, &mid);
         expect(mid.bundles->len == 0, "a ring buffer (no write_into_file) wrote %u bundles before Stop",
                mid.bundles->len);
@@ -2908,7 +2914,9 @@ static void fidelity(bool with_loss) {
         g_auto(Trace) t = { 0 };
         g_auto(Rec) r = { 0 };
         g_auto(Markers) m = { 0 };
-        MarkerRun run = { .n = n, .tag = tag, .spacing_ns = 60 * 1000 };
+        /* Without loss the service must keep up with the markers and the storm: a slower
+         * build gets them at a slower rate. With loss, a slower service only loses more. */
+        MarkerRun run = { .n = n, .tag = tag, .spacing_ns = 60 * 1000 * (with_loss ? 1 : tb_time_factor()) };
         pthread_t th;
         guint present, dup = 0, gaps = 0, unaccounted = 0, misplaced = 0;
         guint64 klost, lost0, t0, t1;

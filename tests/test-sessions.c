@@ -125,6 +125,15 @@ static off_t file_size(const char *path) {
         return st.st_size;
 }
 
+/* The size of path once it is above size, or when deadline (monotonic) passes. */
+static off_t wait_larger(const char *path, off_t size, gint64 deadline) {
+        off_t now;
+
+        while ((now = file_size(path)) <= size && g_get_monotonic_time() < deadline)
+                g_usleep(50 * 1000);
+        return now;
+}
+
 /* Spawns a client that starts a session and holds its connection; waits
  * until the session records. */
 static char *start_held(const ClientSpec *spec, Client *c) {
@@ -534,7 +543,8 @@ static void test_detach_key_in_use(void) {
         g_auto(GStrv) inst = NULL, files = NULL;
         g_autoptr(GHashTable) st = NULL;
         g_autoptr(GError) error = NULL;
-        off_t size_a, size_b;
+        off_t size_a, size_b, now_a, now_b;
+        gint64 deadline;
         TbBusy busy;
         Client a, b;
 
@@ -564,13 +574,16 @@ static void test_detach_key_in_use(void) {
         assert_recording(path_b);
         g_assert_true(detached_property(path_a));
         g_assert_false(detached_property(path_b));
+        /* Written every 200 ms: both grow within 1.5 s (scaled for a slower build). */
         size_a = file_size(out_a);
         size_b = file_size(out_b);
-        g_usleep(1500 * 1000);
-        note("sizes: a %lld -> %lld, b %lld -> %lld\n", (long long) size_a, (long long) file_size(out_a),
-             (long long) size_b, (long long) file_size(out_b));
-        g_assert_cmpint(file_size(out_a), >, size_a);
-        g_assert_cmpint(file_size(out_b), >, size_b);
+        deadline = g_get_monotonic_time() + (gint64) tb_scaled_ms(1500) * 1000;
+        now_a = wait_larger(out_a, size_a, deadline);
+        now_b = wait_larger(out_b, size_b, deadline);
+        note("sizes: a %lld -> %lld, b %lld -> %lld\n", (long long) size_a, (long long) now_a, (long long) size_b,
+             (long long) now_b);
+        g_assert_cmpint(now_a, >, size_a);
+        g_assert_cmpint(now_b, >, size_b);
         g_assert_true(is_detached_as("tbuser", "nightly"));
 
         /* b is still bound to its client. */
@@ -1116,7 +1129,8 @@ static void test_perfetto_long_trace(void) {
         g_usleep(2000 * 1000);
         read_while_recording(out, &early);
         note("after 2 s: %u bundles (the first periodic write is due at 5 s)\n", early.n_ftrace_bundles);
-        g_usleep((gulong) MAX(0, t0 + 6500 * 1000 - g_get_monotonic_time()));
+        /* 1.5 s past it, a slower build's write given more. */
+        g_usleep((gulong) MAX(0, t0 + (5000 + (gint64) tb_scaled_ms(1500)) * 1000 - g_get_monotonic_time()));
         assert_recording(path);
         read_while_recording(out, &mid);
         g_assert_true(mid.has_clock_snapshot && mid.has_trace_config && mid.has_tracing_started);
@@ -1317,7 +1331,8 @@ static void test_properties_changed(void) {
         close(fd);
         g_ptr_array_unref(client_collect(&o, 'P', 0)); /* before the window */
 
-        mine = client_collect(&o, 'P', 3000);
+        /* 3 s: at least two once-a-second signals (more time in a slower build). */
+        mine = client_collect(&o, 'P', tb_scaled_ms(3000));
         /* Stopped first (more PropertiesChanged: State), then judged. */
         stats = must(&o, "stop", 'S');
         tb_busy_stop(&busy);
@@ -1352,7 +1367,7 @@ static void test_properties_changed(void) {
                 g_assert_cmpuint(g_ascii_strtoull(by, NULL, 10), >=, last_bytes);
                 last_bytes = g_ascii_strtoull(by, NULL, 10);
         }
-        note("owner: %u progress signals in 3 s\n", progress->len);
+        note("owner: %u progress signals in %u s\n", progress->len, tb_scaled_ms(3000) / 1000);
         g_assert_cmpuint(progress->len, >=, 2);
         g_assert_cmpuint(last_bytes, >, first_bytes);
 }
