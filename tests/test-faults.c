@@ -51,18 +51,6 @@
 /* Small helpers                                                          */
 /* ===================================================================== */
 
-static double time_factor(void) {
-        const char *v = g_getenv("TRACEBUS_TEST_TIME_FACTOR");
-
-        if (v && g_ascii_strtod(v, NULL) >= 1.0)
-                return g_ascii_strtod(v, NULL);
-        return g_getenv("ASAN_OPTIONS") ? 4.0 : 1.0;
-}
-
-static guint scaled(guint ms) {
-        return (guint) (ms * time_factor());
-}
-
 static guint64 boottime_ns(void) {
         struct timespec ts;
 
@@ -114,9 +102,9 @@ static void stop_service(pid_t pid) {
         g_autoptr(GError) error = NULL;
 
         g_assert_cmpint(kill(pid, SIGTERM), ==, 0);
-        g_assert_true(tb_wait_for_name_gone(tb_bus()->conn, TB_BUS_NAME, scaled(15000), &error));
+        g_assert_true(tb_wait_for_name_gone(tb_bus()->conn, TB_BUS_NAME, tb_scaled_ms(15000), &error));
         g_assert_no_error(error);
-        g_assert_true(wait_pid_dead(pid, scaled(15000)));
+        g_assert_true(wait_pid_dead(pid, tb_scaled_ms(15000)));
 }
 
 /* A holding client of base->user that started a session into a new file of the tmpdir. */
@@ -130,7 +118,7 @@ static char *start_holding(const ClientSpec *base, const char *file, Client *ret
         spec.hold = true;
         client_spawn(&spec, ret);
         close(spec.output_fd);
-        path = client_expect(ret, 'O', scaled(30000), &err);
+        path = client_expect(ret, 'O', tb_scaled_ms(30000), &err);
         if (!path)
                 note("Start of %s failed: %s\n", file, err);
         g_assert_nonnull(path);
@@ -192,7 +180,7 @@ static void assert_start_works(const char *user, const char *file) {
         path = start_holding(&spec, file, &c, &out);
         state = client_get(&c, "State");
         g_assert_cmpstr(state, ==, "recording");
-        g_usleep(scaled(200) * 1000);
+        g_usleep(tb_scaled_ms(200) * 1000);
         stop_and_check(&c, out);
 }
 
@@ -336,7 +324,7 @@ static void markers_for(Markers *m, guint ms) {
 
 /* The drain that precedes a "periodic write" instant ran within this before it. */
 static guint64 drain_slack_ns(void) {
-        return (guint64) scaled(250) * 1000000ull;
+        return (guint64) tb_scaled_ms(250) * 1000000ull;
 }
 
 /* Writes markers until the file shows more than n periodic writes, the last one at
@@ -466,7 +454,7 @@ static void test_sigkill_while_recording(void) {
 
         /* A periodic write with markers in it, then one more, then 300 ms of data that
          * only memory holds when the service dies. */
-        markers_until_written(&m, out, 0, 0, scaled(10000), &first);
+        markers_until_written(&m, out, 0, 0, tb_scaled_ms(10000), &first);
         {
                 /* Whole packets only: the file may be written to as we read it. */
                 g_autoptr(GBytes) all = read_file(out);
@@ -475,11 +463,11 @@ static void test_sigkill_while_recording(void) {
         /* Late enough that a fair number of markers precede it by more than the slack. */
         markers_until_written(&m, out, first.periodic->len,
                               g_array_index(m.written, guint64, 0) + drain_slack_ns() + 300 * 1000000ull,
-                              scaled(10000), &second);
+                              tb_scaled_ms(10000), &second);
         markers_for(&m, 300);
         note("SIGKILL tracebusd %d after %u periodic writes seen\n", (int) pid, second.periodic->len);
         g_assert_cmpint(kill(pid, SIGKILL), ==, 0);
-        g_assert_true(wait_pid_dead(pid, scaled(5000)));
+        g_assert_true(wait_pid_dead(pid, tb_scaled_ms(5000)));
         close(m.fd);
         tb_busy_stop(&busy);
 
@@ -637,7 +625,7 @@ static void assert_start_unknown_event(const char *event) {
 
 /* Polls the file (written every 100 ms) until it holds n events of the uprobe. */
 static void wait_uprobe_events_written(const char *path, guint n) {
-        gint64 deadline = g_get_monotonic_time() + (gint64) scaled(5000) * 1000;
+        gint64 deadline = g_get_monotonic_time() + (gint64) tb_scaled_ms(5000) * 1000;
 
         for (;;) {
                 g_auto(Scan) s = { .generic_name = "up" };
@@ -646,7 +634,7 @@ static void wait_uprobe_events_written(const char *path, guint n) {
                 if (s.n_generic >= n)
                         return;
                 if (g_get_monotonic_time() > deadline)
-                        g_error("after %u ms the file holds %u of the %u uprobe events", scaled(5000), s.n_generic, n);
+                        g_error("after %u ms the file holds %u of the %u uprobe events", tb_scaled_ms(5000), s.n_generic, n);
                 g_usleep(50 * 1000);
         }
 }
@@ -685,7 +673,7 @@ static void test_event_disappears(void) {
 
         /* The session records on, and the service answers. */
         g_assert_true(tb_busy_start("tbfault-after", &busy, &error));
-        g_usleep(scaled(600) * 1000);
+        g_usleep(tb_scaled_ms(600) * 1000);
         state = client_get(&c, "State");
         g_assert_cmpstr(state, ==, "recording");
         g_assert_cmpint(service_pid(), ==, pid);
@@ -752,7 +740,7 @@ static GPid spawn_service_without_tracefs(void) {
         g_assert_no_error(error);
         close(log_fd);
         /* unshare, sh and setpriv exec: the pid is tracebusd's. */
-        g_assert_true(tb_wait_for_name(bus->conn, TB_BUS_NAME, pid, scaled(15000), &error));
+        g_assert_true(tb_wait_for_name(bus->conn, TB_BUS_NAME, pid, tb_scaled_ms(15000), &error));
         g_assert_no_error(error);
         g_assert_cmpint(tb_name_owner_pid(bus->conn, TB_BUS_NAME, NULL, &error), ==, pid);
         return pid;
@@ -859,7 +847,7 @@ static void kill_polkitd(int sig) {
 
         note("polkitd is pid %d: signal %d\n", (int) pid, sig);
         g_assert_cmpint(kill(pid, sig), ==, 0);
-        g_assert_true(tb_wait_for_name_gone(tb_bus()->conn, POLKIT_NAME, scaled(10000), &error));
+        g_assert_true(tb_wait_for_name_gone(tb_bus()->conn, POLKIT_NAME, tb_scaled_ms(10000), &error));
         g_assert_no_error(error);
 }
 
@@ -893,7 +881,7 @@ static void assert_start_auth_unavailable(const char *user, const char *situatio
         note("Start by %s with %s: answered in %" G_GINT64_FORMAT " ms: %s\n", user, situation, ms, err);
         g_assert_cmpstr(name, ==, ERR_AUTH_UNAVAILABLE);
         g_assert_nonnull(strstr(error_message(err), "authorization could not be checked"));
-        g_assert_cmpint(ms, <, scaled(3000));
+        g_assert_cmpint(ms, <, tb_scaled_ms(3000));
 }
 
 /* polkitd stopped (SIGSTOP) holds the query; killed, the bus answers for it. */
@@ -914,7 +902,7 @@ static void assert_query_in_flight_answered(void) {
         g_clear_pointer(&err, g_free);
         t0 = g_get_monotonic_time();
         kill_polkitd(SIGKILL);
-        session = client_expect(&c, 'O', scaled(5000), &err);
+        session = client_expect(&c, 'O', tb_scaled_ms(5000), &err);
         note("Start waiting for a killed polkitd: answered %" G_GINT64_FORMAT " ms after the kill: %s\n",
              elapsed_ms(t0), err);
         client_finish(&c, 5000);
@@ -925,7 +913,7 @@ static void assert_query_in_flight_answered(void) {
 
 /* The session started before polkitd went keeps writing its periodic writes. */
 static void assert_still_recording(Client *c, guint64 bytes_before) {
-        gint64 deadline = g_get_monotonic_time() + (gint64) scaled(5000) * 1000;
+        gint64 deadline = g_get_monotonic_time() + (gint64) tb_scaled_ms(5000) * 1000;
         g_autofree char *state = client_get(c, "State");
         guint64 now;
 
@@ -952,7 +940,7 @@ static void test_polkitd_gone(void) {
 
         service = service_pid();
         path = start_holding(&spec, "through-polkit-outage.pftrace", &c, &out);
-        g_free(wait_state(path, "recording", scaled(5000)));
+        g_free(wait_state(path, "recording", tb_scaled_ms(5000)));
         bytes = client_get_u64(&c, "BytesWritten");
 
         /* Gone, and nothing on the bus would start it. */

@@ -869,7 +869,7 @@ static void case_flood_while_recording(void) {
         g_assert_cmpuint(flood.errors, ==, 0);
         /* Built with sanitizers (tools/test in CI), everything is 2-5 times slower. */
         {
-                gint64 limit = g_getenv("ASAN_OPTIONS") ? 500 * 1000 : 100 * 1000;
+                gint64 limit = (gint64) tb_scaled_ms(100) * 1000;
                 note("worst IsDetached latency during the flood: %.1f ms (limit %.0f ms)\n", worst / 1000.0,
                      limit / 1000.0);
                 g_assert_cmpint(worst, <, limit);
