@@ -366,8 +366,8 @@ static uint64_t monotonic_ns(void) {
         return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
 }
 
-/* Reading saved_tgids and saved_cmdlines costs 10-20 ms of kernel formatting and
- * sorting (they list tens of thousands of tasks on a busy machine), so the second read
+/* Reading saved_tgids and saved_cmdlines costs 10-20 ms of the kernel's formatting
+ * (they list tens of thousands of tasks on a busy machine), so the second read
  * comes a second after the first and every further one waits twice as long, up to 16
  * s: a machine that keeps starting short-lived tasks (a build) would otherwise pay it
  * every second. Threads the tables did not know yet wait in b->pending; a last read at
