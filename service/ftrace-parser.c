@@ -1509,17 +1509,23 @@ static int bundle_add_compact_waking(FtraceBundle *b, const EventInfo *e, const 
         return 0;
 }
 
+/* Appends @pid to a growing list of pids; a failed allocation drops it: a missing
+ * process name is not worth failing the trace. */
+static void pid_list_append(int32_t **list, size_t *n, size_t *allocated, int32_t pid) {
+        if (*n >= *allocated) {
+                size_t a = MAX(*allocated * 2, (size_t) 64);
+                int32_t *p = realloc(*list, a * sizeof(int32_t));
+                if (!p)
+                        return;
+                *list = p;
+                *allocated = a;
+        }
+        (*list)[(*n)++] = pid;
+}
+
 static void bundle_note_new_pid(FtraceBundle *b, int32_t *slot, int32_t pid) {
         *slot = pid;
-        if (b->n_pids >= b->pids_allocated) {
-                size_t n = MAX(b->pids_allocated * 2, (size_t) 64);
-                int32_t *p = realloc(b->pids, n * sizeof(int32_t));
-                if (!p)
-                        return;   /* a missing process name is not worth failing the trace */
-                b->pids = p;
-                b->pids_allocated = n;
-        }
-        b->pids[b->n_pids++] = pid;
+        pid_list_append(&b->pids, &b->n_pids, &b->pids_allocated, pid);
 }
 
 static inline void bundle_note_pid(FtraceBundle *b, int32_t pid) {
@@ -1531,15 +1537,7 @@ static inline void bundle_note_pid(FtraceBundle *b, int32_t pid) {
 }
 
 static void bundle_note_renamed(FtraceBundle *b, int32_t pid) {
-        if (b->n_renamed >= b->renamed_allocated) {
-                size_t n = MAX(b->renamed_allocated * 2, (size_t) 16);
-                int32_t *p = realloc(b->renamed, n * sizeof(int32_t));
-                if (!p)
-                        return;
-                b->renamed = p;
-                b->renamed_allocated = n;
-        }
-        b->renamed[b->n_renamed++] = pid;
+        pid_list_append(&b->renamed, &b->n_renamed, &b->renamed_allocated, pid);
 }
 
 size_t ftrace_bundle_take_renamed(FtraceBundle *b, const int32_t **ret) {

@@ -34,7 +34,8 @@ int process_tree_builder_add_thread(ProcessTreeBuilder *b, pid_t tid);
  * Returns 1 when added, 0 when it is gone. */
 int process_tree_builder_redescribe_thread(ProcessTreeBuilder *b, pid_t tid);
 /* Threads gone from /proc that the kernel's saved tables did not list yet when last read:
- * read the tables again (at most once a second unless @force) and describe those they
+ * read the tables again (when the doubling wait since the last read is over, or at once
+ * with @force) and describe those they
  * now list. Returns how many were described. */
 int process_tree_builder_retry_gone(ProcessTreeBuilder *b, bool force);
 
