@@ -1083,6 +1083,10 @@ static void case_privacy_methods(void) {
         g_assert_nonnull(path);
         g_assert_null(client_run(&det, &detached));
         detached_out = g_strdup(detached);
+        /* Ids are random: the next session's id tells nothing of how many others began
+         * in between (a sequence gave the second one id + 1). */
+        g_assert_cmpuint(g_ascii_strtoull(strrchr(detached, '/') + 1, NULL, 10), !=,
+                         g_ascii_strtoull(strrchr(path, '/') + 1, NULL, 10) + 1);
 
         client_spawn(&spy, &o);
         name = client_expect(&o, 'N', 10000, &err);

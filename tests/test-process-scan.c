@@ -173,7 +173,7 @@ static void test_gone_thread(void) {
         const Tracebus__ProcessTree__Thread *t;
         const Tracebus__ProcessTree__Process *p;
         ProcessTreeBuilder *b = NULL;
-        pid_t gone;
+        pid_t gone, later;
 
         g_assert_true(g_file_test(TRACEFS "/saved_tgids", G_FILE_TEST_EXISTS));
         g_snprintf(instance, sizeof(instance), TRACEFS "/instances/tb-scan-test-%d", (int) getpid());
@@ -182,6 +182,7 @@ static void test_gone_thread(void) {
         write_tracefs(instance, "events/sched/sched_switch/enable", "1");
         write_tracefs(instance, "tracing_on", "1");
         gone = run_short_lived("tb-gone-test");
+        later = run_short_lived("tb-gone-later");
         write_tracefs(instance, "events/sched/sched_switch/enable", "0");
 
         g_assert_cmpint(process_tree_builder_new(&b), ==, 0);
@@ -197,11 +198,19 @@ static void test_gone_thread(void) {
         g_assert_cmpuint(p->n_cmdline, ==, 1);
         g_assert_cmpstr(p->cmdline[0], ==, "tb-gone-test");
 
-        /* Never seen by the kernel: waits (the tables were read just now), then the last
-         * read does not know it either. */
+        /* Gone as well, but the tables were read just now: it waits for the next read
+         * (forced here, as at the end of a trace), and is described then. */
+        g_assert_cmpint(process_tree_builder_add_thread(b, later), ==, 0);
+        g_assert_null(find_thread(process_tree_builder_tree(b), later));
+        g_assert_cmpint(process_tree_builder_retry_gone(b, /* force= */ true), ==, 1);
+        t = find_thread(process_tree_builder_tree(b), later);
+        g_assert_nonnull(t);
+        g_assert_cmpstr(t->name, ==, "tb-gone-later");
+
+        /* Never seen by the kernel: waits, then the last read does not know it either. */
         g_assert_cmpint(process_tree_builder_add_thread(b, 0x7ffffff0), ==, 0);
         g_assert_cmpint(process_tree_builder_retry_gone(b, /* force= */ true), ==, 0);
-        g_assert_cmpuint(process_tree_builder_n_entries(b), ==, 2);
+        g_assert_cmpuint(process_tree_builder_n_entries(b), ==, 4);
 
         process_tree_builder_free(b);
         g_assert_cmpint(g_rmdir(instance), ==, 0);
