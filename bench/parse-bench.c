@@ -38,8 +38,8 @@ static uint64_t cpu_ns(void) {
 }
 
 int main(int argc, char **argv) {
-        bool full = argc > 2 && strcmp(argv[2], "--full") == 0;
-        int loops = argc > 3 ? atoi(argv[argc - 1]) : 5;
+        bool full = false;
+        int loops = 5;
         const char *events[] = { "sched/sched_switch", "sched/sched_waking" };
         long page_size = sysconf(_SC_PAGESIZE);
         FtraceParser *p;
@@ -52,6 +52,16 @@ int main(int argc, char **argv) {
         int fd;
 
         if (argc < 2)
+                return 2;
+        for (int i = 2; i < argc; i++) {
+                if (strcmp(argv[i], "--full") == 0)
+                        full = true;
+                else if (strcmp(argv[i], "--loops") == 0 && i + 1 < argc)
+                        loops = atoi(argv[++i]);
+                else
+                        return 2;
+        }
+        if (loops < 1)
                 return 2;
         if (ftrace_parser_new(&p) < 0 || ftrace_bundle_new(0, !full, &b) < 0)
                 return 1;

@@ -5,10 +5,13 @@
  *   tb-bench storm --rate EVENTS_PER_S|max --seconds S   scheduling storm: two threads, one per
  *                                                        CPU, ping-pong a byte through pipes
  *   tb-bench marker --count N --interval-us U            trace_marker lines "tbbench-marker-I"
- *   tb-bench floor --seconds S [--buffer-kb K] [--period-ms P]
+ *   tb-bench floor --seconds S [--buffer-kb K] [--period-ms P] [--mmap]
  *                                                        the floor: its own tracefs instance with
  *                                                        sched_switch + sched_waking, pages read
  *                                                        from per_cpu trace_pipe_raw and dropped
+ *                                                        (--mmap: the ring buffer mapped instead,
+ *                                                        kernel 6.10+, each page's cache lines
+ *                                                        touched once)
  *   tb-bench record --config FILE --out FILE             Start with that text config and an
  *                                                        Output fd; Stop at EOF on stdin
  *   tb-bench analyze FILE                                bytes per event by kind, first event
@@ -27,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <systemd/sd-bus.h>
@@ -203,6 +207,67 @@ static void read_cpu_stats(const char *dir, int cpu, CpuStats *s) {
 
 static volatile sig_atomic_t stop_requested;
 
+/* The mapped ring buffer's meta page (include/uapi/linux/trace_mmap.h, Linux 6.10;
+ * Debian 12's headers are older). */
+typedef struct TraceBufferMeta {
+        uint32_t meta_page_size, meta_struct_len, subbuf_size, nr_subbufs;
+        struct {
+                uint64_t lost_events;
+                uint32_t id, read;
+        } reader;
+        uint64_t flags, entries, overrun, read, reserved1, reserved2;
+} TraceBufferMeta;
+
+#define TRACE_MMAP_IOCTL_GET_READER _IO('R', 0x20)
+
+typedef struct MappedCpu {
+        TraceBufferMeta *meta;
+        const uint8_t *subbufs;
+        uint32_t id, offset;          /* the reader sub-buffer, and how far it was taken */
+} MappedCpu;
+
+static void map_cpu(int fd, long page_size, MappedCpu *m) {
+        TraceBufferMeta *first = mmap(NULL, (size_t) page_size, PROT_READ, MAP_SHARED, fd, 0);
+        size_t meta_size, total;
+        uint8_t *all;
+
+        if (first == MAP_FAILED)
+                die("mmap trace_pipe_raw (Linux 6.10 or later)", errno);
+        meta_size = first->meta_page_size;
+        total = meta_size + (size_t) first->nr_subbufs * first->subbuf_size;
+        munmap(first, (size_t) page_size);
+        all = mmap(NULL, total, PROT_READ, MAP_SHARED, fd, 0);
+        if (all == MAP_FAILED)
+                die("mmap trace_pipe_raw", errno);
+        *m = (MappedCpu) { .meta = (TraceBufferMeta *) all, .subbufs = all + meta_size, .id = UINT32_MAX };
+}
+
+/* What a reader of the mapped buffer cannot avoid: GET_READER until the reader
+ * sub-buffer holds nothing new, and one touch of each cache line of what it holds.
+ * The header is a u64 timestamp and the commit word (8 bytes here). */
+static void drain_mapped(int fd, MappedCpu *m, uint64_t *pages, uint64_t *bytes, uint64_t *sum) {
+        for (;;) {
+                const uint8_t *sub;
+                uint64_t commit;
+
+                if (ioctl(fd, TRACE_MMAP_IOCTL_GET_READER) < 0)
+                        die("TRACE_MMAP_IOCTL_GET_READER", errno);
+                if (m->meta->reader.id != m->id) {
+                        m->id = m->meta->reader.id;
+                        m->offset = 0;
+                }
+                sub = m->subbufs + (size_t) m->id * m->meta->subbuf_size;
+                commit = __atomic_load_n((const uint64_t *) (sub + 8), __ATOMIC_ACQUIRE) & ((1u << 27) - 1);
+                if (commit <= m->offset)
+                        return;
+                for (uint64_t i = m->offset; i < commit; i += 64)
+                        *sum += sub[16 + i];
+                (*pages)++;
+                *bytes += commit - m->offset;
+                m->offset = (uint32_t) commit;
+        }
+}
+
 static void on_stop(int sig) {
         stop_requested = 1;
 }
@@ -217,9 +282,14 @@ static int cmd_floor(int argc, char **argv) {
         uint8_t *page = malloc((size_t) page_size);
         uint64_t cpu0, cpu1, pages = 0, bytes = 0, read_events = 0, lost = 0, end;
         const char *dump = arg(argc, argv, "--dump", NULL);
+        bool mapped = false;
+        MappedCpu maps[256];
+        uint64_t sum = 0;
         int dump_fd = -1;
         CpuStats st;
 
+        for (int i = 2; i < argc; i++)
+                mapped = mapped || strcmp(argv[i], "--mmap") == 0;
         /* --dump FILE keeps every page (padded to the page size), for bench/parse-bench. */
         if (dump && (dump_fd = open(dump, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
                 die(dump, errno);
@@ -241,6 +311,8 @@ static int cmd_floor(int argc, char **argv) {
                 fds[cpu] = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
                 if (fds[cpu] < 0)
                         die("open trace_pipe_raw", errno);
+                if (mapped)
+                        map_cpu(fds[cpu], page_size, &maps[cpu]);
         }
         signal(SIGINT, on_stop);
         signal(SIGTERM, on_stop);
@@ -256,7 +328,9 @@ static int cmd_floor(int argc, char **argv) {
                         write_file(path, "0");
                         last = true;
                 }
-                for (long cpu = 0; cpu < n_cpus; cpu++)
+                for (long cpu = 0; cpu < n_cpus && mapped; cpu++)
+                        drain_mapped(fds[cpu], &maps[cpu], &pages, &bytes, &sum);
+                for (long cpu = 0; cpu < n_cpus && !mapped; cpu++)
                         for (;;) {
                                 ssize_t n = read(fds[cpu], page, (size_t) page_size);
                                 if (n <= 0)
@@ -284,8 +358,8 @@ static int cmd_floor(int argc, char **argv) {
         write_file(path, "0");
         rmdir(dir);
         printf("{\"cpu_ns\": %" PRIu64 ", \"pages\": %" PRIu64 ", \"bytes\": %" PRIu64
-               ", \"events\": %" PRIu64 ", \"lost\": %" PRIu64 "}\n",
-               cpu1 - cpu0, pages, bytes, read_events, lost);
+               ", \"events\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"mmap\": %s, \"touched\": %" PRIu64 "}\n",
+               cpu1 - cpu0, pages, bytes, read_events, lost, mapped ? "true" : "false", sum & 1);
         return 0;
 }
 
