@@ -93,13 +93,11 @@ int main(int argc, char **argv) {
                                 events_n += (uint64_t) r;
                         if (i % 200 == 199 || i == n_pages - 1) {
                                 const int32_t *pids;
-                                uint8_t *buf;
+                                const uint8_t *buf;
 
                                 (void) ftrace_bundle_take_pids(b, &pids);
-                                if (ftrace_bundle_pack(b, &buf, &len) == 0) {
+                                if (ftrace_bundle_pack(b, &buf, &len) == 0)
                                         out_bytes += len;
-                                        free(buf);
-                                }
                         }
                 }
         t1 = cpu_ns();

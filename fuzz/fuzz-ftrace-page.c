@@ -170,7 +170,7 @@ static char *mutate_layout(const Format *f, const uint8_t **data, size_t *size) 
 static void parse_and_pack(FtraceParser *p, bool compact, const uint8_t *page, size_t size) {
         FtraceBundle *b = NULL;
         const int32_t *pids;
-        uint8_t *buf = NULL;
+        const uint8_t *buf = NULL;
         size_t len;
 
         if (ftrace_bundle_new(1, compact, &b) < 0)
@@ -179,8 +179,7 @@ static void parse_and_pack(FtraceParser *p, bool compact, const uint8_t *page, s
         (void) ftrace_parser_parse_page(p, page, size, b);
         (void) ftrace_bundle_n_events(b);
         (void) ftrace_bundle_take_pids(b, &pids);
-        if (ftrace_bundle_pack(b, &buf, &len) >= 0)
-                free(buf);
+        (void) ftrace_bundle_pack(b, &buf, &len);
         ftrace_bundle_free(b);
 }
 

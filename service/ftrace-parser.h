@@ -99,6 +99,7 @@ size_t ftrace_bundle_take_pids(FtraceBundle *b, const int32_t **ret);
 size_t ftrace_bundle_take_renamed(FtraceBundle *b, const int32_t **ret);
 
 /* Serializes the collected events as an FtraceEventBundle message (not wrapped in a
- * TracePacket) into a malloc'd buffer, with cpu and previous_bundle_end_timestamp set,
- * then empties the bundle for the next round, remembering the last timestamp. */
-int ftrace_bundle_pack(FtraceBundle *b, uint8_t **ret_buf, size_t *ret_len);
+ * TracePacket), with cpu and previous_bundle_end_timestamp set, then empties the bundle
+ * for the next round, remembering the last timestamp. The bytes stay the bundle's: they
+ * are valid until the next parse or pack into it. */
+int ftrace_bundle_pack(FtraceBundle *b, const uint8_t **ret_buf, size_t *ret_len);

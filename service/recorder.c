@@ -604,7 +604,7 @@ static int describe_all_processes(Recorder *rec) {
 /* The worker thread. */
 
 static int pack_bundle(Recorder *rec, unsigned cpu) {
-        _cleanup_free_ uint8_t *buf = NULL;
+        const uint8_t *buf;
         size_t n = ftrace_bundle_n_events(rec->bundles[cpu]), len;
         int r;
 

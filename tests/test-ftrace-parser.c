@@ -123,6 +123,14 @@ static char *expected_string(const char *key) {
 
 /* Adds every format under events/ (or only @only, "group/name"), under its own group or
  * @as_group. Returns the parser. */
+/* @s with its one occurrence of @from replaced by @to. */
+static char *replace_once(const char *s, const char *from, const char *to) {
+        const char *at = strstr(s, from);
+
+        g_assert_nonnull(at);
+        return g_strdup_printf("%.*s%s%s", (int) (at - s), s, to, at + strlen(from));
+}
+
 static FtraceParser *parser_new_from_fixtures_as(const char *only, const char *as_group) {
         g_autofree char *events = fixture_path("events");
         g_autoptr(GBytes) header = fixture_read("header_page");
@@ -168,7 +176,7 @@ static size_t cpu_n_pages(int cpu) {
 
 static Tracebus__FtraceEventBundle *bundle_pack_unpack(FtraceBundle *b, GBytes **ret_raw) {
         Tracebus__FtraceEventBundle *m;
-        uint8_t *buf = NULL;
+        const uint8_t *buf = NULL;
         size_t len = 0;
 
         g_assert_cmpint(ftrace_bundle_pack(b, &buf, &len), ==, 0);
@@ -176,9 +184,7 @@ static Tracebus__FtraceEventBundle *bundle_pack_unpack(FtraceBundle *b, GBytes *
         m = tracebus__ftrace_event_bundle__unpack(NULL, len, buf);
         g_assert_nonnull(m);
         if (ret_raw)
-                *ret_raw = g_bytes_new_take(buf, len);
-        else
-                g_free(buf);
+                *ret_raw = g_bytes_new(buf, len);
         return m;
 }
 
@@ -1069,6 +1075,43 @@ static void test_unknown_events(void) {
         ftrace_parser_free(p);
 }
 
+/* A sched_switch whose fields are not the sizes the compact encoder reads (here an
+ * unsigned next_prio) is written as full events, also into a compact bundle. */
+static void test_compact_other_layout(void) {
+        g_autoptr(GBytes) fmt = fixture_read("events/sched/sched_switch/format");
+        g_autofree char *text = g_strndup(g_bytes_get_data(fmt, NULL), g_bytes_get_size(fmt));
+        g_autofree char *odd = NULL;
+        FtraceParser *p = NULL;
+        g_autoptr(GBytes) header = fixture_read("header_page");
+        FtraceBundle *b = NULL;
+        Tracebus__FtraceEventBundle *m;
+        size_t n_switch = 0;
+
+        odd = replace_once(text, "field:int next_prio;\toffset:60;\tsize:4;\tsigned:1;",
+                              "field:unsigned int next_prio;\toffset:60;\tsize:4;\tsigned:0;");
+        g_assert_cmpint(ftrace_parser_new(&p), ==, 0);
+        g_assert_cmpint(ftrace_parser_load_header_page(p, g_bytes_get_data(header, NULL),
+                                                       g_bytes_get_size(header)), ==, 0);
+        g_assert_cmpint(ftrace_parser_add_event(p, "sched", odd, strlen(odd)), >, 0);
+
+        g_assert_cmpint(ftrace_bundle_new(1, true, &b), ==, 0);
+        for (size_t i = 0; i < cpu_n_pages(1); i++)
+                g_assert_cmpint(ftrace_parser_parse_page(p, cpu_page(1, i), PAGE_SIZE_4K, b), >=, 0);
+        for (size_t i = 0; i < fx.text[1]->len; i++)
+                n_switch += g_str_equal(g_array_index(fx.text[1], TextEvent, i).name, "sched_switch");
+        g_assert_cmpuint(n_switch, >, 0);
+        m = bundle_pack_unpack(b, NULL);
+        g_assert_cmpuint(m->n_event, ==, n_switch);
+        for (size_t i = 0; i < m->n_event; i++) {
+                g_assert_nonnull(m->event[i]->sched_switch);
+                g_assert_cmpuint(m->event[i]->sched_switch->next_prio, <=, 140);
+        }
+        g_assert_true(!m->compact_sched || m->compact_sched->n_switch_timestamp == 0);
+        tracebus__ftrace_event_bundle__free_unpacked(m, NULL);
+        ftrace_bundle_free(b);
+        ftrace_parser_free(p);
+}
+
 static void test_api_errors(void) {
         FtraceParser *p = NULL;
         FtraceBundle *b = NULL;
@@ -1103,6 +1146,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/ftrace-parser/bad-data-loc", test_bad_data_loc);
         g_test_add_func("/ftrace-parser/garbage-pages", test_garbage_pages);
         g_test_add_func("/ftrace-parser/compact-sched", test_compact_sched);
+        g_test_add_func("/ftrace-parser/compact-other-layout", test_compact_other_layout);
         g_test_add_func("/ftrace-parser/unknown-events", test_unknown_events);
         g_test_add_func("/ftrace-parser/api-errors", test_api_errors);
         r = g_test_run();
