@@ -60,6 +60,10 @@ static TracePacketChunk *pop_oldest(TraceWriter *w) {
 void trace_writer_done(TraceWriter *w) {
         w->meta = mfree(w->meta);
         w->meta_len = w->meta_allocated = 0;
+        w->stream = mfree(w->stream);
+        w->stream_allocated = 0;
+        if (w->mode == TRACE_WRITER_STREAM)
+                w->data_len = 0;
         while (w->head)
                 free(pop_oldest(w));
 }
@@ -73,19 +77,50 @@ static size_t frame_header(uint8_t out[static 11], size_t packet_len) {
         return 1 + varint_encode(packet_len, out + 1);
 }
 
-static int meta_reserve(TraceWriter *w, size_t extra) {
-        size_t need = w->meta_len + extra;
+/* Room for @extra more bytes after @len in *@buf. */
+static int flat_reserve(uint8_t **buf, size_t *allocated, size_t len, size_t extra) {
+        size_t need = len + extra;
         uint8_t *p;
 
-        if (need <= w->meta_allocated)
+        if (need <= *allocated)
                 return 0;
-        need = MAX(need, MAX(w->meta_allocated * 2, (size_t) 16 * 1024));
-        p = realloc(w->meta, need);
+        need = MAX(need, MAX(*allocated * 2, (size_t) 16 * 1024));
+        p = realloc(*buf, need);
         if (!p)
                 return -ENOMEM;
-        w->meta = p;
-        w->meta_allocated = need;
+        *buf = p;
+        *allocated = need;
         return 0;
+}
+
+static int meta_reserve(TraceWriter *w, size_t extra) {
+        return flat_reserve(&w->meta, &w->meta_allocated, w->meta_len, extra);
+}
+
+/* Where a data packet of @len bytes goes: the end of the stream buffer, or a new chunk
+ * (@events ftrace events inside). Returns NULL on ENOMEM. */
+static uint8_t *data_append(TraceWriter *w, size_t len, size_t events) {
+        TracePacketChunk *c;
+        uint8_t *p;
+
+        if (w->mode == TRACE_WRITER_STREAM) {
+                if (flat_reserve(&w->stream, &w->stream_allocated, w->data_len, len) < 0)
+                        return NULL;
+                p = w->stream + w->data_len;
+                w->data_len += len;
+                return p;
+        }
+        c = malloc(sizeof(TracePacketChunk) + len);
+        if (!c)
+                return NULL;
+        *c = (TracePacketChunk) { .len = len, .events = events };
+        if (w->tail)
+                w->tail->next = c;
+        else
+                w->head = c;
+        w->tail = c;
+        w->data_len += len;
+        return c->data;
 }
 
 /* Marks the first packet of each sequence, as trace_processor expects (facts note 3.1). */
@@ -145,26 +180,6 @@ static bool data_make_room(TraceWriter *w, size_t len, size_t events) {
         return true;
 }
 
-static TracePacketChunk *chunk_new(size_t len, size_t events) {
-        TracePacketChunk *c = malloc(sizeof(TracePacketChunk) + len);
-
-        if (c) {
-                c->next = NULL;
-                c->len = len;
-                c->events = events;
-        }
-        return c;
-}
-
-static void data_push(TraceWriter *w, TracePacketChunk *c) {
-        if (w->tail)
-                w->tail->next = c;
-        else
-                w->head = c;
-        w->tail = c;
-        w->data_len += c->len;
-}
-
 int trace_writer_append_meta(TraceWriter *w, Tracebus__TracePacket *packet, uint32_t sequence_id) {
         assert(w);
         assert(packet);
@@ -174,8 +189,7 @@ int trace_writer_append_meta(TraceWriter *w, Tracebus__TracePacket *packet, uint
 }
 
 int trace_writer_append_data(TraceWriter *w, Tracebus__TracePacket *packet, uint32_t sequence_id) {
-        TracePacketChunk *c;
-        uint8_t header[11];
+        uint8_t header[11], *p;
         size_t size, hlen;
 
         assert(w);
@@ -189,19 +203,17 @@ int trace_writer_append_data(TraceWriter *w, Tracebus__TracePacket *packet, uint
         hlen = frame_header(header, size);
         if (!data_make_room(w, hlen + size, 0))
                 return 0;
-        c = chunk_new(hlen + size, 0);
-        if (!c)
+        p = data_append(w, hlen + size, 0);
+        if (!p)
                 return -ENOMEM;
-        memcpy(c->data, header, hlen);
-        tracebus__trace_packet__pack(packet, c->data + hlen);
-        data_push(w, c);
+        memcpy(p, header, hlen);
+        tracebus__trace_packet__pack(packet, p + hlen);
         return 0;
 }
 
 int trace_writer_append_ftrace_bundle(TraceWriter *w, const uint8_t *bundle, size_t len, size_t n_events) {
-        uint8_t header[11], tmp[10];
+        uint8_t header[11], tmp[10], *p;
         size_t packet_len, hlen, off;
-        TracePacketChunk *c;
 
         /* The FTRACE sequence starts with a metadata packet (FtraceStats), so bundles never
          * carry the first-packet flags. Written by hand: no copy through protobuf-c. */
@@ -211,20 +223,19 @@ int trace_writer_append_ftrace_bundle(TraceWriter *w, const uint8_t *bundle, siz
         hlen = frame_header(header, packet_len);
         if (!data_make_room(w, hlen + packet_len, n_events))
                 return 0;
-        c = chunk_new(hlen + packet_len, n_events);
-        if (!c)
+        p = data_append(w, hlen + packet_len, n_events);
+        if (!p)
                 return -ENOMEM;
 
-        memcpy(c->data, header, hlen);
+        memcpy(p, header, hlen);
         off = hlen;
-        c->data[off++] = TAG_FTRACE_EVENTS;
-        off += varint_encode(len, c->data + off);
-        memcpy(c->data + off, bundle, len);
+        p[off++] = TAG_FTRACE_EVENTS;
+        off += varint_encode(len, p + off);
+        memcpy(p + off, bundle, len);
         off += len;
-        c->data[off++] = TAG_SEQUENCE_ID;
-        c->data[off++] = TRACE_SEQUENCE_FTRACE;
-        assert(off == c->len);
-        data_push(w, c);
+        p[off++] = TAG_SEQUENCE_ID;
+        p[off++] = TRACE_SEQUENCE_FTRACE;
+        assert(off == hlen + packet_len);
         return 0;
 }
 
@@ -368,6 +379,11 @@ static int flush_batched(TraceWriter *w) {
                 if (r < 0)
                         return r;
         }
+        if (w->stream && w->data_len > 0) {
+                iov[0] = (struct iovec) { w->stream, w->data_len };
+                w->data_len = 0;
+                return write_packets(w, iov, 1);
+        }
         while (w->head && r >= 0) {
                 int n = 0;
 
@@ -395,6 +411,12 @@ int trace_writer_flush(TraceWriter *w) {
         w->meta_len = 0;
         if (r < 0)
                 return r;
+        if (w->stream && w->data_len > 0) {
+                size_t len = w->data_len;
+
+                w->data_len = 0;
+                return write_within_limit(w, w->stream, len);
+        }
 
         while (w->head) {
                 TracePacketChunk *c = pop_oldest(w);

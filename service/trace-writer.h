@@ -57,8 +57,13 @@ typedef struct TraceWriter {
 
         uint8_t *meta;                /* framed metadata packets not written yet */
         size_t meta_len, meta_allocated;
-        TracePacketChunk *head, *tail;/* framed data packets not written yet, oldest first */
-        size_t data_len;
+        /* Framed data packets not written yet, oldest first: RING and DISCARD keep a
+         * chunk per packet, to drop the oldest or refuse the newest; STREAM drops nothing
+         * and appends to one buffer, whose memory stays for the next period. */
+        TracePacketChunk *head, *tail;
+        uint8_t *stream;
+        size_t stream_allocated;
+        size_t data_len;              /* bytes in the chunks, or in stream */
 
         bool sequence_started[_TRACE_SEQUENCE_MAX];
         bool limit_reached;

@@ -282,10 +282,52 @@ static void test_partial_write(void) {
         close(fd);
 }
 
+/* A long trace flushes once per period: each flush writes that period's metadata, then
+ * its data in order, and the data's memory is reused by the next period, not given back
+ * and faulted in again. */
+static void test_stream_periods(Fixture *f, gconstpointer data) {
+        g_autoptr(GBytes) bytes = NULL;
+        g_autoptr(GPtrArray) packets = NULL;
+        size_t allocated = 0;
+
+        append_system_info(&f->w, TRACE_SEQUENCE_FTRACE);
+        for (uint32_t period = 0; period < 4; period++) {
+                for (uint32_t i = 0; i < 100; i++)
+                        append_bundle(&f->w, period * 100 + i);
+                append_system_info(&f->w, TRACE_SEQUENCE_SERVICE + period % 2);
+                g_assert_cmpuint(trace_writer_pending(&f->w), >, 100 * 10);
+                g_assert_cmpint(trace_writer_flush(&f->w), ==, 0);
+                g_assert_cmpuint(trace_writer_pending(&f->w), ==, 0);
+                if (period == 1)
+                        allocated = f->w.stream_allocated;
+                if (period > 1)
+                        g_assert_cmpuint(f->w.stream_allocated, ==, allocated);
+        }
+        g_assert_cmpuint(allocated, >, 0);
+
+        bytes = read_back(f->fd);
+        g_assert_cmpuint(f->w.stats.bytes_written, ==, g_bytes_get_size(bytes));
+        packets = decode_packets(bytes);
+        g_assert_cmpuint(packets->len, ==, 1 + 4 * 101);
+        for (uint32_t period = 0; period < 4; period++) {
+                /* The first flush opens with the FTRACE sequence's metadata packet too. */
+                size_t base = 2 + period * 101;
+
+                g_assert_nonnull(((Tracebus__TracePacket *) packets->pdata[base - 1])->system_info);
+                for (uint32_t i = 0; i < 100; i++) {
+                        Tracebus__TracePacket *p = packets->pdata[base + i];
+
+                        g_assert_nonnull(p->ftrace_events);
+                        g_assert_cmpuint(p->ftrace_events->cpu, ==, period * 100 + i);
+                }
+        }
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/trace-writer/varint", test_varint);
         g_test_add("/trace-writer/sequences", Fixture, GUINT_TO_POINTER(0), fixture_setup, test_sequences, fixture_teardown);
+        g_test_add("/trace-writer/stream-periods", Fixture, GUINT_TO_POINTER(0), fixture_setup, test_stream_periods, fixture_teardown);
         g_test_add("/trace-writer/size-limit", Fixture, GUINT_TO_POINTER(400), fixture_setup, test_size_limit, fixture_teardown);
         g_test_add_func("/trace-writer/write-error", test_write_error);
         g_test_add_func("/trace-writer/partial-write", test_partial_write);
