@@ -221,7 +221,8 @@ typedef struct TraceBufferMeta {
 #define TRACE_MMAP_IOCTL_GET_READER _IO('R', 0x20)
 
 typedef struct MappedCpu {
-        TraceBufferMeta *meta;
+        TraceBufferMeta *meta;        /* the start of the mapping */
+        size_t size;
         const uint8_t *subbufs;
         uint32_t id, offset;          /* the reader sub-buffer, and how far it was taken */
 } MappedCpu;
@@ -239,7 +240,8 @@ static void map_cpu(int fd, long page_size, MappedCpu *m) {
         all = mmap(NULL, total, PROT_READ, MAP_SHARED, fd, 0);
         if (all == MAP_FAILED)
                 die("mmap trace_pipe_raw", errno);
-        *m = (MappedCpu) { .meta = (TraceBufferMeta *) all, .subbufs = all + meta_size, .id = UINT32_MAX };
+        *m = (MappedCpu) { .meta = (TraceBufferMeta *) all, .size = total, .subbufs = all + meta_size,
+                           .id = UINT32_MAX };
 }
 
 /* What a reader of the mapped buffer cannot avoid: GET_READER until the reader
@@ -352,11 +354,15 @@ static int cmd_floor(int argc, char **argv) {
                 read_cpu_stats(dir, (int) cpu, &st);
                 read_events += st.read_events;
                 lost += st.overrun + st.dropped;
+                /* A mapped buffer keeps the instance busy: rmdir would fail. */
+                if (mapped)
+                        munmap(maps[cpu].meta, maps[cpu].size);
                 close(fds[cpu]);
         }
         snprintf(path, sizeof(path), "%s/events/enable", dir);
         write_file(path, "0");
-        rmdir(dir);
+        if (rmdir(dir) < 0)
+                die("rmdir instance", errno);
         printf("{\"cpu_ns\": %" PRIu64 ", \"pages\": %" PRIu64 ", \"bytes\": %" PRIu64
                ", \"events\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"mmap\": %s, \"touched\": %" PRIu64 "}\n",
                cpu1 - cpu0, pages, bytes, read_events, lost, mapped ? "true" : "false", sum & 1);
