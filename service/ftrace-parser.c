@@ -1432,7 +1432,8 @@ static inline bool is_column(unsigned i) {
 
 /* Takes the walk's state out of @p and @b; a compact bundle gets room in every column
  * for as many events as the page can hold, each value at most 10 bytes. */
-static inline __attribute__((always_inline)) int page_walk_begin(PageWalk *w, const FtraceParser *p, FtraceBundle *b, size_t data_len) {
+static inline __attribute__((always_inline)) int page_walk_begin(PageWalk *w, const FtraceParser *p,
+                                                                 FtraceBundle *b, size_t data_len) {
         CompactSched *c = &b->compact;
 
         *w = (PageWalk) { .by_id = p->by_id, .n_by_id = p->n_by_id, .compact = b->compact_sched };
@@ -1451,7 +1452,8 @@ static inline __attribute__((always_inline)) int page_walk_begin(PageWalk *w, co
         return 0;
 }
 
-static inline __attribute__((always_inline)) void page_walk_end(const PageWalk *w, FtraceParser *p, FtraceBundle *b) {
+static inline __attribute__((always_inline)) void page_walk_end(const PageWalk *w, FtraceParser *p,
+                                                                 FtraceBundle *b) {
         CompactSched *c = &b->compact;
 
         if (w->compact) {
