@@ -715,7 +715,7 @@ static void event_info_setup_shape(EventInfo *e, uint32_t number) {
  * TASK_COMM_LEN, pid, prio and target_cpu ints, prev_state a long); a kernel with another
  * layout gets the full events. */
 static bool compact_field_fits(const FieldSpec *f, int which, bool is_switch) {
-        if (which == 3)
+        if (which == CS_NEXT_COMM)      /* == CW_COMM */
                 return f->source == SRC_CHARS && f->size == sizeof(InternKey);
         if (is_switch && which == CS_PREV_STATE && f->size == 8)
                 return true;
@@ -1339,7 +1339,6 @@ static int interner_grow_entries(Interner *in) {
         return 0;
 }
 
-/* @s is a char array of @size <= 16 bytes. */
 /* The bytes of @w before its first NUL, and their count (8 when there is none). */
 static inline uint64_t word_before_nul(uint64_t w, size_t *ret_n) {
         uint64_t zero = (w - 0x0101010101010101ULL) & ~w & 0x8080808080808080ULL;
@@ -1356,17 +1355,17 @@ static inline uint64_t word_before_nul(uint64_t w, size_t *ret_n) {
         return w & ~(UINT64_MAX << (8 * n));
 }
 
-/* Called for every compact event: the key stays in registers (a 16-byte key built on
- * the stack and read back as two words stalls store forwarding), and a comm seen
- * before costs a hash and one compare. */
-static inline __attribute__((always_inline)) int interner_add(Interner *in, const uint8_t *s, size_t size,
-                                                              uint32_t *ret) {
+/* Interns the comm at @s, a char array of TASK_COMM_LEN (16) bytes, the only size the
+ * compact encoders take (compact_field_fits()). Called on every comm-cache miss: the key
+ * stays in registers (a 16-byte key built on the stack and read back as two words stalls
+ * store forwarding), and a comm seen before costs a hash and one compare. */
+static inline __attribute__((always_inline)) int interner_add(Interner *in, const uint8_t *s, uint32_t *ret) {
         uint64_t w0, w1;
         size_t n, h;
         uint32_t v;
         int r;
 
-        if (size == 16 && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__) {
+        if (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__) {
                 size_t n1;
 
                 w0 = word_before_nul(rd64(s), &n);
@@ -1379,7 +1378,7 @@ static inline __attribute__((always_inline)) int interner_add(Interner *in, cons
         } else {
                 InternKey k = {};
 
-                n = str_len(s, size);
+                n = str_len(s, sizeof(InternKey));
                 memcpy(k.w, s, n);
                 w0 = k.w[0];
                 w1 = k.w[1];
@@ -1502,7 +1501,7 @@ static inline __attribute__((always_inline)) int compact_intern_comm(CompactSche
                 *ret = ce->index;
                 return 0;
         }
-        r = interner_add(&c->names, s, 16, ret);
+        r = interner_add(&c->names, s, ret);
         if (r < 0)
                 return r;
         *ce = (CommCacheEntry) { .pid = pid, .index = *ret, .w0 = w0, .w1 = w1 };
