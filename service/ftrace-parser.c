@@ -104,6 +104,10 @@ enum {
         _COL_MAX,
 };
 
+/* Record signatures (record_signature()); NO_SIGNATURE matches no record. */
+#define SIGNATURE_MASK 0x0000ffff0000001fULL
+#define NO_SIGNATURE UINT64_MAX
+
 #define MAX_ERRORS_PER_BUNDLE 256
 /* Slack for the length varints that outgrow their one-byte placeholder, per level. */
 #define NEST_SLACK 8
@@ -246,6 +250,7 @@ typedef enum CompactRole {
         COMPACT_NONE,
         COMPACT_SWITCH,
         COMPACT_WAKING,
+        _COMPACT_ROLE_MAX,
 } CompactRole;
 
 /* Field indexes (into EventInfo.fields) the compact encoders read. */
@@ -378,6 +383,10 @@ struct FtraceParser {
         EventInfo **by_id;
         size_t n_by_id;
         size_t compact_min_record; /* bytes, header included, of the smallest compact event */
+        /* The compact events of the common length, recognised from their first 8 bytes
+         * (record_signature()); NO_SIGNATURE when there is none. */
+        uint64_t signature[_COMPACT_ROLE_MAX];
+        const EventInfo *signed_event[_COMPACT_ROLE_MAX];
         FtraceParserStats stats;
 };
 
@@ -825,6 +834,8 @@ int ftrace_parser_new(FtraceParser **ret) {
                 return -ENOMEM;
         }
         p->compact_min_record = SIZE_MAX;
+        for (size_t i = 0; i < _COMPACT_ROLE_MAX; i++)
+                p->signature[i] = NO_SIGNATURE;
         *ret = p;
         return 0;
 }
@@ -864,6 +875,18 @@ int ftrace_parser_load_header_page(FtraceParser *p, const char *text, size_t len
         return 0;
 }
 
+/* The first 8 bytes of a record of event @id that holds exactly @e's fields (the kernel
+ * rounds a record up to 4 bytes): type_len in the header's low 5 bits and the event id in
+ * the record's first 16 bits, under SIGNATURE_MASK. One compare then stands for the header
+ * kind, length and bounds checks and the lookup by id of every such record. */
+static uint64_t record_signature(unsigned id, const EventInfo *e) {
+        unsigned type_len = (e->min_len + 3u) / 4u;
+
+        if (__BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__ || type_len < 1 || type_len > RB_TYPE_DATA_MAX)
+                return NO_SIGNATURE;
+        return (uint64_t) id << 32 | type_len;
+}
+
 static int parser_set_event(FtraceParser *p, unsigned id, EventInfo *e) {
         if (id >= p->n_by_id) {
                 size_t n = MAX((size_t) id + 1, p->n_by_id * 2);
@@ -876,8 +899,11 @@ static int parser_set_event(FtraceParser *p, unsigned id, EventInfo *e) {
                 p->n_by_id = n;
         }
         p->by_id[id] = e;
-        if (e->compact_role != COMPACT_NONE)
+        if (e->compact_role != COMPACT_NONE) {
                 p->compact_min_record = MIN(p->compact_min_record, (size_t) 4 + e->min_len);
+                p->signature[e->compact_role] = record_signature(id, e);
+                p->signed_event[e->compact_role] = e;
+        }
         return 0;
 }
 
@@ -1418,6 +1444,8 @@ typedef struct PageWalk {
         EventInfo *const *by_id;
         size_t n_by_id;
         bool compact;
+        uint64_t signature[_COMPACT_ROLE_MAX];   /* compact bundles only */
+        const EventInfo *signed_event[_COMPACT_ROLE_MAX];
         uint8_t *at[_COL_MAX];    /* compact: where each column's next value goes */
         uint64_t last_switch_ts, last_waking_ts;
         size_t n_events;
@@ -1436,6 +1464,10 @@ static inline __attribute__((always_inline)) int page_walk_begin(PageWalk *w, co
         CompactSched *c = &b->compact;
 
         *w = (PageWalk) { .by_id = p->by_id, .n_by_id = p->n_by_id, .compact = b->compact_sched };
+        for (unsigned i = 0; i < _COMPACT_ROLE_MAX; i++) {
+                w->signature[i] = w->compact ? p->signature[i] : NO_SIGNATURE;
+                w->signed_event[i] = p->signed_event[i];
+        }
         if (!w->compact)
                 return 0;
 #pragma GCC unroll 16
@@ -1607,6 +1639,39 @@ static inline void note_pids(FtraceBundle *b, const EventInfo *e, const uint8_t 
                 bundle_note_pid(b, compact_int(e, CS_NEXT_PID, rec));
 }
 
+/* Compact events note only a switch's next_pid: a thread that runs (and so wakes others,
+ * or is switched out) was switched in first, or was running when tracing started, and
+ * then the /proc scan, made after tracing_on, describes it. One pid-cache probe per
+ * switch instead of two per event. */
+static inline __attribute__((always_inline)) int walk_compact_switch(
+                FtraceBundle *b, PageWalk *w, const EventInfo *e, const uint8_t *rec, uint64_t ts) {
+        int32_t next_pid = compact_int(e, CS_NEXT_PID, rec);
+        int r;
+
+        r = bundle_add_compact_switch(b, w, e, rec, ts, next_pid);
+        if (r < 0)
+                return r;
+        bundle_note_pid(b, next_pid);
+        w->n_events++;
+        w->last_ts = ts;
+        return 1;
+}
+
+static inline __attribute__((always_inline)) int walk_compact_waking(
+                FtraceBundle *b, PageWalk *w, const EventInfo *e, const uint8_t *rec, uint64_t ts) {
+        int32_t pid = compact_int(e, CW_PID, rec);
+        int r;
+
+        r = bundle_add_compact_waking(b, w, e, rec, ts, pid);
+        if (r < 0)
+                return r;
+        /* A thread woken that never runs before the end is named by its waking. */
+        bundle_note_pid(b, pid);
+        w->n_events++;
+        w->last_ts = ts;
+        return 1;
+}
+
 /* One data record. Returns 1 if an event was appended, 0 if skipped, -EBADMSG if the
  * record does not fit its format, -ENOMEM. */
 static inline __attribute__((always_inline)) int parser_add_record(
@@ -1623,33 +1688,16 @@ static inline __attribute__((always_inline)) int parser_add_record(
         }
         if (_unlikely_(len < e->min_len))
                 return -EBADMSG;
-        /* Compact events note only a switch's next_pid: a thread that runs (and so
-         * wakes others, or is switched out) was switched in first, or was running
-         * when tracing started, and then the /proc scan, made after tracing_on,
-         * describes it. One pid-cache probe per switch instead of two per event. */
-        if (w->compact && e->compact_role == COMPACT_SWITCH) {
-                int32_t next_pid = compact_int(e, CS_NEXT_PID, rec);
-
-                r = bundle_add_compact_switch(b, w, e, rec, ts, next_pid);
-                if (r < 0)
-                        return r;
-                bundle_note_pid(b, next_pid);
-        } else if (w->compact && e->compact_role == COMPACT_WAKING) {
-                int32_t pid = compact_int(e, CW_PID, rec);
-
-                r = bundle_add_compact_waking(b, w, e, rec, ts, pid);
-                if (r < 0)
-                        return r;
-                /* A thread woken that never runs before the end is named by its waking. */
-                bundle_note_pid(b, pid);
-        } else {
-                r = bundle_add_full(b, e, rec, len, ts);
-                if (r < 0)
-                        return r;
-                note_pids(b, e, rec);
-                if (_unlikely_(e->is_rename))
-                        bundle_note_renamed(b, (int32_t) rd32(rec + e->rename_pid_offset));
-        }
+        if (w->compact && e->compact_role == COMPACT_SWITCH)
+                return walk_compact_switch(b, w, e, rec, ts);
+        if (w->compact && e->compact_role == COMPACT_WAKING)
+                return walk_compact_waking(b, w, e, rec, ts);
+        r = bundle_add_full(b, e, rec, len, ts);
+        if (r < 0)
+                return r;
+        note_pids(b, e, rec);
+        if (_unlikely_(e->is_rename))
+                bundle_note_renamed(b, (int32_t) rd32(rec + e->rename_pid_offset));
         w->n_events++;
         w->last_ts = ts;
         return 1;
@@ -1743,6 +1791,29 @@ static inline __attribute__((always_inline)) int parser_walk_records(
                 uint32_t header, type_len;
                 const uint8_t *rec;
 
+                /* The storm's records, switches and wakings of their usual length, skip
+                 * the general checks: their signature says what they are and how long. */
+                if (_likely_(left >= 8)) {
+                        uint64_t sig = rd64(ptr) & SIGNATURE_MASK;
+                        size_t size = 4 + 4 * (size_t) (sig & 0x1f);
+
+                        if (sig == w->signature[COMPACT_SWITCH] && size <= left) {
+                                ts += rd32(ptr) >> 5;
+                                r = walk_compact_switch(b, w, w->signed_event[COMPACT_SWITCH], ptr + 4, ts);
+                                if (r < 0)
+                                        return *ret_nomem = true, r;
+                                ptr += size;
+                                continue;
+                        }
+                        if (sig == w->signature[COMPACT_WAKING] && size <= left) {
+                                ts += rd32(ptr) >> 5;
+                                r = walk_compact_waking(b, w, w->signed_event[COMPACT_WAKING], ptr + 4, ts);
+                                if (r < 0)
+                                        return *ret_nomem = true, r;
+                                ptr += size;
+                                continue;
+                        }
+                }
                 if (left < 4)
                         return -FTRACE_STATUS_ABI_SHORT_EVENT_HEADER;
                 header = rd32(ptr);
