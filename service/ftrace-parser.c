@@ -1950,25 +1950,17 @@ static void bundle_reset(FtraceBundle *b) {
         compact_sched_reset(&b->compact);
 }
 
-int ftrace_bundle_pack(FtraceBundle *b, const uint8_t **ret_buf, size_t *ret_len) {
-        size_t compact_size, trailer;
-        uint8_t *p;
-        int r;
+/* An error's message is at most 17 bytes: its length always fits put_errors()' one byte. */
+static size_t errors_size(const FtraceBundle *b) {
+        size_t n = 0;
 
-        assert(b);
-        assert(ret_buf);
-        assert(ret_len);
+        for (size_t i = 0; i < b->n_errors; i++)
+                n += 2 + 1 + pb_varint_len(b->errors[i].timestamp) + 1 + pb_varint_len(b->errors[i].status);
+        return n;
+}
 
-        r = bundle_begin(b);
-        if (r < 0)
-                return r;
-        compact_size = compact_sched_size(&b->compact);
-        trailer = 2 + b->n_errors * 20 + 11 + (compact_size > 0 ? 1 + 10 + compact_size : 0);
-        r = buf_reserve(&b->out, trailer);
-        if (r < 0)
-                return r;
-
-        p = b->out.data + b->out.len;
+/* What follows the cpu field and the full events. */
+static uint8_t *put_trailer(uint8_t *p, const FtraceBundle *b, size_t compact_size) {
         if (b->lost_events) {
                 *p++ = (BUNDLE_LOST_EVENTS << 3) | WT_VARINT;
                 *p++ = 1;
@@ -1979,11 +1971,62 @@ int ftrace_bundle_pack(FtraceBundle *b, const uint8_t **ret_buf, size_t *ret_len
         p = pb_varint(p, b->previous_end_ts);
         if (compact_size > 0)
                 p = put_compact_sched(p, &b->compact, compact_size);
+        return p;
+}
 
-        /* The buffer stays for the next round (the caller copies the bytes out): a new one
-         * per bundle was an allocation and, after glibc gave the memory back between two
-         * periodic writes, page faults on every first touch. */
-        *ret_len = (size_t) (p - b->out.data);
+int ftrace_bundle_packed_size(FtraceBundle *b, size_t *ret_len) {
+        size_t compact_size, n;
+        int r;
+
+        assert(b);
+        assert(ret_len);
+
+        r = bundle_begin(b);
+        if (r < 0)
+                return r;
+        compact_size = compact_sched_size(&b->compact);
+        n = b->out.len + (b->lost_events ? 2 : 0) + errors_size(b) + 1 + pb_varint_len(b->previous_end_ts);
+        if (compact_size > 0)
+                n += 1 + pb_varint_len(compact_size) + compact_size;
+        *ret_len = n;
+        return 0;
+}
+
+void ftrace_bundle_pack_into(FtraceBundle *b, uint8_t *dst) {
+        assert(b);
+
+        assert(b->out.len > 0);   /* ftrace_bundle_packed_size() came first */
+
+        if (dst) {
+                memcpy(dst, b->out.data, b->out.len);
+                (void) put_trailer(dst + b->out.len, b, compact_sched_size(&b->compact));
+        }
+        b->out.len = 0;
+        bundle_reset(b);
+}
+
+int ftrace_bundle_pack(FtraceBundle *b, const uint8_t **ret_buf, size_t *ret_len) {
+        size_t len;
+        uint8_t *p;
+        int r;
+
+        assert(b);
+        assert(ret_buf);
+        assert(ret_len);
+
+        r = ftrace_bundle_packed_size(b, &len);
+        if (r < 0)
+                return r;
+        r = buf_reserve(&b->out, len - b->out.len);
+        if (r < 0)
+                return r;
+        /* In place, after the cpu field and the full events. The buffer stays for the next
+         * round (the caller copies the bytes out): a new one per bundle was an allocation
+         * and, after glibc gave the memory back between two periodic writes, page faults on
+         * every first touch. */
+        p = put_trailer(b->out.data + b->out.len, b, compact_sched_size(&b->compact));
+        assert((size_t) (p - b->out.data) == len);
+        *ret_len = len;
         *ret_buf = b->out.data;
         b->out.len = 0;
         bundle_reset(b);

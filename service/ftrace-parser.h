@@ -103,3 +103,8 @@ size_t ftrace_bundle_take_renamed(FtraceBundle *b, const int32_t **ret);
  * for the next round, remembering the last timestamp. The bytes stay the bundle's: they
  * are valid until the next parse or pack into it. */
 int ftrace_bundle_pack(FtraceBundle *b, const uint8_t **ret_buf, size_t *ret_len);
+/* The same in two steps, for writing the bundle where it is to stay: its exact size, then
+ * the bytes at @dst (or none, @dst NULL: the bundle is dropped), emptying the bundle as
+ * ftrace_bundle_pack() does. Nothing may be parsed into @b in between. */
+int ftrace_bundle_packed_size(FtraceBundle *b, size_t *ret_len);
+void ftrace_bundle_pack_into(FtraceBundle *b, uint8_t *dst);

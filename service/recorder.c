@@ -603,19 +603,22 @@ static int describe_all_processes(Recorder *rec) {
 
 /* The worker thread. */
 
+/* Packed straight into the writer's memory: one copy of the events fewer. */
 static int pack_bundle(Recorder *rec, unsigned cpu) {
-        const uint8_t *buf;
-        size_t n = ftrace_bundle_n_events(rec->bundles[cpu]), len;
+        FtraceBundle *b = rec->bundles[cpu];
+        size_t n = ftrace_bundle_n_events(b), len;
+        uint8_t *dst;
         int r;
 
-        if (n == 0 && !ftrace_bundle_lost_events(rec->bundles[cpu]))
+        if (n == 0 && !ftrace_bundle_lost_events(b))
                 return 0;
-        r = ftrace_bundle_pack(rec->bundles[cpu], &buf, &len);
+        r = ftrace_bundle_packed_size(b, &len);
         if (r < 0)
                 return r;
-        r = trace_writer_append_ftrace_bundle(&rec->writer, buf, len, n);
+        r = trace_writer_reserve_ftrace_bundle(&rec->writer, len, n, &dst);
         if (r < 0)
                 return r;
+        ftrace_bundle_pack_into(b, dst);
         rec->packed_events += n;
         return 0;
 }

@@ -211,10 +211,12 @@ int trace_writer_append_data(TraceWriter *w, Tracebus__TracePacket *packet, uint
         return 0;
 }
 
-int trace_writer_append_ftrace_bundle(TraceWriter *w, const uint8_t *bundle, size_t len, size_t n_events) {
+int trace_writer_reserve_ftrace_bundle(TraceWriter *w, size_t len, size_t n_events, uint8_t **ret) {
         uint8_t header[11], tmp[10], *p;
         size_t packet_len, hlen, off;
 
+        assert(ret);
+        *ret = NULL;
         /* The FTRACE sequence starts with a metadata packet (FtraceStats), so bundles never
          * carry the first-packet flags. Written by hand: no copy through protobuf-c. */
         if (!w->sequence_started[TRACE_SEQUENCE_FTRACE])
@@ -231,11 +233,23 @@ int trace_writer_append_ftrace_bundle(TraceWriter *w, const uint8_t *bundle, siz
         off = hlen;
         p[off++] = TAG_FTRACE_EVENTS;
         off += varint_encode(len, p + off);
-        memcpy(p + off, bundle, len);
+        *ret = p + off;
         off += len;
         p[off++] = TAG_SEQUENCE_ID;
         p[off++] = TRACE_SEQUENCE_FTRACE;
         assert(off == hlen + packet_len);
+        return 0;
+}
+
+int trace_writer_append_ftrace_bundle(TraceWriter *w, const uint8_t *bundle, size_t len, size_t n_events) {
+        uint8_t *p;
+        int r;
+
+        r = trace_writer_reserve_ftrace_bundle(w, len, n_events, &p);
+        if (r < 0)
+                return r;
+        if (p)
+                memcpy(p, bundle, len);
         return 0;
 }
 

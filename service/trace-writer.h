@@ -80,6 +80,9 @@ int trace_writer_append_data(TraceWriter *w, Tracebus__TracePacket *packet, uint
 
 /* Keeps a TracePacket carrying an already-encoded FtraceEventBundle of @n_events, as data. */
 int trace_writer_append_ftrace_bundle(TraceWriter *w, const uint8_t *bundle, size_t len, size_t n_events);
+/* The same, with the bundle's @len bytes left for the caller to write at *ret before the
+ * next call into @w (saves a copy). *ret is NULL when a full discard-mode writer drops it. */
+int trace_writer_reserve_ftrace_bundle(TraceWriter *w, size_t len, size_t n_events, uint8_t **ret);
 
 /* Writes the metadata, then the data, oldest first. With max_bytes set, writes whole
  * packets up to the limit and returns -EFBIG once the next one would not fit. */

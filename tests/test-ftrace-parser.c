@@ -874,6 +874,70 @@ static void test_lost_events(void) {
         ftrace_parser_free(p);
 }
 
+/* Packs @b both ways, ftrace_bundle_pack() into its own buffer and packed_size +
+ * pack_into() where the caller wants it (an allocation of exactly that size, which the
+ * sanitizer build checks): @b2, parsed alike, must give the same bytes. */
+static void assert_pack_into_same(FtraceBundle *b1, FtraceBundle *b2) {
+        const uint8_t *buf;
+        size_t len1, len2;
+        g_autofree uint8_t *dst = NULL;
+
+        g_assert_cmpint(ftrace_bundle_packed_size(b2, &len2), ==, 0);
+        dst = g_malloc(len2);
+        ftrace_bundle_pack_into(b2, dst);
+        g_assert_cmpint(ftrace_bundle_pack(b1, &buf, &len1), ==, 0);
+        g_assert_cmpmem(dst, len2, buf, len1);
+        g_assert_cmpuint(ftrace_bundle_n_events(b2), ==, 0);
+}
+
+static void test_pack_into(void) {
+        FtraceParser *p = parser_new_from_fixtures(NULL);
+        uint8_t lost[PAGE_SIZE_4K], bad[PAGE_SIZE_4K];
+        uint64_t commit;
+
+        /* A page after lost events, and a page whose commit ends inside a record. */
+        memcpy(lost, cpu_page(1, 0), sizeof(lost));
+        memcpy(&commit, lost + 8, 8);
+        commit |= 1u << 31;
+        memcpy(lost + 8, &commit, 8);
+        memcpy(bad, cpu_page(1, 1), sizeof(bad));
+        commit = 101;
+        memcpy(bad + 8, &commit, 8);
+
+        for (int compact = 0; compact <= 1; compact++)
+                for (int cpu = 0; cpu < N_CPUS; cpu++) {
+                        FtraceBundle *b[2] = {};
+                        Tracebus__FtraceEventBundle *m;
+                        uint64_t last;
+
+                        for (int k = 0; k < 2; k++) {
+                                g_assert_cmpint(ftrace_bundle_new((uint32_t) cpu, compact, &b[k]), ==, 0);
+                                g_assert_cmpint(ftrace_parser_parse_page(p, lost, sizeof(lost), b[k]), >, 0);
+                                for (size_t i = 0; i < cpu_n_pages(cpu); i++)
+                                        (void) ftrace_parser_parse_page(p, cpu_page(cpu, i), PAGE_SIZE_4K, b[k]);
+                                g_assert_cmpint(ftrace_parser_parse_page(p, bad, sizeof(bad), b[k]), ==, -EBADMSG);
+                        }
+                        g_assert_cmpuint(ftrace_bundle_n_errors(b[1]), ==, 1);
+                        assert_pack_into_same(b[0], b[1]);
+
+                        /* The next bundles (empty) still agree, on where the last one ended. */
+                        assert_pack_into_same(b[0], b[1]);
+
+                        /* A bundle dropped (no room in the writer) still ends where it ended. */
+                        g_assert_cmpint(ftrace_parser_parse_page(p, cpu_page(cpu, 0), PAGE_SIZE_4K, b[1]), >, 0);
+                        last = ftrace_bundle_last_timestamp(b[1]);
+                        g_assert_cmpint(ftrace_bundle_packed_size(b[1], &(size_t) { 0 }), ==, 0);
+                        ftrace_bundle_pack_into(b[1], NULL);
+                        g_assert_cmpuint(ftrace_bundle_n_events(b[1]), ==, 0);
+                        m = bundle_pack_unpack(b[1], NULL);
+                        g_assert_cmpuint(m->previous_bundle_end_timestamp, ==, last);
+                        tracebus__ftrace_event_bundle__free_unpacked(m, NULL);
+                        ftrace_bundle_free(b[0]);
+                        ftrace_bundle_free(b[1]);
+                }
+        ftrace_parser_free(p);
+}
+
 /* The data record @n (from 0) of @recs. */
 static const Record *nth_data_record(GArray *recs, size_t n) {
         for (size_t k = 0; k < recs->len; k++) {
@@ -1165,6 +1229,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/ftrace-parser/record-types", test_record_types);
         g_test_add_func("/ftrace-parser/compact-comm-cache", test_compact_comm_cache);
         g_test_add_func("/ftrace-parser/lost-events", test_lost_events);
+        g_test_add_func("/ftrace-parser/pack-into", test_pack_into);
         g_test_add_func("/ftrace-parser/malformed-pages", test_malformed_pages);
         g_test_add_func("/ftrace-parser/bad-data-loc", test_bad_data_loc);
         g_test_add_func("/ftrace-parser/garbage-pages", test_garbage_pages);
