@@ -1555,8 +1555,15 @@ static inline __attribute__((always_inline)) int bundle_add_compact_switch(
                 return r;
         col_put(w, COL_SWITCH_TIMESTAMP, ts - w->last_switch_ts);
         w->last_switch_ts = ts;
-        col_put(w, COL_SWITCH_PREV_STATE, prev_state);
         col_put(w, COL_SWITCH_NEXT_PID, (uint64_t) (int64_t) next_pid);
+        /* Nearly always one byte each: one test for the three. */
+        if (_likely_(((prev_state | (uint64_t) (int64_t) prio | comm) & ~(uint64_t) 0x7f) == 0)) {
+                *w->at[COL_SWITCH_PREV_STATE]++ = (uint8_t) prev_state;
+                *w->at[COL_SWITCH_NEXT_PRIO]++ = (uint8_t) prio;
+                *w->at[COL_SWITCH_NEXT_COMM_INDEX]++ = (uint8_t) comm;
+                return 0;
+        }
+        col_put(w, COL_SWITCH_PREV_STATE, prev_state);
         col_put(w, COL_SWITCH_NEXT_PRIO, (uint64_t) (int64_t) prio);
         col_put(w, COL_SWITCH_NEXT_COMM_INDEX, comm);
         return 0;
@@ -1577,6 +1584,13 @@ static inline __attribute__((always_inline)) int bundle_add_compact_waking(
         col_put(w, COL_WAKING_TIMESTAMP, ts - w->last_waking_ts);
         w->last_waking_ts = ts;
         col_put(w, COL_WAKING_PID, (uint64_t) (int64_t) pid);
+        if (_likely_((((uint64_t) (int64_t) cpu | (uint64_t) (int64_t) prio | comm | flags) & ~(uint64_t) 0x7f) == 0)) {
+                *w->at[COL_WAKING_TARGET_CPU]++ = (uint8_t) cpu;
+                *w->at[COL_WAKING_PRIO]++ = (uint8_t) prio;
+                *w->at[COL_WAKING_COMM_INDEX]++ = (uint8_t) comm;
+                *w->at[COL_WAKING_COMMON_FLAGS]++ = flags;
+                return 0;
+        }
         col_put(w, COL_WAKING_TARGET_CPU, (uint64_t) (int64_t) cpu);
         col_put(w, COL_WAKING_PRIO, (uint64_t) (int64_t) prio);
         col_put(w, COL_WAKING_COMM_INDEX, comm);

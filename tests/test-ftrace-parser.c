@@ -1199,6 +1199,58 @@ static void test_compact_other_layout(void) {
         ftrace_parser_free(p);
 }
 
+/* Wakings whose small columns are not one byte (a deadline task's prio -1, a CPU past
+ * 127, common_flags with bit 7) among ordinary ones: every value comes back. */
+static void test_compact_waking_values(void) {
+        static const struct { int32_t prio, cpu; uint8_t flags; } v[] = {
+                { 120, 1, 0x01 }, { -1, 1, 0x01 }, { 120, 200, 0x00 }, { 98, 3, 0x88 }, { 139, 0, 0x7f },
+        };
+        FtraceParser *p = parser_new_from_fixtures(NULL);
+        g_autoptr(GBytes) fmt = fixture_read("events/sched/sched_waking/format");
+        const Tracebus__FtraceEventBundle__CompactSched *c;
+        Tracebus__FtraceEventBundle *m;
+        PageWriter w = { .off = 16 };
+        FtraceBundle *b = NULL;
+        int id;
+
+        id = ftrace_parser_add_event(p, "sched", g_bytes_get_data(fmt, NULL), g_bytes_get_size(fmt));
+        g_assert_cmpint(id, >, 0);
+        for (size_t i = 0; i < G_N_ELEMENTS(v); i++) {
+                uint8_t rec[36] = {};
+                int32_t pid = 5000 + (int32_t) i;
+
+                memcpy(rec, &(uint16_t) { (uint16_t) id }, 2);
+                rec[2] = v[i].flags;
+                memcpy(rec + 4, &pid, 4);
+                memcpy(rec + 8, "waker", 5);
+                memcpy(rec + 24, &pid, 4);
+                memcpy(rec + 28, &v[i].prio, 4);
+                memcpy(rec + 32, &v[i].cpu, 4);
+                pw_word(&w, 9 | 100 << 5);      /* 36 bytes: the usual length, the fast path */
+                pw_bytes(&w, rec, sizeof(rec));
+        }
+        pw_finish(&w, 1000000);
+
+        g_assert_cmpint(ftrace_bundle_new(0, true, &b), ==, 0);
+        g_assert_cmpint(ftrace_parser_parse_page(p, w.page, sizeof(w.page), b), ==, G_N_ELEMENTS(v));
+        m = bundle_pack_unpack(b, NULL);
+        c = m->compact_sched;
+        g_assert_nonnull(c);
+        g_assert_cmpuint(c->n_waking_pid, ==, G_N_ELEMENTS(v));
+        g_assert_cmpuint(c->n_waking_common_flags, ==, G_N_ELEMENTS(v));
+        for (size_t i = 0; i < G_N_ELEMENTS(v); i++) {
+                g_assert_cmpint(c->waking_pid[i], ==, 5000 + (int32_t) i);
+                g_assert_cmpint(c->waking_prio[i], ==, v[i].prio);
+                g_assert_cmpint(c->waking_target_cpu[i], ==, v[i].cpu);
+                g_assert_cmpuint(c->waking_common_flags[i], ==, v[i].flags);
+                g_assert_cmpstr(c->intern_table[c->waking_comm_index[i]], ==, "waker");
+                g_assert_cmpuint(c->waking_timestamp[i], ==, i == 0 ? 1000100 : 100);
+        }
+        tracebus__ftrace_event_bundle__free_unpacked(m, NULL);
+        ftrace_bundle_free(b);
+        ftrace_parser_free(p);
+}
+
 static void test_api_errors(void) {
         FtraceParser *p = NULL;
         FtraceBundle *b = NULL;
@@ -1235,6 +1287,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/ftrace-parser/garbage-pages", test_garbage_pages);
         g_test_add_func("/ftrace-parser/compact-sched", test_compact_sched);
         g_test_add_func("/ftrace-parser/compact-other-layout", test_compact_other_layout);
+        g_test_add_func("/ftrace-parser/compact-waking-values", test_compact_waking_values);
         g_test_add_func("/ftrace-parser/unknown-events", test_unknown_events);
         g_test_add_func("/ftrace-parser/api-errors", test_api_errors);
         r = g_test_run();
