@@ -383,10 +383,9 @@ struct FtraceParser {
         EventInfo **by_id;
         size_t n_by_id;
         size_t compact_min_record; /* bytes, header included, of the smallest compact event */
-        /* The compact events of the common length, recognised from their first 8 bytes
+        /* The compact events in the standard layout, recognised from their first 8 bytes
          * (record_signature()); NO_SIGNATURE when there is none. */
         uint64_t signature[_COMPACT_ROLE_MAX];
-        const EventInfo *signed_event[_COMPACT_ROLE_MAX];
         FtraceParserStats stats;
 };
 
@@ -875,16 +874,46 @@ int ftrace_parser_load_header_page(FtraceParser *p, const char *text, size_t len
         return 0;
 }
 
-/* The first 8 bytes of a record of event @id that holds exactly @e's fields (the kernel
- * rounds a record up to 4 bytes): type_len in the header's low 5 bits and the event id in
- * the record's first 16 bits, under SIGNATURE_MASK. One compare then stands for the header
- * kind, length and bounds checks and the lookup by id of every such record. */
-static uint64_t record_signature(unsigned id, const EventInfo *e) {
-        unsigned type_len = (e->min_len + 3u) / 4u;
+/* The layouts 64-bit kernels give sched_switch and sched_waking (since 4.x): the fast
+ * path reads them at these constant offsets, the compiler folding every load of them. */
+static const EventInfo standard_switch = {
+        .compact_role = COMPACT_SWITCH,
+        .min_len = 64,
+        .compact_offset = { [CS_PREV_STATE] = 32, [CS_NEXT_PID] = 56, [CS_NEXT_PRIO] = 60, [CS_NEXT_COMM] = 40 },
+        .compact_size = { [CS_PREV_STATE] = 8, [CS_NEXT_PID] = 4, [CS_NEXT_PRIO] = 4, [CS_NEXT_COMM] = 16 },
+};
+static const EventInfo standard_waking = {
+        .compact_role = COMPACT_WAKING,
+        .min_len = 36,
+        .has_common_flags = true,
+        .common_flags_offset = 2,
+        .compact_offset = { [CW_PID] = 24, [CW_TARGET_CPU] = 32, [CW_PRIO] = 28, [CW_COMM] = 8 },
+        .compact_size = { [CW_PID] = 4, [CW_TARGET_CPU] = 4, [CW_PRIO] = 4, [CW_COMM] = 16 },
+};
 
-        if (__BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__ || type_len < 1 || type_len > RB_TYPE_DATA_MAX)
+static const EventInfo *standard_layout(CompactRole role) {
+        return role == COMPACT_SWITCH ? &standard_switch : &standard_waking;
+}
+
+/* What the compact encoders read of @e is what they read of @std. */
+static bool compact_layout_is(const EventInfo *e, const EventInfo *std) {
+        return e->compact_role == std->compact_role && e->min_len == std->min_len &&
+                memcmp(e->compact_offset, std->compact_offset, sizeof(e->compact_offset)) == 0 &&
+                memcmp(e->compact_size, std->compact_size, sizeof(e->compact_size)) == 0 &&
+                /* Only wakings write common_flags. */
+                (e->compact_role != COMPACT_WAKING || (e->has_common_flags == std->has_common_flags &&
+                                                       e->common_flags_offset == std->common_flags_offset));
+}
+
+/* The first 8 bytes of a record of event @id in the standard layout, which holds exactly
+ * its fields (the kernel rounds a record up to 4 bytes): type_len in the header's low 5
+ * bits and the event id in the record's first 16 bits, under SIGNATURE_MASK. One compare
+ * then stands for the header kind, length and bounds checks and the lookup by id of every
+ * such record. Other layouts have none and take the general path. */
+static uint64_t record_signature(unsigned id, const EventInfo *e) {
+        if (__BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__ || !compact_layout_is(e, standard_layout(e->compact_role)))
                 return NO_SIGNATURE;
-        return (uint64_t) id << 32 | type_len;
+        return (uint64_t) id << 32 | (e->min_len + 3u) / 4u;
 }
 
 static int parser_set_event(FtraceParser *p, unsigned id, EventInfo *e) {
@@ -902,7 +931,6 @@ static int parser_set_event(FtraceParser *p, unsigned id, EventInfo *e) {
         if (e->compact_role != COMPACT_NONE) {
                 p->compact_min_record = MIN(p->compact_min_record, (size_t) 4 + e->min_len);
                 p->signature[e->compact_role] = record_signature(id, e);
-                p->signed_event[e->compact_role] = e;
         }
         return 0;
 }
@@ -1445,7 +1473,6 @@ typedef struct PageWalk {
         size_t n_by_id;
         bool compact;
         uint64_t signature[_COMPACT_ROLE_MAX];   /* compact bundles only */
-        const EventInfo *signed_event[_COMPACT_ROLE_MAX];
         uint8_t *at[_COL_MAX];    /* compact: where each column's next value goes */
         uint64_t last_switch_ts, last_waking_ts;
         size_t n_events;
@@ -1464,10 +1491,8 @@ static inline __attribute__((always_inline)) int page_walk_begin(PageWalk *w, co
         CompactSched *c = &b->compact;
 
         *w = (PageWalk) { .by_id = p->by_id, .n_by_id = p->n_by_id, .compact = b->compact_sched };
-        for (unsigned i = 0; i < _COMPACT_ROLE_MAX; i++) {
+        for (unsigned i = 0; i < _COMPACT_ROLE_MAX; i++)
                 w->signature[i] = w->compact ? p->signature[i] : NO_SIGNATURE;
-                w->signed_event[i] = p->signed_event[i];
-        }
         if (!w->compact)
                 return 0;
 #pragma GCC unroll 16
@@ -1813,7 +1838,7 @@ static inline __attribute__((always_inline)) int parser_walk_records(
 
                         if (sig == w->signature[COMPACT_SWITCH] && size <= left) {
                                 ts += rd32(ptr) >> 5;
-                                r = walk_compact_switch(b, w, w->signed_event[COMPACT_SWITCH], ptr + 4, ts);
+                                r = walk_compact_switch(b, w, &standard_switch, ptr + 4, ts);
                                 if (r < 0)
                                         return *ret_nomem = true, r;
                                 ptr += size;
@@ -1821,7 +1846,7 @@ static inline __attribute__((always_inline)) int parser_walk_records(
                         }
                         if (sig == w->signature[COMPACT_WAKING] && size <= left) {
                                 ts += rd32(ptr) >> 5;
-                                r = walk_compact_waking(b, w, w->signed_event[COMPACT_WAKING], ptr + 4, ts);
+                                r = walk_compact_waking(b, w, &standard_waking, ptr + 4, ts);
                                 if (r < 0)
                                         return *ret_nomem = true, r;
                                 ptr += size;

@@ -1200,23 +1200,23 @@ static void test_compact_other_layout(void) {
 }
 
 /* Wakings whose small columns are not one byte (a deadline task's prio -1, a CPU past
- * 127, common_flags with bit 7) among ordinary ones: every value comes back. */
-static void test_compact_waking_values(void) {
+ * 127, common_flags with bit 7) among ordinary ones, in the sched_waking layout @format
+ * (records of @rec_len bytes, target_cpu at @cpu_offset): every value comes back. */
+static void check_compact_wakings(const char *format, size_t rec_len, size_t cpu_offset) {
         static const struct { int32_t prio, cpu; uint8_t flags; } v[] = {
                 { 120, 1, 0x01 }, { -1, 1, 0x01 }, { 120, 200, 0x00 }, { 98, 3, 0x88 }, { 139, 0, 0x7f },
         };
-        FtraceParser *p = parser_new_from_fixtures(NULL);
-        g_autoptr(GBytes) fmt = fixture_read("events/sched/sched_waking/format");
+        FtraceParser *p = parser_new_from_fixtures("none");
         const Tracebus__FtraceEventBundle__CompactSched *c;
         Tracebus__FtraceEventBundle *m;
         PageWriter w = { .off = 16 };
         FtraceBundle *b = NULL;
         int id;
 
-        id = ftrace_parser_add_event(p, "sched", g_bytes_get_data(fmt, NULL), g_bytes_get_size(fmt));
+        id = ftrace_parser_add_event(p, "sched", format, strlen(format));
         g_assert_cmpint(id, >, 0);
         for (size_t i = 0; i < G_N_ELEMENTS(v); i++) {
-                uint8_t rec[36] = {};
+                uint8_t rec[64] = {};
                 int32_t pid = 5000 + (int32_t) i;
 
                 memcpy(rec, &(uint16_t) { (uint16_t) id }, 2);
@@ -1225,9 +1225,9 @@ static void test_compact_waking_values(void) {
                 memcpy(rec + 8, "waker", 5);
                 memcpy(rec + 24, &pid, 4);
                 memcpy(rec + 28, &v[i].prio, 4);
-                memcpy(rec + 32, &v[i].cpu, 4);
-                pw_word(&w, 9 | 100 << 5);      /* 36 bytes: the usual length, the fast path */
-                pw_bytes(&w, rec, sizeof(rec));
+                memcpy(rec + cpu_offset, &v[i].cpu, 4);
+                pw_word(&w, (uint32_t) (rec_len / 4) | 100 << 5);
+                pw_bytes(&w, rec, rec_len);
         }
         pw_finish(&w, 1000000);
 
@@ -1249,6 +1249,20 @@ static void test_compact_waking_values(void) {
         tracebus__ftrace_event_bundle__free_unpacked(m, NULL);
         ftrace_bundle_free(b);
         ftrace_parser_free(p);
+}
+
+/* The layout of today's kernels (the encoder's fast path, constant offsets) and the one
+ * before 4.x, with "success" before target_cpu (the general path, offsets from the
+ * format). */
+static void test_compact_waking_values(void) {
+        g_autoptr(GBytes) fmt = fixture_read("events/sched/sched_waking/format");
+        g_autofree char *text = g_strndup(g_bytes_get_data(fmt, NULL), g_bytes_get_size(fmt));
+        g_autofree char *old = replace_once(text, "\tfield:int target_cpu;\toffset:32;\tsize:4;\tsigned:1;",
+                                            "\tfield:int success;\toffset:32;\tsize:4;\tsigned:1;\n"
+                                            "\tfield:int target_cpu;\toffset:36;\tsize:4;\tsigned:1;");
+
+        check_compact_wakings(text, 36, 32);
+        check_compact_wakings(old, 40, 36);
 }
 
 static void test_api_errors(void) {
