@@ -445,6 +445,7 @@ struct FtraceBundle {
         int32_t *renamed;         /* pids task_rename named since the last take */
         size_t n_renamed, renamed_allocated;
         Buf out;                  /* cpu field, then each event as a complete field 2 */
+        Buf packed;               /* ftrace_bundle_pack()'s bytes, kept for the next round */
         size_t n_events, n_skipped;
         uint64_t previous_end_ts, last_ts;
         FtraceErrorEntry *errors;
@@ -1084,6 +1085,7 @@ FtraceBundle *ftrace_bundle_free(FtraceBundle *b) {
         free(b->pids);
         free(b->renamed);
         buf_done(&b->out);
+        buf_done(&b->packed);
         free(b->errors);
         compact_sched_done(&b->compact);
         return mfree(b);
@@ -2013,8 +2015,16 @@ static uint8_t *put_trailer(uint8_t *p, const FtraceBundle *b, size_t compact_si
         return p;
 }
 
+/* The exact size put_trailer() and the out buffer make together. */
+static size_t bundle_packed_size(const FtraceBundle *b, size_t compact_size) {
+        size_t n = b->out.len + (b->lost_events ? 2 : 0) + errors_size(b) + 1 + pb_varint_len(b->previous_end_ts);
+
+        if (compact_size > 0)
+                n += 1 + pb_varint_len(compact_size) + compact_size;
+        return n;
+}
+
 int ftrace_bundle_packed_size(FtraceBundle *b, size_t *ret_len) {
-        size_t compact_size, n;
         int r;
 
         assert(b);
@@ -2023,22 +2033,21 @@ int ftrace_bundle_packed_size(FtraceBundle *b, size_t *ret_len) {
         r = bundle_begin(b);
         if (r < 0)
                 return r;
-        compact_size = compact_sched_size(&b->compact);
-        n = b->out.len + (b->lost_events ? 2 : 0) + errors_size(b) + 1 + pb_varint_len(b->previous_end_ts);
-        if (compact_size > 0)
-                n += 1 + pb_varint_len(compact_size) + compact_size;
-        *ret_len = n;
+        *ret_len = bundle_packed_size(b, compact_sched_size(&b->compact));
         return 0;
 }
 
 void ftrace_bundle_pack_into(FtraceBundle *b, uint8_t *dst) {
         assert(b);
-
         assert(b->out.len > 0);   /* ftrace_bundle_packed_size() came first */
 
         if (dst) {
+                size_t compact_size = compact_sched_size(&b->compact);
+                uint8_t *end;
+
                 memcpy(dst, b->out.data, b->out.len);
-                (void) put_trailer(dst + b->out.len, b, compact_sched_size(&b->compact));
+                end = put_trailer(dst + b->out.len, b, compact_size);
+                assert((size_t) (end - dst) == bundle_packed_size(b, compact_size));
         }
         b->out.len = 0;
         bundle_reset(b);
@@ -2046,7 +2055,6 @@ void ftrace_bundle_pack_into(FtraceBundle *b, uint8_t *dst) {
 
 int ftrace_bundle_pack(FtraceBundle *b, const uint8_t **ret_buf, size_t *ret_len) {
         size_t len;
-        uint8_t *p;
         int r;
 
         assert(b);
@@ -2056,18 +2064,14 @@ int ftrace_bundle_pack(FtraceBundle *b, const uint8_t **ret_buf, size_t *ret_len
         r = ftrace_bundle_packed_size(b, &len);
         if (r < 0)
                 return r;
-        r = buf_reserve(&b->out, len - b->out.len);
+        /* The buffer stays for the next round (the caller copies the bytes out): a new one
+         * per bundle was an allocation and, after glibc gave the memory back between two
+         * periodic writes, page faults on every first touch. */
+        r = buf_reserve(&b->packed, len);
         if (r < 0)
                 return r;
-        /* In place, after the cpu field and the full events. The buffer stays for the next
-         * round (the caller copies the bytes out): a new one per bundle was an allocation
-         * and, after glibc gave the memory back between two periodic writes, page faults on
-         * every first touch. */
-        p = put_trailer(b->out.data + b->out.len, b, compact_sched_size(&b->compact));
-        assert((size_t) (p - b->out.data) == len);
+        ftrace_bundle_pack_into(b, b->packed.data);
         *ret_len = len;
-        *ret_buf = b->out.data;
-        b->out.len = 0;
-        bundle_reset(b);
+        *ret_buf = b->packed.data;
         return 0;
 }

@@ -99,12 +99,11 @@ size_t ftrace_bundle_take_pids(FtraceBundle *b, const int32_t **ret);
 size_t ftrace_bundle_take_renamed(FtraceBundle *b, const int32_t **ret);
 
 /* Serializes the collected events as an FtraceEventBundle message (not wrapped in a
- * TracePacket), with cpu and previous_bundle_end_timestamp set, then empties the bundle
- * for the next round, remembering the last timestamp. The bytes stay the bundle's: they
- * are valid until the next parse or pack into it. */
-int ftrace_bundle_pack(FtraceBundle *b, const uint8_t **ret_buf, size_t *ret_len);
-/* The same in two steps, for writing the bundle where it is to stay: its exact size, then
- * the bytes at @dst (or none, @dst NULL: the bundle is dropped), emptying the bundle as
- * ftrace_bundle_pack() does. Nothing may be parsed into @b in between. */
+ * TracePacket), with cpu and previous_bundle_end_timestamp set, where it is to stay: its
+ * exact size, then the bytes at @dst (or none, @dst NULL: the bundle is dropped). Then
+ * empties the bundle for the next round, remembering the last timestamp. Nothing may be
+ * parsed into @b in between. */
 int ftrace_bundle_packed_size(FtraceBundle *b, size_t *ret_len);
 void ftrace_bundle_pack_into(FtraceBundle *b, uint8_t *dst);
+/* The same into a buffer the bundle keeps: the bytes are valid until the next pack. */
+int ftrace_bundle_pack(FtraceBundle *b, const uint8_t **ret_buf, size_t *ret_len);
