@@ -45,8 +45,7 @@ int main(int argc, char **argv) {
         FtraceParser *p;
         FtraceBundle *b;
         struct stat st;
-        size_t len, n_pages, out_bytes = 0, out_allocated = 0;
-        uint8_t *out = NULL;
+        size_t len, n_pages, out_bytes = 0;
         uint64_t events_n = 0, t0, t1;
         const uint8_t *pages;
         char *text;
@@ -94,14 +93,12 @@ int main(int argc, char **argv) {
                                 events_n += (uint64_t) r;
                         if (i % 200 == 199 || i == n_pages - 1) {
                                 const int32_t *pids;
+                                const uint8_t *buf;
 
                                 (void) ftrace_bundle_take_pids(b, &pids);
-                                /* As the service does: packed into the output's memory. */
-                                if (ftrace_bundle_packed_size(b, &len) < 0)
+                                /* Through ftrace_bundle_pack_into(), as in the service. */
+                                if (ftrace_bundle_pack(b, &buf, &len) < 0)
                                         return 1;
-                                if (len > out_allocated && !(out = realloc(out, out_allocated = len)))
-                                        return 1;
-                                ftrace_bundle_pack_into(b, out);
                                 out_bytes += len;
                         }
                 }
