@@ -874,9 +874,10 @@ static void test_lost_events(void) {
         ftrace_parser_free(p);
 }
 
-/* Packs @b both ways, ftrace_bundle_pack() into its own buffer and packed_size +
- * pack_into() where the caller wants it (an allocation of exactly that size, which the
- * sanitizer build checks): @b2, parsed alike, must give the same bytes. */
+/* Packs @b1 with ftrace_bundle_pack() (the bundle's own buffer) and @b2, parsed alike,
+ * with packed_size + pack_into() where the caller wants it, as the service does: into an
+ * allocation of exactly the announced size, which the sanitizer build checks. Both must
+ * give the same bytes. */
 static void assert_pack_into_same(FtraceBundle *b1, FtraceBundle *b2) {
         const uint8_t *buf;
         size_t len1, len2;
