@@ -118,29 +118,76 @@ static void summary_init(TbTraceSummary *s) {
         s->seen_sequences = g_hash_table_new(g_direct_hash, g_direct_equal);
 }
 
-bool tb_trace_parse(const guint8 *data, gsize len, TbTraceSummary *ret, GError **error) {
-        TbTraceSummary s;
+GBytes *tb_zlib_inflate(const guint8 *data, gsize len, GError **error) {
+        g_autoptr(GZlibDecompressor) z = g_zlib_decompressor_new(G_ZLIB_COMPRESSOR_FORMAT_ZLIB);
+        g_autoptr(GByteArray) out = g_byte_array_new();
+        gsize pos = 0;
+
+        for (;;) {
+                guint8 buf[16384];
+                gsize read = 0, written = 0;
+                GConverterResult r = g_converter_convert(G_CONVERTER(z), data + pos, len - pos, buf, sizeof(buf),
+                                                         G_CONVERTER_INPUT_AT_END, &read, &written, error);
+
+                if (r == G_CONVERTER_ERROR)
+                        return NULL;
+                pos += read;
+                g_byte_array_append(out, buf, (guint) written);
+                if (r == G_CONVERTER_FINISHED)
+                        break;
+        }
+        if (pos != len) {
+                g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, "%" G_GSIZE_FORMAT " bytes after the zlib stream",
+                            len - pos);
+                return NULL;
+        }
+        return g_byte_array_free_to_bytes(g_steal_pointer(&out));
+}
+
+static bool parse_packets(const guint8 *data, gsize len, TbTraceSummary *s, bool inside_compressed, GError **error);
+
+static bool parse_compressed(const Tracebus__TracePacket *p, TbTraceSummary *s, guint index, GError **error) {
+        g_autoptr(GBytes) inner = NULL;
+        gsize len;
+        const guint8 *data;
+
+        inner = tb_zlib_inflate(p->compressed_packets.data, p->compressed_packets.len, error);
+        if (!inner) {
+                g_prefix_error(error, "packet %u: compressed_packets do not inflate: ", index);
+                return false;
+        }
+        s->n_compressed_packets++;
+        data = g_bytes_get_data(inner, &len);
+        s->n_inflated_bytes += len;
+        if (!parse_packets(data, len, s, true, error)) {
+                g_prefix_error(error, "packet %u, inflated: ", index);
+                return false;
+        }
+        return true;
+}
+
+static bool parse_packets(const guint8 *data, gsize len, TbTraceSummary *s, bool inside_compressed, GError **error) {
         gsize pos = 0;
         guint index = 0;
 
-        summary_init(&s);
         while (pos < len) {
                 gsize start = pos;
                 guint64 tag = 0, plen = 0;
                 Tracebus__TracePacket *p;
+                bool ok = true;
 
                 if (!read_varint(data, len, &pos, &tag) || tag != 0x0A) {
                         g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
                                     "offset %" G_GSIZE_FORMAT ": expected tag 0x0A (Trace.packet) for packet %u",
                                     start, index);
-                        goto fail;
+                        return false;
                 }
                 if (!read_varint(data, len, &pos, &plen) || plen > len - pos) {
                         g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
                                     "offset %" G_GSIZE_FORMAT ": packet %u is torn (length %" G_GUINT64_FORMAT
                                     ", %" G_GSIZE_FORMAT " bytes left)",
                                     start, index, plen, len - pos);
-                        goto fail;
+                        return false;
                 }
                 p = tracebus__trace_packet__unpack(NULL, (size_t) plen, data + pos);
                 if (!p) {
@@ -148,19 +195,37 @@ bool tb_trace_parse(const guint8 *data, gsize len, TbTraceSummary *ret, GError *
                                     "offset %" G_GSIZE_FORMAT ": packet %u (%" G_GUINT64_FORMAT
                                     " bytes) does not unpack as TracePacket",
                                     start, index, plen);
-                        goto fail;
+                        return false;
                 }
-                summarise_packet(&s, p, index);
+                /* Perfetto's service writes compressed_packets alone in their packet, and
+                 * never nested. */
+                if (p->has_compressed_packets && inside_compressed) {
+                        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                                    "packet %u: compressed_packets inside compressed_packets", index);
+                        ok = false;
+                } else if (p->has_compressed_packets)
+                        ok = parse_compressed(p, s, index, error);
+                else
+                        summarise_packet(s, p, index);
                 tracebus__trace_packet__free_unpacked(p, NULL);
+                if (!ok)
+                        return false;
                 pos += (gsize) plen;
                 index++;
         }
+        return true;
+}
+
+bool tb_trace_parse(const guint8 *data, gsize len, TbTraceSummary *ret, GError **error) {
+        TbTraceSummary s;
+
+        summary_init(&s);
+        if (!parse_packets(data, len, &s, false, error)) {
+                tb_trace_summary_clear(&s);
+                return false;
+        }
         *ret = s;
         return true;
-
-fail:
-        tb_trace_summary_clear(&s);
-        return false;
 }
 
 bool tb_trace_file_read(const char *path, TbTraceSummary *ret, GError **error) {

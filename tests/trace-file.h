@@ -4,7 +4,8 @@
 /*
  * Reading trace files in tests. A trace file is a serialized Perfetto Trace:
  * a concatenation of (0x0A, varint length, TracePacket bytes). The reader
- * splits that framing, unpacks every packet with protobuf-c and summarises
+ * splits that framing, unpacks every packet with protobuf-c (inflating compressed_packets
+ * with zlib, as trace_processor does, and reading the packets inside) and summarises
  * what the bus tests assert on. Torn or invalid files are an error, never a
  * crash.
  */
@@ -13,7 +14,9 @@
 #include <stdbool.h>
 
 typedef struct {
-        guint n_packets;
+        guint n_packets;         /* not counting those that hold compressed_packets */
+        guint n_compressed_packets;  /* packets of compressed_packets, each inflated */
+        gsize n_inflated_bytes;      /* what they inflated to */
         guint n_ftrace_bundles;
         guint n_ftrace_events;   /* FtraceEvent entries of any kind */
         guint n_sched_switch;    /* full sched_switch events */
@@ -34,6 +37,10 @@ typedef struct {
         GHashTable *switch_pids; /* "pid comm" strings from sched_switch prev/next and compact next */
         GHashTable *seen_sequences;
 } TbTraceSummary;
+
+/* Inflates a zlib stream (RFC 1950) with zlib, through GIO, as trace_processor inflates
+ * compressed_packets: NULL and an error when it is not one whole stream, nothing after. */
+GBytes *tb_zlib_inflate(const guint8 *data, gsize len, GError **error);
 
 bool tb_trace_parse(const guint8 *data, gsize len, TbTraceSummary *ret, GError **error);
 bool tb_trace_file_read(const char *path, TbTraceSummary *ret, GError **error);

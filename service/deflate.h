@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * A zlib stream (RFC 1950 around RFC 1951 deflate) written without string matching:
+ * Perfetto's compressed_packets, which trace_processor inflates with zlib, at a small
+ * fraction of zlib's cost. The caller cuts its data into segments and says which ones
+ * are worth entropy coding: those get a block of literals with a Huffman code made for
+ * that segment alone (a column of small values, where most bytes repeat, comes out at a
+ * bit or two per byte), unless it would not be smaller than storing them; the rest is
+ * stored as it is.
+ *
+ * The output goes into memory the caller sized with deflate_bound().
+ */
+
+typedef struct DeflateStream {
+        uint8_t *start, *out;
+        uint64_t bits;          /* not yet written, lowest first */
+        unsigned n_bits;
+        uint32_t adler;         /* of everything fed so far */
+} DeflateStream;
+
+/* At most this many bytes for @len input bytes fed in @n_segments calls. */
+size_t deflate_bound(size_t len, size_t n_segments);
+
+void deflate_begin(DeflateStream *s, uint8_t *out);
+/* Stored as it is. */
+void deflate_stored(DeflateStream *s, const uint8_t *data, size_t len);
+/* Literals with a code for this segment, or stored when that is not smaller. */
+void deflate_coded(DeflateStream *s, const uint8_t *data, size_t len);
+
+/* A byte range [start, end) of some data. */
+typedef struct DeflateSpan {
+        size_t start, end;
+} DeflateSpan;
+
+/* @data with the @n_coded ascending, disjoint spans coded, each on its own, and what lies
+ * between them stored: 2 * n_coded + 1 segments for deflate_bound(). */
+void deflate_spans(DeflateStream *s, const uint8_t *data, size_t len, const DeflateSpan *coded, size_t n_coded);
+
+/* Ends the stream: a last empty block and the checksum. Returns the stream's length. */
+size_t deflate_end(DeflateStream *s);
+
+/* RFC 1950's Adler-32 of @len bytes, continuing from @adler (1 for none yet). */
+uint32_t adler32_update(uint32_t adler, const uint8_t *data, size_t len);
