@@ -446,6 +446,8 @@ struct FtraceBundle {
         size_t n_renamed, renamed_allocated;
         Buf out;                  /* cpu field, then each event as a complete field 2 */
         Buf packed;               /* ftrace_bundle_pack()'s bytes, kept for the next round */
+        DeflateSpan coded[_COL_MAX];  /* of the last bytes packed: what repays coding */
+        size_t n_coded;
         size_t n_events, n_skipped;
         uint64_t previous_end_ts, last_ts;
         FtraceErrorEntry *errors;
@@ -1952,18 +1954,36 @@ static size_t compact_sched_size(const CompactSched *c) {
         return n;
 }
 
-static uint8_t *put_compact_sched(uint8_t *p, const CompactSched *c, size_t size) {
+/* Timestamps are near random in their low bits: coding them would save a tenth for
+ * the cost of a pass over them. The other columns hold a few values each. */
+static bool column_repays_coding(unsigned i) {
+        return i != COL_SWITCH_TIMESTAMP && i != COL_WAKING_TIMESTAMP;
+}
+
+/* Notes [start, end) of the bytes being packed from @base as worth coding. */
+static void note_coded(FtraceBundle *b, const uint8_t *base, const uint8_t *start, const uint8_t *end) {
+        assert(b->n_coded < ELEMENTSOF(b->coded));
+        b->coded[b->n_coded++] = (DeflateSpan) { (size_t) (start - base), (size_t) (end - base) };
+}
+
+static uint8_t *put_compact_sched(uint8_t *p, FtraceBundle *b, const uint8_t *base, size_t size) {
+        const CompactSched *c = &b->compact;
+
         *p++ = (BUNDLE_COMPACT_SCHED << 3) | WT_LEN;
         p = pb_varint(p, size);
         for (size_t i = 0; i < c->names.n; i++) {
                 *p++ = (COMPACT_INTERN_TABLE << 3) | WT_LEN;
                 p = pb_put_bytes(p, c->names.keys[i].w, c->names.lengths[i]);
         }
-        for (size_t i = 0; i < _COL_MAX; i++) {
+        for (unsigned i = 0; i < _COL_MAX; i++) {
+                uint8_t *start = p;
+
                 if (c->col[i].len == 0)
                         continue;
                 *p++ = (uint8_t) ((i << 3) | WT_LEN);
                 p = pb_put_bytes(p, c->col[i].data, c->col[i].len);
+                if (column_repays_coding(i))
+                        note_coded(b, base, start, p);
         }
         return p;
 }
@@ -2000,8 +2020,8 @@ static size_t errors_size(const FtraceBundle *b) {
         return n;
 }
 
-/* What follows the cpu field and the full events. */
-static uint8_t *put_trailer(uint8_t *p, const FtraceBundle *b, size_t compact_size) {
+/* What follows the cpu field and the full events, which start at @base. */
+static uint8_t *put_trailer(uint8_t *p, FtraceBundle *b, const uint8_t *base, size_t compact_size) {
         if (b->lost_events) {
                 *p++ = (BUNDLE_LOST_EVENTS << 3) | WT_VARINT;
                 *p++ = 1;
@@ -2011,7 +2031,7 @@ static uint8_t *put_trailer(uint8_t *p, const FtraceBundle *b, size_t compact_si
         *p++ = (BUNDLE_PREVIOUS_END_TIMESTAMP << 3) | WT_VARINT;
         p = pb_varint(p, b->previous_end_ts);
         if (compact_size > 0)
-                p = put_compact_sched(p, &b->compact, compact_size);
+                p = put_compact_sched(p, b, base, compact_size);
         return p;
 }
 
@@ -2041,16 +2061,28 @@ void ftrace_bundle_pack_into(FtraceBundle *b, uint8_t *dst) {
         assert(b);
         assert(b->out.len > 0);   /* ftrace_bundle_packed_size() came first */
 
+        b->n_coded = 0;
         if (dst) {
                 size_t compact_size = compact_sched_size(&b->compact);
                 uint8_t *end;
 
                 memcpy(dst, b->out.data, b->out.len);
-                end = put_trailer(dst + b->out.len, b, compact_size);
+                /* Full events are protobuf fields, with names and numbers that repeat. */
+                if (b->n_events > 0 && !b->compact_sched)
+                        note_coded(b, dst, dst, dst + b->out.len);
+                end = put_trailer(dst + b->out.len, b, dst, compact_size);
                 assert((size_t) (end - dst) == bundle_packed_size(b, compact_size));
         }
         b->out.len = 0;
         bundle_reset(b);
+}
+
+size_t ftrace_bundle_coded_spans(const FtraceBundle *b, const DeflateSpan **ret) {
+        assert(b);
+        assert(ret);
+
+        *ret = b->coded;
+        return b->n_coded;
 }
 
 int ftrace_bundle_pack(FtraceBundle *b, const uint8_t **ret_buf, size_t *ret_len) {

@@ -6,6 +6,8 @@
 #include <sys/types.h>
 #include <stdint.h>
 
+#include "deflate.h"
+
 /*
  * Decodes the kernel's ring-buffer pages (per_cpu/cpuN/trace_pipe_raw) into
  * Perfetto FtraceEventBundle messages, using the layout the running kernel
@@ -107,3 +109,7 @@ int ftrace_bundle_packed_size(FtraceBundle *b, size_t *ret_len);
 void ftrace_bundle_pack_into(FtraceBundle *b, uint8_t *dst);
 /* The same into a buffer the bundle keeps: the bytes are valid until the next pack. */
 int ftrace_bundle_pack(FtraceBundle *b, const uint8_t **ret_buf, size_t *ret_len);
+/* Where, in the bytes the last pack wrote, the values are few and repeat: each compact
+ * column but the timestamps, or the full events. A compressor codes these and stores
+ * the rest. Valid until the next pack. */
+size_t ftrace_bundle_coded_spans(const FtraceBundle *b, const DeflateSpan **ret);

@@ -62,6 +62,7 @@ struct Recorder {
         uint64_t write_period_ns;     /* UINT64_MAX: only when the buffer fills, and at the end */
         size_t write_threshold;       /* bytes: write at once when this much is pending */
         uint64_t last_write_ns;
+        bool compress;                /* bundles go out as compressed_packets */
         Tracebus__TraceConfig *trace_config;  /* echoed into the trace */
         TraceWriter writer;
 
@@ -162,6 +163,7 @@ int recorder_new(const SessionConfig *config, TraceInstance *instance, int outpu
         rec->stop_fd = rec->done_fd = -EBADF;
         rec->drain_period_ms = config->drain_period_ms;
         rec->buffer_size_kb = config->buffer_size_kb;
+        rec->compress = config->compress;
         (void) pthread_mutex_init(&rec->annotations_lock, NULL);
         /* write_into_file: whole packets every file_write_period_ms, so the file is valid
          * after every write, and at once when the buffer is full: a long trace loses
@@ -603,22 +605,34 @@ static int describe_all_processes(Recorder *rec) {
 
 /* The worker thread. */
 
-/* Packed straight into the writer's memory: one copy of the events fewer. */
+/* Compressed, the bundle is packed into its own buffer and deflated from there into
+ * the writer's; otherwise packed straight into the writer's memory: one copy fewer. */
 static int pack_bundle(Recorder *rec, unsigned cpu) {
         FtraceBundle *b = rec->bundles[cpu];
-        size_t n = ftrace_bundle_n_events(b), len;
+        size_t n = ftrace_bundle_n_events(b), len, n_coded;
+        const DeflateSpan *coded;
+        const uint8_t *packed;
         uint8_t *dst;
         int r;
 
         if (n == 0 && !ftrace_bundle_lost_events(b))
                 return 0;
-        r = ftrace_bundle_packed_size(b, &len);
+        if (rec->compress) {
+                r = ftrace_bundle_pack(b, &packed, &len);
+                if (r < 0)
+                        return r;
+                n_coded = ftrace_bundle_coded_spans(b, &coded);
+                r = trace_writer_append_ftrace_bundle_deflated(&rec->writer, packed, len, coded, n_coded, n);
+        } else {
+                r = ftrace_bundle_packed_size(b, &len);
+                if (r < 0)
+                        return r;
+                r = trace_writer_reserve_ftrace_bundle(&rec->writer, len, n, &dst);
+                if (r >= 0)
+                        ftrace_bundle_pack_into(b, dst);
+        }
         if (r < 0)
                 return r;
-        r = trace_writer_reserve_ftrace_bundle(&rec->writer, len, n, &dst);
-        if (r < 0)
-                return r;
-        ftrace_bundle_pack_into(b, dst);
         rec->packed_events += n;
         return 0;
 }

@@ -267,6 +267,12 @@ int session_config_load(const Tracebus__TraceConfig *tc, const char *root, Sessi
         c.file_write_period_ms = tc->file_write_period_ms ?: SESSION_DEFAULT_WRITE_PERIOD_MS;
         c.file_write_period_ms = MAX(c.file_write_period_ms, SESSION_MIN_WRITE_PERIOD_MS);
         c.max_file_size_bytes = tc->max_file_size_bytes;
+        if (tc->has_compression_type &&
+            tc->compression_type != TRACEBUS__TRACE_CONFIG__COMPRESSION_TYPE__COMPRESSION_TYPE_UNSPECIFIED &&
+            tc->compression_type != TRACEBUS__TRACE_CONFIG__COMPRESSION_TYPE__COMPRESSION_TYPE_DEFLATE)
+                return set_error(ret_error, "compression_type %d is not supported (expected COMPRESSION_TYPE_DEFLATE)",
+                                 (int) tc->compression_type);
+        c.compress = tc->compression_type == TRACEBUS__TRACE_CONFIG__COMPRESSION_TYPE__COMPRESSION_TYPE_DEFLATE;
         r = load_trace_buffer(tc, &c, ret_error);
         if (r < 0)
                 return r;

@@ -37,6 +37,7 @@ typedef struct SessionConfig {
         bool write_into_file;
         uint32_t file_write_period_ms; /* with write_into_file, clamped to Perfetto's range */
         uint64_t max_file_size_bytes;  /* 0: unlimited */
+        bool compress;                 /* compression_type DEFLATE: bundles as compressed_packets */
         uint8_t *trace_config;         /* the packed TraceConfig, echoed into the trace */
         size_t trace_config_len;
 } SessionConfig;

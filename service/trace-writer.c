@@ -5,6 +5,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "deflate.h"
 #include "fd-util.h"
 #include "macro.h"
 #include "trace-writer.h"
@@ -14,6 +15,8 @@
 /* TracePacket fields written by hand around a pre-encoded bundle. */
 #define TAG_FTRACE_EVENTS 0x0a                  /* field 1, length-delimited */
 #define TAG_SEQUENCE_ID 0x50                    /* field 10, varint */
+/* TracePacket.compressed_packets, field 50, length-delimited: (50 << 3) | 2 as a varint. */
+static const uint8_t tag_compressed_packets[] = { 0x92, 0x03 };
 #define SEQ_INCREMENTAL_STATE_CLEARED 1
 
 struct TracePacketChunk {
@@ -62,6 +65,8 @@ void trace_writer_done(TraceWriter *w) {
         w->meta_len = w->meta_allocated = 0;
         w->stream = mfree(w->stream);
         w->stream_allocated = 0;
+        w->deflated = mfree(w->deflated);
+        w->deflated_allocated = 0;
         if (w->mode == TRACE_WRITER_STREAM)
                 w->data_len = 0;
         while (w->head)
@@ -250,6 +255,59 @@ int trace_writer_append_ftrace_bundle(TraceWriter *w, const uint8_t *bundle, siz
                 return r;
         if (p)
                 memcpy(p, bundle, len);
+        return 0;
+}
+
+/* The zlib stream of the packet trace_writer_append_ftrace_bundle() would keep, into
+ * w->deflated. Returns its length, or -ENOMEM. */
+static ssize_t deflate_ftrace_packet(TraceWriter *w, const uint8_t *bundle, size_t len,
+                                     const DeflateSpan *coded, size_t n_coded) {
+        static const uint8_t trailer[] = { TAG_SEQUENCE_ID, TRACE_SEQUENCE_FTRACE };
+        uint8_t header[11 + 1 + 10], tmp[10];
+        size_t hlen, bound;
+        DeflateStream s;
+        int r;
+
+        hlen = frame_header(header, 1 + varint_encode(len, tmp) + len + sizeof(trailer));
+        header[hlen++] = TAG_FTRACE_EVENTS;
+        hlen += varint_encode(len, header + hlen);
+        bound = deflate_bound(hlen + len + sizeof(trailer), 2 * n_coded + 3);
+        r = flat_reserve(&w->deflated, &w->deflated_allocated, 0, bound);
+        if (r < 0)
+                return r;
+        deflate_begin(&s, w->deflated);
+        deflate_stored(&s, header, hlen);
+        deflate_spans(&s, bundle, len, coded, n_coded);
+        deflate_stored(&s, trailer, sizeof(trailer));
+        return (ssize_t) deflate_end(&s);
+}
+
+int trace_writer_append_ftrace_bundle_deflated(TraceWriter *w, const uint8_t *bundle, size_t len,
+                                               const DeflateSpan *coded, size_t n_coded, size_t n_events) {
+        uint8_t header[11], tmp[10], *p;
+        size_t packet_len, hlen, off;
+        ssize_t zlen;
+
+        if (!w->sequence_started[TRACE_SEQUENCE_FTRACE])
+                return -EINVAL;
+        zlen = deflate_ftrace_packet(w, bundle, len, coded, n_coded);
+        if (zlen < 0)
+                return (int) zlen;
+        /* As Perfetto's service writes it: the packet holds compressed_packets alone. */
+        packet_len = sizeof(tag_compressed_packets) + varint_encode((size_t) zlen, tmp) + (size_t) zlen;
+        hlen = frame_header(header, packet_len);
+        if (!data_make_room(w, hlen + packet_len, n_events))
+                return 0;
+        p = data_append(w, hlen + packet_len, n_events);
+        if (!p)
+                return -ENOMEM;
+        memcpy(p, header, hlen);
+        off = hlen;
+        memcpy(p + off, tag_compressed_packets, sizeof(tag_compressed_packets));
+        off += sizeof(tag_compressed_packets);
+        off += varint_encode((size_t) zlen, p + off);
+        memcpy(p + off, w->deflated, (size_t) zlen);
+        assert(off + (size_t) zlen == hlen + packet_len);
         return 0;
 }
 

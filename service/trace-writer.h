@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "deflate.h"
 #include "trace.pb-c.h"
 
 /*
@@ -64,6 +65,8 @@ typedef struct TraceWriter {
         uint8_t *stream;
         size_t stream_allocated;
         size_t data_len;              /* bytes in the chunks, or in stream */
+        uint8_t *deflated;            /* a packet being compressed */
+        size_t deflated_allocated;
 
         bool sequence_started[_TRACE_SEQUENCE_MAX];
         bool limit_reached;
@@ -83,6 +86,11 @@ int trace_writer_append_ftrace_bundle(TraceWriter *w, const uint8_t *bundle, siz
 /* The same, with the bundle's @len bytes left for the caller to write at *ret before the
  * next call into @w (saves a copy). *ret is NULL when a full discard-mode writer drops it. */
 int trace_writer_reserve_ftrace_bundle(TraceWriter *w, size_t len, size_t n_events, uint8_t **ret);
+
+/* The same packet as trace_writer_append_ftrace_bundle(), as Perfetto's compressed_packets:
+ * a zlib stream in which the bundle's @coded spans are entropy coded and the rest stored. */
+int trace_writer_append_ftrace_bundle_deflated(TraceWriter *w, const uint8_t *bundle, size_t len,
+                                               const DeflateSpan *coded, size_t n_coded, size_t n_events);
 
 /* Writes the metadata, then the data, oldest first. With max_bytes set, writes whole
  * packets up to the limit and returns -EFBIG once the next one would not fit. */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ftrace-parser.h"
+#include "trace-file.h"
 #include "trace.pb-c.h"
 
 #define PAGE_SIZE_4K 4096
@@ -1266,6 +1267,83 @@ static void test_compact_waking_values(void) {
         check_compact_wakings(old, 40, 36);
 }
 
+static gsize read_varint_at(const guint8 *p, gsize *len) {
+        gsize v = 0, n = 0;
+
+        do
+                v |= (gsize) (p[n] & 0x7f) << (7 * n);
+        while (p[n++] & 0x80);
+        *len = n;
+        return v;
+}
+
+/* The spans a compressor codes: in compact bundles exactly the columns other than the
+ * timestamps, each a whole field; in full ones the events. Deflated with them, the
+ * bundles inflate back, bit for bit, with zlib. (These pages are a light workload: what
+ * coding saves on a storm, test-recorder and bench/run measure.) */
+static void check_coded_spans(FtraceParser *p, int cpu, bool compact) {
+        g_autoptr(GBytes) back = NULL;
+        g_autoptr(GError) error = NULL;
+        g_autofree guint8 *z = NULL;
+        FtraceBundle *b = NULL;
+        const DeflateSpan *spans;
+        const uint8_t *buf;
+        size_t len, n, zlen;
+        DeflateStream s;
+        guint seen = 0;
+
+        g_assert_cmpint(ftrace_bundle_new((uint32_t) cpu, compact, &b), ==, 0);
+        for (size_t i = 0; i < cpu_n_pages(cpu); i++)
+                g_assert_cmpint(ftrace_parser_parse_page(p, cpu_page(cpu, i), PAGE_SIZE_4K, b), >=, 0);
+        g_assert_cmpint(ftrace_bundle_pack(b, &buf, &len), ==, 0);
+        n = ftrace_bundle_coded_spans(b, &spans);
+        if (!compact) {
+                g_assert_cmpuint(n, ==, 1);
+                g_assert_cmpuint(spans[0].start, ==, 0);
+                g_assert_cmpuint(spans[0].end, <, len);
+        }
+        for (size_t i = 0; compact && i < n; i++) {
+                gsize tag_len, len_len, field_len = read_varint_at(buf + spans[i].start, &tag_len);
+                guint field = (guint) (field_len >> 3);
+
+                /* A length-delimited CompactSched column, not a timestamp one, whole. */
+                g_assert_cmpuint(field_len & 7, ==, 2);
+                g_assert_true(field != 1 && field != 5 && field != 7 && field <= 12);
+                g_assert_false(seen & (1u << field));
+                seen |= 1u << field;
+                field_len = read_varint_at(buf + spans[i].start + tag_len, &len_len);
+                g_assert_cmpuint(spans[i].end, ==, spans[i].start + tag_len + len_len + field_len);
+                g_assert_cmpuint(spans[i].end, <=, len);
+                if (i > 0)
+                        g_assert_cmpuint(spans[i].start, >=, spans[i - 1].end);
+        }
+        if (compact)
+                g_assert_cmpuint(n, >=, 4);     /* switches: prev_state, next_pid, prio, comm */
+
+        z = g_malloc(deflate_bound(len, 2 * n + 1));
+        deflate_begin(&s, z);
+        deflate_spans(&s, buf, len, spans, n);
+        zlen = deflate_end(&s);
+        back = tb_zlib_inflate(z, zlen, &error);
+        g_assert_no_error(error);
+        g_assert_cmpmem(g_bytes_get_data(back, NULL), g_bytes_get_size(back), buf, len);
+        g_test_message("cpu %d, %s: %zu bytes deflated to %zu", cpu, compact ? "compact" : "full", len, zlen);
+        g_assert_cmpuint(zlen, <=, deflate_bound(len, 2 * n + 1));
+        if (!compact)
+                g_assert_cmpuint(zlen, <, len * 7 / 8);
+        ftrace_bundle_free(b);
+}
+
+static void test_coded_spans(void) {
+        FtraceParser *p = parser_new_from_fixtures(NULL);
+
+        for (int cpu = 0; cpu < N_CPUS; cpu++) {
+                check_coded_spans(p, cpu, true);
+                check_coded_spans(p, cpu, false);
+        }
+        ftrace_parser_free(p);
+}
+
 static void test_api_errors(void) {
         FtraceParser *p = NULL;
         FtraceBundle *b = NULL;
@@ -1304,6 +1382,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/ftrace-parser/compact-other-layout", test_compact_other_layout);
         g_test_add_func("/ftrace-parser/compact-waking-values", test_compact_waking_values);
         g_test_add_func("/ftrace-parser/unknown-events", test_unknown_events);
+        g_test_add_func("/ftrace-parser/coded-spans", test_coded_spans);
         g_test_add_func("/ftrace-parser/api-errors", test_api_errors);
         r = g_test_run();
         fixture_unload();

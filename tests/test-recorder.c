@@ -12,7 +12,8 @@
  *   01  event names (group/name, group/ *, bare names, UnknownEvent); every
  *       event group at once, each generic event against its format file;
  *       the typed events against what the test made happen
- *   02  compact_sched against full events, recorded at once by two sessions
+ *   02  compact_sched against full events, recorded at once by two sessions;
+ *       compression_type DEFLATE against none, the same way
  *   03  ProcessTree: the scan at start, threads renamed, started and gone
  *   04  the service's tracks (TrackDescriptor/TrackEvent)
  *   05  long trace with max_file_size_bytes, ring buffer wrapped 100 times, DISCARD
@@ -315,6 +316,8 @@ typedef struct {
         GArray *evs;      /* Ev, file order */
         bool torn;
         guint n_cpus;
+        GPtrArray *inflated;  /* GBytes of compressed_packets, which packets point into */
+        guint n_compressed;   /* packets of compressed_packets */
         guint64 bundle_field_bytes[16]; /* bytes per FtraceEventBundle field (15: others) */
         guint64 event_field_bytes[8];   /* bytes per FtraceEvent field 1..6 (7: the event message) */
 } Trace;
@@ -326,6 +329,7 @@ static void trace_clear(Trace *t) {
         g_clear_pointer(&t->pkts, g_array_unref);
         g_clear_pointer(&t->bundles, g_array_unref);
         g_clear_pointer(&t->evs, g_array_unref);
+        g_clear_pointer(&t->inflated, g_ptr_array_unref);
         g_clear_pointer(&t->data, g_free);
         g_clear_pointer(&t->path, g_free);
 }
@@ -427,11 +431,72 @@ static void add_bundle(Trace *t, guint pi) {
         g_array_append_val(t->bundles, bd);
 }
 
+static gsize load_packets(Trace *t, const guint8 *data, gsize len, gsize file_offset, bool inflated);
+
+/* The packets inside a compressed_packets, inflated with zlib as trace_processor does;
+ * they count as packets of the file at the outer packet's offset. */
+static void load_compressed(Trace *t, const Tracebus__TracePacket *p, gsize file_offset) {
+        g_autoptr(GError) error = NULL;
+        GBytes *inner = tb_zlib_inflate(p->compressed_packets.data, p->compressed_packets.len, &error);
+        const guint8 *data;
+        gsize len;
+
+        t->n_compressed++;
+        if (!inner) {
+                shortfall("%s: the compressed_packets at offset %" G_GSIZE_FORMAT " do not inflate: %s", t->path,
+                          file_offset, error->message);
+                return;
+        }
+        g_ptr_array_add(t->inflated, inner);
+        data = g_bytes_get_data(inner, &len);
+        if (load_packets(t, data, len, file_offset, true) != len)
+                shortfall("%s: the compressed_packets at offset %" G_GSIZE_FORMAT " hold a torn packet", t->path,
+                          file_offset);
+}
+
+/* Appends the whole packets of @data; returns where they end. */
+static gsize load_packets(Trace *t, const guint8 *data, gsize len, gsize file_offset, bool inflated) {
+        gsize pos = 0;
+
+        while (pos < len) {
+                const guint8 *p = data + pos, *end = data + len;
+                PbField f;
+                Pkt k = { .offset = inflated ? file_offset : pos };
+
+                if (pb_next(&p, end, &f) <= 0 || f.field != 1 || f.wt != 2)
+                        break;
+                k.raw = f.data;
+                k.raw_len = f.len;
+                k.p = tracebus__trace_packet__unpack(NULL, f.len, f.data);
+                if (!k.p) {
+                        shortfall("%s: packet %u at offset %" G_GSIZE_FORMAT " does not unpack as a TracePacket",
+                                  t->path, t->pkts->len, k.offset);
+                        return len;
+                }
+                pos = (gsize) (p - data);
+                if (k.p->has_compressed_packets) {
+                        /* Perfetto's service writes them alone in their packet, never nested. */
+                        if (inflated)
+                                shortfall("%s: compressed_packets inside compressed_packets", t->path);
+                        else
+                                load_compressed(t, k.p, k.offset);
+                        tracebus__trace_packet__free_unpacked(k.p, NULL);
+                        continue;
+                }
+                g_array_append_val(t->pkts, k);
+                if (k.p->system_info && k.p->system_info->has_num_cpus)
+                        t->n_cpus = k.p->system_info->num_cpus;
+                if (k.p->ftrace_events)
+                        add_bundle(t, t->pkts->len - 1);
+        }
+        return pos;
+}
+
 /* Reads the file. A torn tail (a file read while recording) is allowed with
  * allow_torn; otherwise it is a shortfall. */
 static void trace_load(const char *path, bool allow_torn, Trace *t) {
         g_autoptr(GError) error = NULL;
-        gsize pos = 0;
+        gsize pos;
 
         memset(t, 0, sizeof *t);
         t->path = g_strdup(path);
@@ -440,30 +505,9 @@ static void trace_load(const char *path, bool allow_torn, Trace *t) {
         t->pkts = g_array_new(FALSE, TRUE, sizeof(Pkt));
         t->bundles = g_array_new(FALSE, TRUE, sizeof(Bundle));
         t->evs = g_array_new(FALSE, TRUE, sizeof(Ev));
-        while (pos < t->len) {
-                const guint8 *p = t->data + pos, *end = t->data + t->len;
-                PbField f;
-                Pkt k = { .offset = pos };
-
-                if (pb_next(&p, end, &f) <= 0 || f.field != 1 || f.wt != 2) {
-                        t->torn = true;
-                        break;
-                }
-                k.raw = f.data;
-                k.raw_len = f.len;
-                k.p = tracebus__trace_packet__unpack(NULL, f.len, f.data);
-                if (!k.p) {
-                        shortfall("%s: packet %u at offset %" G_GSIZE_FORMAT " does not unpack as a TracePacket",
-                                  path, t->pkts->len, pos);
-                        break;
-                }
-                g_array_append_val(t->pkts, k);
-                if (k.p->system_info && k.p->system_info->has_num_cpus)
-                        t->n_cpus = k.p->system_info->num_cpus;
-                if (k.p->ftrace_events)
-                        add_bundle(t, t->pkts->len - 1);
-                pos = (gsize) (p - t->data);
-        }
+        t->inflated = g_ptr_array_new_with_free_func((GDestroyNotify) g_bytes_unref);
+        pos = load_packets(t, t->data, t->len, 0, false);
+        t->torn = pos < t->len;
         if (t->torn && !allow_torn)
                 shortfall("%s: the file is torn at offset %" G_GSIZE_FORMAT " of %" G_GSIZE_FORMAT
                           " (not whole packets)",
@@ -2177,6 +2221,87 @@ static void test_compact_sched(void) {
         verdict();
 }
 
+/* Bundles outside compressed_packets, or in them, of a trace. */
+static guint n_plain_bundles(const Trace *t) {
+        guint n = 0;
+
+        for (guint i = 0; i < t->bundles->len; i++)
+                n += PKT(t, BUNDLE(t, i)->pkt)->raw < t->data + t->len && PKT(t, BUNDLE(t, i)->pkt)->raw >= t->data;
+        return n;
+}
+
+/* compression_type DEFLATE: the same events as an uncompressed session recording at the
+ * same time, every bundle inside compressed_packets that zlib inflates, compact columns
+ * and full events alike, and a file a fraction of the size. */
+static void test_compressed(void) {
+        const char *const events[] = { "sched/sched_switch", "sched/sched_waking", NULL };
+        g_autofree char *plain_cfg = ftrace_config("buffers { size_kb: 65536 }\n", events, "  buffer_size_kb: 8192\n");
+        g_autofree char *compact_cfg = ftrace_config("buffers { size_kb: 65536 }\ncompression_type: COMPRESSION_TYPE_DEFLATE\n",
+                                                     events, "  buffer_size_kb: 8192\n");
+        g_autofree char *full_cfg = ftrace_config("buffers { size_kb: 65536 }\ncompression_type: COMPRESSION_TYPE_DEFLATE\n",
+                                                  events, "  buffer_size_kb: 8192\n  compact_sched { enabled: false }\n");
+        g_autoptr(GHashTable) st_p = NULL, st_c = NULL, st_f = NULL;
+        g_auto(Trace) tp = { 0 }, tc = { 0 }, tf = { 0 };
+        g_auto(Rec) rp = { 0 }, rc = { 0 }, rf = { 0 };
+        g_autoptr(GError) error = NULL;
+        guint64 from, to;
+        TbBusy busy;
+
+        rec_start(&rp, "tbuser", "plain.pftrace", plain_cfg);
+        rec_start(&rc, "tbuser", "compressed.pftrace", compact_cfg);
+        rec_start(&rf, "tbuser", "compressed-full.pftrace", full_cfg);
+        from = boottime();
+        g_assert_true(tb_busy_start("tbbusy-deflate", &busy, &error));
+        g_usleep(1500 * 1000);
+        tb_busy_stop(&busy);
+        g_usleep(100 * 1000);
+        to = boottime();
+        st_f = rec_stop(&rf);
+        st_c = rec_stop(&rc);
+        st_p = rec_stop(&rp);
+        trace_load(rp.out, false, &tp);
+        trace_load(rc.out, false, &tc);
+        trace_load(rf.out, false, &tf);
+        check_trace(&tc, &(CheckOpts) { .closed = true });
+        check_trace(&tf, &(CheckOpts) { .closed = true });
+        expect(stat_u64(st_p, "EventsLost") == 0 && stat_u64(st_c, "EventsLost") == 0 && stat_u64(st_f, "EventsLost") == 0,
+               "events were lost; the comparison needs none");
+        expect(tp.n_compressed == 0, "%u compressed_packets without compression_type", tp.n_compressed);
+        for (const Trace *t = &tc; t; t = t == &tc ? &tf : NULL) {
+                expect(t->bundles->len > 0 && n_plain_bundles(t) == 0,
+                       "%s: %u of %u bundles outside compressed_packets", t->path, n_plain_bundles(t), t->bundles->len);
+                expect(t->n_compressed >= t->bundles->len, "%s: %u compressed_packets for %u bundles", t->path,
+                       t->n_compressed, t->bundles->len);
+                expect(n_events(t) == stat_u64(t == &tc ? st_c : st_f, "Events"),
+                       "%s: %" G_GUINT64_FORMAT " events in the file, Stop said %" G_GUINT64_FORMAT, t->path,
+                       n_events(t), stat_u64(t == &tc ? st_c : st_f, "Events"));
+        }
+        check_intern_tables(&tc);
+        {
+                const guint64 m = 5000000;
+                g_autoptr(GArray) ps_in = sched_rows(&tp, false, from + m, to - m), ps_out = sched_rows(&tp, false, from, to);
+                g_autoptr(GArray) cs_in = sched_rows(&tc, false, from + m, to - m), cs_out = sched_rows(&tc, false, from, to);
+                g_autoptr(GArray) fs_in = sched_rows(&tf, false, from + m, to - m), fs_out = sched_rows(&tf, false, from, to);
+                g_autoptr(GArray) pw_in = sched_rows(&tp, true, from + m, to - m), pw_out = sched_rows(&tp, true, from, to);
+                g_autoptr(GArray) cw_in = sched_rows(&tc, true, from + m, to - m), cw_out = sched_rows(&tc, true, from, to);
+                g_autoptr(GArray) fw_in = sched_rows(&tf, true, from + m, to - m), fw_out = sched_rows(&tf, true, from, to);
+                compare_rows("sched_switch", "plain", ps_in, "compressed", cs_out, tp.n_cpus);
+                compare_rows("sched_switch", "compressed", cs_in, "plain", ps_out, tp.n_cpus);
+                compare_rows("sched_waking", "plain", pw_in, "compressed", cw_out, tp.n_cpus);
+                compare_rows("sched_waking", "compressed", cw_in, "plain", pw_out, tp.n_cpus);
+                compare_rows("sched_switch", "plain", ps_in, "compressed full", fs_out, tp.n_cpus);
+                compare_rows("sched_switch", "compressed full", fs_in, "plain", ps_out, tp.n_cpus);
+                compare_rows("sched_waking", "plain", pw_in, "compressed full", fw_out, tp.n_cpus);
+                compare_rows("sched_waking", "compressed full", fw_in, "plain", pw_out, tp.n_cpus);
+        }
+        note("plain %" G_GSIZE_FORMAT " bytes (%" G_GUINT64_FORMAT " events), compressed %" G_GSIZE_FORMAT
+             " (%" G_GUINT64_FORMAT "), compressed full events %" G_GSIZE_FORMAT " (%" G_GUINT64_FORMAT ")\n",
+             tp.len, n_events(&tp), tc.len, n_events(&tc), tf.len, n_events(&tf));
+        expect(tc.len * 2 < tp.len, "the compressed trace (%" G_GSIZE_FORMAT " bytes) is not under half the plain one (%"
+               G_GSIZE_FORMAT ")", tc.len, tp.len);
+        verdict();
+}
+
 /* ---- 3. processes and threads ---- */
 
 typedef struct {
@@ -3147,6 +3272,7 @@ WRAP(test_event_names)
 WRAP(test_all_events)
 WRAP(test_typed_events)
 WRAP(test_compact_sched)
+WRAP(test_compressed)
 WRAP(test_processes)
 WRAP(test_service_tracks)
 WRAP(test_long_trace_size_limit)
@@ -3166,6 +3292,7 @@ int main(int argc, char **argv) {
         CASE("01-all-events", test_all_events);
         CASE("01-typed-events", test_typed_events);
         CASE("02-compact-sched", test_compact_sched);
+        CASE("02-compressed", test_compressed);
         CASE("03-processes", test_processes);
         CASE("04-service-tracks", test_service_tracks);
         CASE("05-long-trace-size-limit", test_long_trace_size_limit);

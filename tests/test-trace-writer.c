@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "trace-file.h"
 #include "trace-writer.h"
 
 typedef struct {
@@ -323,6 +324,125 @@ static void test_stream_periods(Fixture *f, gconstpointer data) {
         }
 }
 
+/* A bundle of 500 compact switches, its columns of few values: what compression is for. */
+static gsize make_compact_bundle(guint8 *buf, gsize size, guint32 cpu) {
+        Tracebus__FtraceEventBundle b = TRACEBUS__FTRACE_EVENT_BUNDLE__INIT;
+        Tracebus__FtraceEventBundle__CompactSched c = TRACEBUS__FTRACE_EVENT_BUNDLE__COMPACT_SCHED__INIT;
+        uint64_t ts[500];
+        int64_t state[500];
+        int32_t pid[500], prio[500];
+        uint32_t comm[500];
+        char *names[] = { (char *) "swapper/0", (char *) "storm" };
+
+        for (guint i = 0; i < 500; i++) {
+                ts[i] = 1000 + 37 * i + (i * 7919) % 300;
+                state[i] = i % 2;
+                pid[i] = i % 2 ? 0 : 4242;
+                prio[i] = 120;
+                comm[i] = i % 2 ? 0 : 1;
+        }
+        c.n_switch_timestamp = c.n_switch_prev_state = c.n_switch_next_pid = c.n_switch_next_prio =
+                c.n_switch_next_comm_index = 500;
+        c.switch_timestamp = ts;
+        c.switch_prev_state = state;
+        c.switch_next_pid = pid;
+        c.switch_next_prio = prio;
+        c.switch_next_comm_index = comm;
+        c.n_intern_table = 2;
+        c.intern_table = names;
+        b.has_cpu = true;
+        b.cpu = cpu;
+        b.compact_sched = &c;
+        g_assert_cmpuint(tracebus__ftrace_event_bundle__get_packed_size(&b), <=, size);
+        return tracebus__ftrace_event_bundle__pack(&b, buf);
+}
+
+static GBytes *inflate_zlib(const guint8 *data, gsize len) {
+        g_autoptr(GError) error = NULL;
+        GBytes *out = tb_zlib_inflate(data, len, &error);
+
+        g_assert_no_error(error);
+        return out;
+}
+
+/* Deflated, a bundle's packet inflates to the very bytes the plain writer writes: the
+ * same framing, sequence id and bundle, whichever spans are coded. */
+static void test_deflated(void) {
+        static const DeflateSpan spans[] = { { 0, 0 }, { 3, 900 }, { 900, 1200 }, { 1500, 1700 } };
+        g_autoptr(GBytes) plain = NULL, packed = NULL;
+        g_autoptr(GPtrArray) packets = NULL;
+        g_autoptr(GByteArray) inflated = g_byte_array_new();
+        TraceWriter wp, wd;
+        int fp = memfd_create("plain", MFD_CLOEXEC), fd = memfd_create("deflated", MFD_CLOEXEC);
+        guint8 buf[8192];
+        gsize meta_len, plain_len, deflated_len = 0;
+
+        trace_writer_init(&wp, fp, TRACE_WRITER_STREAM, 0, 0);
+        trace_writer_init(&wd, fd, TRACE_WRITER_STREAM, 0, 0);
+        g_assert_cmpint(trace_writer_append_ftrace_bundle_deflated(&wd, buf, 0, NULL, 0, 0), ==, -EINVAL);
+        append_system_info(&wp, TRACE_SEQUENCE_FTRACE);
+        append_system_info(&wd, TRACE_SEQUENCE_FTRACE);
+        meta_len = trace_writer_pending(&wp);
+        for (guint cpu = 0; cpu < 4; cpu++) {
+                gsize len = make_compact_bundle(buf, sizeof(buf), cpu);
+
+                g_assert_cmpuint(len, >, 1700);
+                g_assert_cmpint(trace_writer_append_ftrace_bundle(&wp, buf, len, 500), ==, 0);
+                g_assert_cmpint(trace_writer_append_ftrace_bundle_deflated(&wd, buf, len, spans, cpu, 500), ==, 0);
+        }
+        g_assert_cmpint(trace_writer_flush(&wp), ==, 0);
+        g_assert_cmpint(trace_writer_flush(&wd), ==, 0);
+        plain = read_back(fp);
+        packed = read_back(fd);
+        plain_len = g_bytes_get_size(plain);
+
+        packets = decode_packets(packed);
+        g_assert_cmpuint(packets->len, ==, 5);
+        g_assert_nonnull(((Tracebus__TracePacket *) packets->pdata[0])->system_info);
+        for (guint i = 1; i < packets->len; i++) {
+                Tracebus__TracePacket *p = packets->pdata[i];
+                g_autoptr(GBytes) inner = NULL;
+
+                /* As Perfetto writes them: compressed_packets alone. */
+                g_assert_true(p->has_compressed_packets);
+                g_assert_false(p->has_trusted_packet_sequence_id);
+                g_assert_null(p->ftrace_events);
+                inner = inflate_zlib(p->compressed_packets.data, p->compressed_packets.len);
+                g_byte_array_append(inflated, g_bytes_get_data(inner, NULL), (guint) g_bytes_get_size(inner));
+                deflated_len += p->compressed_packets.len;
+        }
+        g_assert_cmpmem(inflated->data, inflated->len, (const guint8 *) g_bytes_get_data(plain, NULL) + meta_len,
+                        plain_len - meta_len);
+        /* Spans that are not columns gain little, but never cost more than storing. */
+        g_assert_cmpuint(deflated_len, <=, plain_len - meta_len + 4 * deflate_bound(0, 9));
+
+        trace_writer_done(&wp);
+        trace_writer_done(&wd);
+        close(fp);
+        close(fd);
+}
+
+/* A ring of deflated bundles drops them whole, counting their events. */
+static void test_deflated_ring(void) {
+        static const DeflateSpan all = { 0, 0 };
+        TraceWriter w;
+        int fd = memfd_create("ring", MFD_CLOEXEC);
+        guint8 buf[8192];
+        gsize len = make_compact_bundle(buf, sizeof(buf), 0);
+        DeflateSpan span = all;
+
+        span.end = len;
+        trace_writer_init(&w, fd, TRACE_WRITER_RING, 4096, 0);
+        append_system_info(&w, TRACE_SEQUENCE_FTRACE);
+        for (guint i = 0; i < 100; i++)
+                g_assert_cmpint(trace_writer_append_ftrace_bundle_deflated(&w, buf, len, &span, 1, 500), ==, 0);
+        g_assert_cmpuint(w.stats.packets_overwritten, >, 50);
+        g_assert_cmpuint(w.stats.events_overwritten, ==, 500 * w.stats.packets_overwritten);
+        g_assert_cmpuint(trace_writer_pending(&w), <=, 4096 + 200);
+        trace_writer_done(&w);
+        close(fd);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/trace-writer/varint", test_varint);
@@ -333,5 +453,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/trace-writer/partial-write", test_partial_write);
         g_test_add_func("/trace-writer/ring", test_ring);
         g_test_add_func("/trace-writer/discard", test_discard);
+        g_test_add_func("/trace-writer/deflated", test_deflated);
+        g_test_add_func("/trace-writer/deflated-ring", test_deflated_ring);
         return g_test_run();
 }
