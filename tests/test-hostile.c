@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "config.pb-c.h"
 #include "system-bus.h"
 #include "tb-client.h"
 #include "trace-file.h"
@@ -381,6 +382,7 @@ static void case_bad_configs(void) {
                 { "event non-UTF-8", "data_sources { config { name: \"linux.ftrace\" ftrace_config { ftrace_events: "
                                      "\"sched/\\377\\376\" } } }", ERR_INVALID_CONFIG },
                 { "output_path", "output_path: \"/etc/shadow\"\n", ERR_INVALID_CONFIG },
+                { "compression_type out of range", "compression_type: 2\n", ERR_INVALID_CONFIG },
                 { "unterminated", "buffers { size_kb: 1024\n", ERR_INVALID_CONFIG },
                 { "deep nesting", "buffers { buffers { buffers { buffers { buffers { buffers { } } } } } }",
                   ERR_INVALID_CONFIG },
@@ -441,6 +443,37 @@ static void case_bad_configs(void) {
                            options_with("BinaryConfig", g_variant_new_fixed_array(G_VARIANT_TYPE_BYTE, junk,
                                                                                    sizeof(junk), 1))), NULL),
                            ERR_INVALID_CONFIG);
+        }
+        /* compression_type 2 in a binary config, which protobuf-c takes as it is: named,
+         * not taken for DEFLATE or ignored. */
+        {
+                Tracebus__TraceConfig tc = TRACEBUS__TRACE_CONFIG__INIT;
+                Tracebus__TraceConfig__DataSource ds = TRACEBUS__TRACE_CONFIG__DATA_SOURCE__INIT;
+                Tracebus__DataSourceConfig dsc = TRACEBUS__DATA_SOURCE_CONFIG__INIT;
+                Tracebus__FtraceConfig fc = TRACEBUS__FTRACE_CONFIG__INIT;
+                Tracebus__TraceConfig__DataSource *dss[] = { &ds };
+                char *ev[] = { (char *) "sched/sched_switch" };
+                g_autofree char *message = NULL, *name = NULL;
+                g_autofree guint8 *bin = NULL;
+                gsize len;
+
+                fc.n_ftrace_events = 1;
+                fc.ftrace_events = ev;
+                dsc.name = (char *) "linux.ftrace";
+                dsc.ftrace_config = &fc;
+                ds.config = &dsc;
+                tc.n_data_sources = 1;
+                tc.data_sources = dss;
+                tc.has_compression_type = true;
+                tc.compression_type = 2;
+                bin = g_malloc(tracebus__trace_config__get_packed_size(&tc));
+                len = tracebus__trace_config__pack(&tc, bin);
+                name = call_full(TB_MANAGER_PATH, TB_MANAGER_IFACE, "Start", g_variant_new("(s@a{sv})", "",
+                                 options_with("BinaryConfig", g_variant_new_fixed_array(G_VARIANT_TYPE_BYTE, bin, len, 1))),
+                                 NULL, NULL, &message);
+                note("binary compression_type 2 -> %s: %s\n", name, message);
+                g_assert_cmpstr(name, ==, ERR_INVALID_CONFIG);
+                g_assert_nonnull(strstr(message, "compression_type 2 is not supported"));
         }
         /* Two ways at once. */
         expect_err("text and Events", manager_call("Start", g_variant_new("(s@a{sv})", "duration_ms: 10",
