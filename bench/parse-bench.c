@@ -2,8 +2,10 @@
 /*
  * The recorder's decode path alone, on pages a real storm left in the kernel's buffer
  * (tb-bench floor --dump FILE): parse every page into per-CPU-like bundles, pack a
- * bundle every 200 pages (about one drain period at the storm's rate), and report the
- * CPU time per event. Usage: parse-bench PAGES [--full] [--loops N]
+ * bundle every 200 pages (about one drain period at the storm's rate; --bundle-pages N
+ * for another count), and report the CPU time per event. --deflate also compresses each
+ * bundle as the service does for compression_type DEFLATE.
+ * Usage: parse-bench PAGES [--full] [--deflate] [--bundle-pages N] [--loops N]
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -38,8 +40,10 @@ static uint64_t cpu_ns(void) {
 }
 
 int main(int argc, char **argv) {
-        bool full = false;
-        int loops = 5;
+        bool full = false, deflate = false;
+        int loops = 5, bundle_pages = 200;
+        uint8_t *z = NULL;
+        size_t z_allocated = 0, z_bytes = 0;
         const char *events[] = { "sched/sched_switch", "sched/sched_waking" };
         long page_size = sysconf(_SC_PAGESIZE);
         FtraceParser *p;
@@ -56,12 +60,16 @@ int main(int argc, char **argv) {
         for (int i = 2; i < argc; i++) {
                 if (strcmp(argv[i], "--full") == 0)
                         full = true;
+                else if (strcmp(argv[i], "--deflate") == 0)
+                        deflate = true;
+                else if (strcmp(argv[i], "--bundle-pages") == 0 && i + 1 < argc)
+                        bundle_pages = atoi(argv[++i]);
                 else if (strcmp(argv[i], "--loops") == 0 && i + 1 < argc)
                         loops = atoi(argv[++i]);
                 else
                         return 2;
         }
-        if (loops < 1)
+        if (loops < 1 || bundle_pages < 1)
                 return 2;
         if (ftrace_parser_new(&p) < 0 || ftrace_bundle_new(0, !full, &b) < 0)
                 return 1;
@@ -91,7 +99,7 @@ int main(int argc, char **argv) {
                         int r = ftrace_parser_parse_page(p, pages + i * (size_t) page_size, (size_t) page_size, b);
                         if (r > 0)
                                 events_n += (uint64_t) r;
-                        if (i % 200 == 199 || i == n_pages - 1) {
+                        if (i % (size_t) bundle_pages == (size_t) bundle_pages - 1 || i == n_pages - 1) {
                                 const int32_t *pids;
                                 const uint8_t *buf;
 
@@ -100,11 +108,32 @@ int main(int argc, char **argv) {
                                 if (ftrace_bundle_pack(b, &buf, &len) < 0)
                                         return 1;
                                 out_bytes += len;
+                                if (deflate) {
+                                        const DeflateSpan *spans;
+                                        size_t n = ftrace_bundle_coded_spans(b, &spans);
+                                        size_t bound = deflate_bound(len, 2 * n + 1);
+                                        DeflateStream s;
+
+                                        if (bound > z_allocated) {
+                                                free(z);
+                                                z = malloc(bound);
+                                                if (!z)
+                                                        return 1;
+                                                z_allocated = bound;
+                                        }
+                                        deflate_begin(&s, z);
+                                        deflate_spans(&s, buf, len, spans, n);
+                                        z_bytes += deflate_end(&s);
+                                }
                         }
                 }
         t1 = cpu_ns();
-        printf("{\"pages\": %zu, \"events\": %llu, \"ns_per_event\": %.2f, \"bytes_per_event\": %.2f}\n",
+        printf("{\"pages\": %zu, \"events\": %llu, \"ns_per_event\": %.2f, \"bytes_per_event\": %.2f",
                n_pages * (size_t) loops, (unsigned long long) events_n, (double) (t1 - t0) / (double) events_n,
                (double) out_bytes / (double) events_n);
+        if (deflate)
+                printf(", \"deflated_bytes_per_event\": %.2f", (double) z_bytes / (double) events_n);
+        printf("}\n");
+        free(z);
         return 0;
 }

@@ -15,6 +15,8 @@
  *   tb-bench record --config FILE --out FILE             Start with that text config and an
  *                                                        Output fd; Stop at EOF on stdin
  *   tb-bench analyze FILE                                bytes per event by kind, first event
+ *                                                        (of a trace without compressed_packets:
+ *                                                        bench/run inflates them first)
  *   tb-bench control --runs N --full-runs M --dir DIR    control-plane latencies
  *
  * Every subcommand prints one JSON object on stdout.
@@ -515,6 +517,12 @@ static int analyze_file(const char *file, Analysis *a) {
                 pkt = tracebus__trace_packet__unpack(NULL, len, data + p);
                 if (!pkt)
                         continue;
+                /* Counting nothing inside would pass for a trace without events. */
+                if (pkt->has_compressed_packets) {
+                        tracebus__trace_packet__free_unpacked(pkt, NULL);
+                        munmap((void *) data, (size_t) st.st_size);
+                        return -EPROTONOSUPPORT;
+                }
                 if (pkt->ftrace_events) {
                         analyze_bundle(pkt->ftrace_events, a);
                         a->ftrace_packet_bytes += off - start;
