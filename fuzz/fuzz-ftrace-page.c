@@ -11,7 +11,7 @@
  *    fields may overlap, run past the record, have sizes of 0 or 255; the rest
  *    of the input is the page.
  *
- * Bit 0 of the first byte turns on compact_sched. The format text stays in the
+ * Bit 0 of the first byte turns on compact_sched. Each packed bundle is deflated too. The format text stays in the
  * kernel's grammar: format files come from tracefs, which only root can write,
  * never from a caller, and libtraceevent 1.7.1 itself crashes in
  * tep_parse_event() on some damaged texts (its parser, not ours, and not
@@ -167,6 +167,26 @@ static char *mutate_layout(const Format *f, const uint8_t **data, size_t *size) 
         return out;
 }
 
+/* Deflated as compression_type DEFLATE does it, into exactly deflate_bound() bytes (so
+ * that ASan sees a write past them), the stream ending in the checksum of the bytes. */
+static void deflate_packed(const FtraceBundle *b, const uint8_t *buf, size_t len) {
+        const DeflateSpan *spans;
+        size_t n = ftrace_bundle_coded_spans(b, &spans), zlen;
+        uint8_t *z = malloc(deflate_bound(len, 2 * n + 1));
+        uint32_t adler = adler32_update(1, buf, len);
+        DeflateStream s;
+
+        if (!z)
+                abort();
+        deflate_begin(&s, z);
+        deflate_spans(&s, buf, len, spans, n);
+        zlen = deflate_end(&s);
+        if (zlen > deflate_bound(len, 2 * n + 1) || zlen < 10 ||
+            z[zlen - 4] != (uint8_t) (adler >> 24) || z[zlen - 1] != (uint8_t) adler)
+                abort();
+        free(z);
+}
+
 static void parse_and_pack(FtraceParser *p, bool compact, const uint8_t *page, size_t size) {
         FtraceBundle *b = NULL;
         const int32_t *pids;
@@ -179,7 +199,8 @@ static void parse_and_pack(FtraceParser *p, bool compact, const uint8_t *page, s
         (void) ftrace_parser_parse_page(p, page, size, b);
         (void) ftrace_bundle_n_events(b);
         (void) ftrace_bundle_take_pids(b, &pids);
-        (void) ftrace_bundle_pack(b, &buf, &len);
+        if (ftrace_bundle_pack(b, &buf, &len) >= 0)
+                deflate_packed(b, buf, len);
         ftrace_bundle_free(b);
 }
 

@@ -131,10 +131,15 @@ static inline void put_block_header(DeflateStream *s, bool final, unsigned type)
         put_bits(s, (final ? 1u : 0u) | (type << 1), 3);
 }
 
+/* The fixed code's tables (short-distance matches, below), made once. */
+static pthread_once_t fixed_once = PTHREAD_ONCE_INIT;
+static void fixed_tables_init(void);
+
 void deflate_begin(DeflateStream *s, uint8_t *out) {
         assert(s);
         assert(out);
 
+        (void) pthread_once(&fixed_once, fixed_tables_init);
         *s = (DeflateStream) { .start = out, .out = out, .adler = 1 };
         *s->out++ = ZLIB_CMF;
         *s->out++ = ZLIB_FLG;
@@ -440,7 +445,6 @@ static void put_literals(DeflateStream *s, const uint8_t *data, size_t len, cons
 static uint32_t fixed_literal[256];
 static uint32_t fixed_length[MATCH_MAX + 1];     /* the length's code and extra bits */
 static uint32_t fixed_distance[SHORT_DISTANCE_MAX + 1];
-static pthread_once_t fixed_once = PTHREAD_ONCE_INIT;
 
 static inline uint32_t bit_string(uint32_t bits, unsigned n) {
         return bits | (uint32_t) n << 24;
@@ -483,16 +487,26 @@ static inline uint64_t load64(const uint8_t *p) {
 
 /* How many of the @max bytes at @p repeat the bytes @d before them. */
 static inline size_t match_length(const uint8_t *p, size_t d, size_t max) {
+        const uint8_t *q = p - d;      /* within the data: d is at most the position */
         size_t n = 0;
 
+#ifdef __SSE2__
+        for (; n + 16 <= max; n += 16) {
+                __m128i x = _mm_loadu_si128((const __m128i *) (p + n)), y = _mm_loadu_si128((const __m128i *) (q + n));
+                unsigned differ = (unsigned) _mm_movemask_epi8(_mm_cmpeq_epi8(x, y)) ^ 0xffffu;
+
+                if (differ)
+                        return n + (size_t) __builtin_ctz(differ);
+        }
+#endif
         if (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
                 for (; n + 8 <= max; n += 8) {
-                        uint64_t x = load64(p + n) ^ load64(p + n - d);
+                        uint64_t x = load64(p + n) ^ load64(q + n);
 
                         if (x)
                                 return n + (size_t) __builtin_ctzll(x) / 8;
                 }
-        while (n < max && p[n] == p[n - d])
+        while (n < max && p[n] == q[n])
                 n++;
         return n;
 }
@@ -519,29 +533,19 @@ static inline size_t best_match(const uint8_t *data, size_t i, size_t max, size_
         return best;
 }
 
-/* The bits a fixed block of short matches takes for @data. */
-static uint64_t short_matches_cost(const uint8_t *data, size_t len) {
-        uint64_t bits = 3 + 7;
-        size_t last = 1;
-
-        for (size_t i = 0; i < len;) {
-                size_t n = best_match(data, i, MIN(len - i, (size_t) MATCH_MAX), &last);
-
-                if (n > 0) {
-                        bits += (fixed_length[n] >> 24) + (fixed_distance[last] >> 24);
-                        i += n;
-                } else
-                        bits += fixed_literal[data[i++]] >> 24;
-        }
-        return bits;
+static inline uint64_t bits_since(const DeflateStream *s, const DeflateStream *start) {
+        return (uint64_t) (s->out - start->out) * 8 + s->n_bits - start->n_bits;
 }
 
-/* Writes @data as a fixed block of short matches. False, with nothing written, if that
- * would not be smaller than storing. */
+/* Writes @data as a fixed block of short matches. False, with nothing written, if its
+ * first PROBE_BYTES do not come to a quarter of their size (the column does not repeat
+ * itself: literals with a code of their own will do better), or if the whole would not
+ * be smaller than storing it. */
 static bool put_short_matches(DeflateStream *s, const uint8_t *data, size_t len) {
-        DeflateStream saved = *s;
+        DeflateStream start = *s;
         uint8_t *limit = s->out + stored_bits(len) / 8;
         size_t last = 1;
+        bool probed = false;
 
         put_block_header(s, false, BLOCK_FIXED);
         for (size_t i = 0; i < len;) {
@@ -557,8 +561,15 @@ static bool put_short_matches(DeflateStream *s, const uint8_t *data, size_t len)
                         a = fixed_literal[data[i++]];
                         put_bits(s, a & 0xffffff, a >> 24);
                 }
+                if (!probed && i >= MIN(len, (size_t) PROBE_BYTES)) {
+                        probed = true;
+                        if (bits_since(s, &start) * 4 > 8 * (uint64_t) i) {
+                                *s = start;
+                                return false;
+                        }
+                }
                 if (s->out >= limit) {
-                        *s = saved;
+                        *s = start;
                         return false;
                 }
         }
@@ -566,22 +577,17 @@ static bool put_short_matches(DeflateStream *s, const uint8_t *data, size_t len)
         return true;
 }
 
-void deflate_coded(DeflateStream *s, const uint8_t *data, size_t len) {
+/* deflate_coded() but for the checksum. */
+static void put_coded(DeflateStream *s, const uint8_t *data, size_t len) {
         uint32_t freq[N_LITERALS], codes[N_LITERALS];
         uint8_t lengths[N_LITERALS];
         DynamicHeader h;
         uint64_t bits;
 
-        assert(s);
-        assert(data || len == 0);
-
         if (len == 0)
                 return;
-        s->adler = adler32_update(s->adler, data, len);
-        /* A column that repeats itself: matches, if a probe of its start says so. */
-        (void) pthread_once(&fixed_once, fixed_tables_init);
-        if (short_matches_cost(data, MIN(len, (size_t) PROBE_BYTES)) * 4 < 8 * MIN(len, (size_t) PROBE_BYTES) &&
-            put_short_matches(s, data, len))
+        /* A column that repeats itself: matches. */
+        if (put_short_matches(s, data, len))
                 return;
         count_bytes(data, len, freq);
         build_lengths(freq, N_LITERALS, MAX_CODE_BITS, lengths);
@@ -599,19 +605,30 @@ void deflate_coded(DeflateStream *s, const uint8_t *data, size_t len) {
         put_literals(s, data, len, codes);
 }
 
+void deflate_coded(DeflateStream *s, const uint8_t *data, size_t len) {
+        assert(s);
+        assert(data || len == 0);
+
+        s->adler = adler32_update(s->adler, data, len);
+        put_coded(s, data, len);
+}
+
 void deflate_spans(DeflateStream *s, const uint8_t *data, size_t len, const DeflateSpan *coded, size_t n_coded) {
         size_t at = 0;
 
         assert(s);
         assert(data || len == 0);
 
+        /* One checksum pass over the whole: per segment, the short ones would miss the
+         * vector loop. */
+        s->adler = adler32_update(s->adler, data, len);
         for (size_t i = 0; i < n_coded; i++) {
                 assert(coded[i].start >= at && coded[i].start <= coded[i].end && coded[i].end <= len);
-                deflate_stored(s, data + at, coded[i].start - at);
-                deflate_coded(s, data + coded[i].start, coded[i].end - coded[i].start);
+                put_stored(s, data + at, coded[i].start - at);
+                put_coded(s, data + coded[i].start, coded[i].end - coded[i].start);
                 at = coded[i].end;
         }
-        deflate_stored(s, data + at, len - at);
+        put_stored(s, data + at, len - at);
 }
 
 size_t deflate_end(DeflateStream *s) {
