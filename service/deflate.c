@@ -21,7 +21,7 @@
 #define ADLER_BLOCK 5552u
 
 #define STORED_MAX 65535u
-#define N_LITERALS 257u         /* 0..255 and end-of-block; no lengths are ever used */
+#define N_LITERALS 257u         /* 0..255 and end-of-block: dynamic blocks hold literals only */
 #define END_OF_BLOCK 256u
 #define MAX_CODE_BITS 15u
 #define MAX_CODE_LENGTH_BITS 7u

@@ -5,13 +5,14 @@
 #include <stdint.h>
 
 /*
- * A zlib stream (RFC 1950 around RFC 1951 deflate) written without string matching:
- * Perfetto's compressed_packets, which trace_processor inflates with zlib, at a small
- * fraction of zlib's cost. The caller cuts its data into segments and says which ones
- * are worth entropy coding: those get a block of literals with a Huffman code made for
- * that segment alone (a column of small values, where most bytes repeat, comes out at a
- * bit or two per byte), unless it would not be smaller than storing them; the rest is
- * stored as it is.
+ * A zlib stream (RFC 1950 around RFC 1951 deflate) written without a general string
+ * search: Perfetto's compressed_packets, which trace_processor inflates with zlib, at a
+ * small fraction of zlib's cost. The caller cuts its data into segments and says which
+ * ones are worth coding: the columns of a bundle, whose values are few and repeat. Such a
+ * segment becomes matches at distances of 1 to 8 bytes in a block with deflate's fixed
+ * code when it repeats itself with a short period (a storm's columns do, a few bits per
+ * 258 bytes), else literals with a Huffman code made for that segment alone, else it is
+ * stored, whichever is not larger than storing. The other segments are stored as they are.
  *
  * The output goes into memory the caller sized with deflate_bound().
  */

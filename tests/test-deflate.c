@@ -121,6 +121,51 @@ static void test_column_values(void) {
         round_trip_one(SEG_CODED, data, 3);
 }
 
+/* Columns that repeat with a period of 1 to 8 bytes become matches: a few bytes for
+ * thousands. A longer period, or a start that does not repeat, takes the code path. */
+static void test_short_matches(void) {
+        g_autofree guint8 *data = g_malloc(20000);
+        GRand *rand = g_rand_new_with_seed(4);
+        guint8 pattern[16];
+        gsize len;
+
+        for (guint i = 0; i < sizeof(pattern); i++)
+                pattern[i] = (guint8) g_rand_int(rand);
+        for (gsize period = 1; period <= 8; period++) {
+                for (gsize i = 0; i < 4000; i++)
+                        data[i] = pattern[i % period];
+                len = round_trip_one(SEG_CODED, data, 4000);
+                g_test_message("period %zu: 4000 bytes to %zu", period, len);
+                g_assert_cmpuint(len, <, 64);
+        }
+        /* Period 11: no short distance matches, but 11 values: literals with a code. */
+        for (gsize i = 0; i < 4000; i++)
+                data[i] = pattern[i % 11];
+        len = round_trip_one(SEG_CODED, data, 4000);
+        g_assert_cmpuint(len, >, 64);
+        g_assert_cmpuint(len, <, 4000 / 2);
+
+        /* Runs of every length from 1 to 300: every length code and its extra bits. */
+        len = 0;
+        for (gsize run = 1; run <= 300 && len + run + 1 < 20000; run++) {
+                memset(data + len, (int) (run & 0xff), run);
+                len += run;
+                data[len++] = 0xff;
+        }
+        round_trip_one(SEG_CODED, data, len);
+
+        /* Repeating, then random: the probe takes matches, and the random part is
+         * literals of the fixed code, or all of it is stored. Random, then repeating. */
+        for (gsize i = 0; i < 20000; i++)
+                data[i] = i < 1000 ? pattern[i % 3] : (guint8) g_rand_int(rand);
+        len = round_trip_one(SEG_CODED, data, 20000);
+        g_assert_cmpuint(len, <=, 20000 + 16);
+        for (gsize i = 0; i < 20000; i++)
+                data[i] = i >= 1000 ? pattern[i % 5] : (guint8) g_rand_int(rand);
+        round_trip_one(SEG_CODED, data, 20000);
+        g_rand_free(rand);
+}
+
 /* Random bytes cannot be coded smaller: they are stored, and never cost more. */
 static void test_random_is_stored(void) {
         g_autofree guint8 *data = g_malloc(70000);
@@ -193,6 +238,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/deflate/adler32", test_adler32);
         g_test_add_func("/deflate/empty", test_empty);
         g_test_add_func("/deflate/column-values", test_column_values);
+        g_test_add_func("/deflate/short-matches", test_short_matches);
         g_test_add_func("/deflate/random-is-stored", test_random_is_stored);
         g_test_add_func("/deflate/length-limit", test_length_limit);
         g_test_add_func("/deflate/mixed-segments", test_mixed_segments);
