@@ -26,6 +26,8 @@
 #define MAX_CODE_BITS 15u
 #define MAX_CODE_LENGTH_BITS 7u
 #define N_CODE_LENGTH_SYMBOLS 19u
+/* The shortest segment given a Huffman code of its own. */
+#define CODED_MIN 128u
 
 enum {
         BLOCK_STORED = 0,
@@ -589,6 +591,12 @@ static void put_coded(DeflateStream *s, const uint8_t *data, size_t len) {
         /* A column that repeats itself: matches. */
         if (put_short_matches(s, data, len))
                 return;
+        /* A code's own description takes 15-30 bytes: not worth making for a few events
+         * (a quiet machine's bundles), whose counting and building cost more than it saves. */
+        if (len < CODED_MIN) {
+                put_stored(s, data, len);
+                return;
+        }
         count_bytes(data, len, freq);
         build_lengths(freq, N_LITERALS, MAX_CODE_BITS, lengths);
         dynamic_header(lengths, &h);

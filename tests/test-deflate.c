@@ -116,7 +116,20 @@ static void test_column_values(void) {
                 data[i] = i % 2 ? 0 : 1;
         len = round_trip_one(SEG_CODED, data, sizeof(data));
         g_assert_cmpuint(len, <, sizeof(data) * 3 / 16 + 64);
-        /* One byte: a code of two symbols (it and the end of the block). */
+        /* Two values in no order: no matches to speak of, a code of three symbols (with
+         * the end of the block), from the shortest segment that gets one. */
+        {
+                GRand *rand = g_rand_new_with_seed(5);
+
+                for (gsize i = 0; i < sizeof(data); i++)
+                        data[i] = g_rand_boolean(rand) ? 7 : 200;
+                g_rand_free(rand);
+        }
+        for (gsize n = 128; n <= 4000; n += n < 140 ? 1 : 977) {
+                len = round_trip_one(SEG_CODED, data, n);
+                g_assert_cmpuint(len, <, n * 5 / 16 + 64);
+        }
+        /* A few bytes: stored, or matches. */
         round_trip_one(SEG_CODED, data, 1);
         round_trip_one(SEG_CODED, data, 3);
 }
