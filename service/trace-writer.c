@@ -216,9 +216,27 @@ int trace_writer_append_data(TraceWriter *w, Tracebus__TracePacket *packet, uint
         return 0;
 }
 
+/* Room for a data packet of @packet_len bytes, framed: *ret is where its body goes (the
+ * frame header is written), NULL when a full DISCARD writer drops it. */
+static int data_append_packet(TraceWriter *w, size_t packet_len, size_t n_events, uint8_t **ret) {
+        uint8_t header[11], *p;
+        size_t hlen = frame_header(header, packet_len);
+
+        *ret = NULL;
+        if (!data_make_room(w, hlen + packet_len, n_events))
+                return 0;
+        p = data_append(w, hlen + packet_len, n_events);
+        if (!p)
+                return -ENOMEM;
+        memcpy(p, header, hlen);
+        *ret = p + hlen;
+        return 0;
+}
+
 int trace_writer_reserve_ftrace_bundle(TraceWriter *w, size_t len, size_t n_events, uint8_t **ret) {
-        uint8_t header[11], tmp[10], *p;
-        size_t packet_len, hlen, off;
+        uint8_t tmp[10], *p;
+        size_t packet_len, off = 0;
+        int r;
 
         assert(ret);
         *ret = NULL;
@@ -227,22 +245,16 @@ int trace_writer_reserve_ftrace_bundle(TraceWriter *w, size_t len, size_t n_even
         if (!w->sequence_started[TRACE_SEQUENCE_FTRACE])
                 return -EINVAL;
         packet_len = 1 + varint_encode(len, tmp) + len + 2;
-        hlen = frame_header(header, packet_len);
-        if (!data_make_room(w, hlen + packet_len, n_events))
-                return 0;
-        p = data_append(w, hlen + packet_len, n_events);
-        if (!p)
-                return -ENOMEM;
-
-        memcpy(p, header, hlen);
-        off = hlen;
+        r = data_append_packet(w, packet_len, n_events, &p);
+        if (r < 0 || !p)
+                return r;
         p[off++] = TAG_FTRACE_EVENTS;
         off += varint_encode(len, p + off);
         *ret = p + off;
         off += len;
         p[off++] = TAG_SEQUENCE_ID;
         p[off++] = TRACE_SEQUENCE_FTRACE;
-        assert(off == hlen + packet_len);
+        assert(off == packet_len);
         return 0;
 }
 
@@ -284,9 +296,10 @@ static ssize_t deflate_ftrace_packet(TraceWriter *w, const uint8_t *bundle, size
 
 int trace_writer_append_ftrace_bundle_deflated(TraceWriter *w, const uint8_t *bundle, size_t len,
                                                const DeflateSpan *coded, size_t n_coded, size_t n_events) {
-        uint8_t header[11], tmp[10], *p;
-        size_t packet_len, hlen, off;
+        uint8_t tmp[10], *p;
+        size_t packet_len, off = 0;
         ssize_t zlen;
+        int r;
 
         if (!w->sequence_started[TRACE_SEQUENCE_FTRACE])
                 return -EINVAL;
@@ -295,19 +308,14 @@ int trace_writer_append_ftrace_bundle_deflated(TraceWriter *w, const uint8_t *bu
                 return (int) zlen;
         /* As Perfetto's service writes it: the packet holds compressed_packets alone. */
         packet_len = sizeof(tag_compressed_packets) + varint_encode((size_t) zlen, tmp) + (size_t) zlen;
-        hlen = frame_header(header, packet_len);
-        if (!data_make_room(w, hlen + packet_len, n_events))
-                return 0;
-        p = data_append(w, hlen + packet_len, n_events);
-        if (!p)
-                return -ENOMEM;
-        memcpy(p, header, hlen);
-        off = hlen;
-        memcpy(p + off, tag_compressed_packets, sizeof(tag_compressed_packets));
+        r = data_append_packet(w, packet_len, n_events, &p);
+        if (r < 0 || !p)
+                return r;
+        memcpy(p, tag_compressed_packets, sizeof(tag_compressed_packets));
         off += sizeof(tag_compressed_packets);
         off += varint_encode((size_t) zlen, p + off);
         memcpy(p + off, w->deflated, (size_t) zlen);
-        assert(off + (size_t) zlen == hlen + packet_len);
+        assert(off + (size_t) zlen == packet_len);
         return 0;
 }
 

@@ -2141,6 +2141,22 @@ static void compare_rows(const char *what, const char *inner_name, GArray *inner
         expect(inner->len > 100, "%s: only %u rows in the window", what, inner->len);
 }
 
+/* Both ways: every sched_switch and sched_waking row of one trace, away from the ends of
+ * (from, to), is in the other's rows of all of it. */
+static void compare_sched_traces(const char *a_name, const Trace *a, const char *b_name, const Trace *b,
+                                 guint64 from, guint64 to) {
+        const guint64 m = 5000000;
+
+        for (int waking = 0; waking < 2; waking++) {
+                const char *what = waking ? "sched_waking" : "sched_switch";
+                g_autoptr(GArray) a_in = sched_rows(a, waking, from + m, to - m), a_out = sched_rows(a, waking, from, to);
+                g_autoptr(GArray) b_in = sched_rows(b, waking, from + m, to - m), b_out = sched_rows(b, waking, from, to);
+
+                compare_rows(what, a_name, a_in, b_name, b_out, a->n_cpus);
+                compare_rows(what, b_name, b_in, a_name, a_out, a->n_cpus);
+        }
+}
+
 static void check_intern_tables(const Trace *t) {
         guint dups = 0, bad = 0;
 
@@ -2205,17 +2221,7 @@ static void test_compact_sched(void) {
         /* (prev_pid is not checked against the previous next_pid: this kernel itself
          * leaves out idle -> task switches, in its own text output too.) */
         check_intern_tables(&tc);
-        {
-                const guint64 m = 5000000;
-                g_autoptr(GArray) fs_in = sched_rows(&tf, false, from + m, to - m), fs_out = sched_rows(&tf, false, from, to);
-                g_autoptr(GArray) cs_in = sched_rows(&tc, false, from + m, to - m), cs_out = sched_rows(&tc, false, from, to);
-                g_autoptr(GArray) fw_in = sched_rows(&tf, true, from + m, to - m), fw_out = sched_rows(&tf, true, from, to);
-                g_autoptr(GArray) cw_in = sched_rows(&tc, true, from + m, to - m), cw_out = sched_rows(&tc, true, from, to);
-                compare_rows("sched_switch", "full", fs_in, "compact", cs_out, tf.n_cpus);
-                compare_rows("sched_switch", "compact", cs_in, "full", fs_out, tf.n_cpus);
-                compare_rows("sched_waking", "full", fw_in, "compact", cw_out, tf.n_cpus);
-                compare_rows("sched_waking", "compact", cw_in, "full", fw_out, tf.n_cpus);
-        }
+        compare_sched_traces("full", &tf, "compact", &tc, from, to);
         expect(tc.len < tf.len, "the compact trace (%" G_GSIZE_FORMAT " bytes) is not smaller than the full one (%"
                G_GSIZE_FORMAT ")", tc.len, tf.len);
         verdict();
@@ -2277,23 +2283,8 @@ static void test_compressed(void) {
                        n_events(t), stat_u64(t == &tc ? st_c : st_f, "Events"));
         }
         check_intern_tables(&tc);
-        {
-                const guint64 m = 5000000;
-                g_autoptr(GArray) ps_in = sched_rows(&tp, false, from + m, to - m), ps_out = sched_rows(&tp, false, from, to);
-                g_autoptr(GArray) cs_in = sched_rows(&tc, false, from + m, to - m), cs_out = sched_rows(&tc, false, from, to);
-                g_autoptr(GArray) fs_in = sched_rows(&tf, false, from + m, to - m), fs_out = sched_rows(&tf, false, from, to);
-                g_autoptr(GArray) pw_in = sched_rows(&tp, true, from + m, to - m), pw_out = sched_rows(&tp, true, from, to);
-                g_autoptr(GArray) cw_in = sched_rows(&tc, true, from + m, to - m), cw_out = sched_rows(&tc, true, from, to);
-                g_autoptr(GArray) fw_in = sched_rows(&tf, true, from + m, to - m), fw_out = sched_rows(&tf, true, from, to);
-                compare_rows("sched_switch", "plain", ps_in, "compressed", cs_out, tp.n_cpus);
-                compare_rows("sched_switch", "compressed", cs_in, "plain", ps_out, tp.n_cpus);
-                compare_rows("sched_waking", "plain", pw_in, "compressed", cw_out, tp.n_cpus);
-                compare_rows("sched_waking", "compressed", cw_in, "plain", pw_out, tp.n_cpus);
-                compare_rows("sched_switch", "plain", ps_in, "compressed full", fs_out, tp.n_cpus);
-                compare_rows("sched_switch", "compressed full", fs_in, "plain", ps_out, tp.n_cpus);
-                compare_rows("sched_waking", "plain", pw_in, "compressed full", fw_out, tp.n_cpus);
-                compare_rows("sched_waking", "compressed full", fw_in, "plain", pw_out, tp.n_cpus);
-        }
+        compare_sched_traces("plain", &tp, "compressed", &tc, from, to);
+        compare_sched_traces("plain", &tp, "compressed full", &tf, from, to);
         note("plain %" G_GSIZE_FORMAT " bytes (%" G_GUINT64_FORMAT " events), compressed %" G_GSIZE_FORMAT
              " (%" G_GUINT64_FORMAT "), compressed full events %" G_GSIZE_FORMAT " (%" G_GUINT64_FORMAT ")\n",
              tp.len, n_events(&tp), tc.len, n_events(&tc), tf.len, n_events(&tf));
