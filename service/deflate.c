@@ -119,6 +119,24 @@ static inline void put_bits(DeflateStream *s, uint32_t v, unsigned n) {
         }
 }
 
+/* A code, bit-reversed for the LSB-first stream, with its extra bits after it: the bits
+ * in the low 24, their count above. Every code table here holds these. */
+static inline uint32_t bit_string(uint32_t bits, unsigned n) {
+        return bits | (uint32_t) n << 24;
+}
+
+static inline uint32_t string_bits(uint32_t c) {
+        return c & 0xffffff;
+}
+
+static inline unsigned string_count(uint32_t c) {
+        return c >> 24;
+}
+
+static inline void put_string(DeflateStream *s, uint32_t c) {
+        put_bits(s, string_bits(c), string_count(c));
+}
+
 /* Writes out the pending bits, the last byte padded with zeros. */
 static void align_to_byte(DeflateStream *s) {
         while (s->n_bits > 0) {
@@ -276,8 +294,7 @@ static uint32_t reverse_bits(uint32_t v, unsigned n) {
         return r;
 }
 
-/* RFC 1951 3.2.2: canonical codes from lengths, bit-reversed for an LSB-first stream,
- * each as code | length << 16. */
+/* RFC 1951 3.2.2: canonical codes from lengths, as bit strings (0: no code). */
 static void canonical_codes(const uint8_t *lengths, unsigned n, uint32_t *codes) {
         uint32_t count[MAX_CODE_BITS + 1] = {}, next[MAX_CODE_BITS + 1];
         uint32_t code = 0;
@@ -290,7 +307,7 @@ static void canonical_codes(const uint8_t *lengths, unsigned n, uint32_t *codes)
                 next[bits] = code;
         }
         for (unsigned i = 0; i < n; i++)
-                codes[i] = lengths[i] ? reverse_bits(next[lengths[i]]++, lengths[i]) | (uint32_t) lengths[i] << 16 : 0;
+                codes[i] = lengths[i] ? bit_string(reverse_bits(next[lengths[i]]++, lengths[i]), lengths[i]) : 0;
 }
 
 /* The code lengths of a block, run-length coded with symbols 16-18 (RFC 1951 3.2.7). */
@@ -373,9 +390,7 @@ static void put_dynamic_header(DeflateStream *s, const DynamicHeader *h) {
         for (unsigned i = 0; i < h->n_length_lengths; i++)
                 put_bits(s, h->length_lengths[code_length_order[i]], 3);
         for (unsigned i = 0; i < h->n_runs; i++) {
-                uint32_t c = h->length_codes[h->runs[i].symbol];
-
-                put_bits(s, c & 0xffff, c >> 16);
+                put_string(s, h->length_codes[h->runs[i].symbol]);
                 put_bits(s, h->runs[i].extra, h->runs[i].extra_bits);
         }
 }
@@ -409,10 +424,10 @@ static void put_literals(DeflateStream *s, const uint8_t *data, size_t len, cons
         for (; i + 2 <= len; i += 2) {
                 uint32_t c0 = codes[data[i]], c1 = codes[data[i + 1]];
 
-                bits |= (uint64_t) (c0 & 0xffff) << n_bits;
-                n_bits += c0 >> 16;
-                bits |= (uint64_t) (c1 & 0xffff) << n_bits;
-                n_bits += c1 >> 16;
+                bits |= (uint64_t) string_bits(c0) << n_bits;
+                n_bits += string_count(c0);
+                bits |= (uint64_t) string_bits(c1) << n_bits;
+                n_bits += string_count(c1);
                 if (n_bits >= 32) {
                         put_le32(out, (uint32_t) bits);
                         out += 4;
@@ -424,8 +439,8 @@ static void put_literals(DeflateStream *s, const uint8_t *data, size_t len, cons
         s->n_bits = n_bits;
         s->out = out;
         if (i < len)
-                put_bits(s, codes[data[i]] & 0xffff, codes[data[i]] >> 16);
-        put_bits(s, codes[END_OF_BLOCK] & 0xffff, codes[END_OF_BLOCK] >> 16);
+                put_string(s, codes[data[i]]);
+        put_string(s, codes[END_OF_BLOCK]);
 }
 
 /* ---- short-distance matches with the fixed code --------------------------------------
@@ -443,14 +458,10 @@ static void put_literals(DeflateStream *s, const uint8_t *data, size_t len, cons
 #define MATCH_GOOD 32u
 #define PROBE_BYTES 512u
 
-/* Fixed-code bit strings, reversed for the LSB-first stream, as bits | count << 24. */
+/* The fixed code's bit strings. */
 static uint32_t fixed_literal[256];
 static uint32_t fixed_length[MATCH_MAX + 1];     /* the length's code and extra bits */
 static uint32_t fixed_distance[SHORT_DISTANCE_MAX + 1];
-
-static inline uint32_t bit_string(uint32_t bits, unsigned n) {
-        return bits | (uint32_t) n << 24;
-}
 
 /* RFC 1951 3.2.5 and 3.2.6. */
 static void fixed_tables_init(void) {
@@ -552,17 +563,14 @@ static bool put_short_matches(DeflateStream *s, const uint8_t *data, size_t len)
         put_block_header(s, false, BLOCK_FIXED);
         for (size_t i = 0; i < len;) {
                 size_t n = best_match(data, i, MIN(len - i, (size_t) MATCH_MAX), &last);
-                uint32_t a, b;
-
                 if (n > 0) {
-                        a = fixed_length[n];
-                        b = fixed_distance[last];
-                        put_bits(s, (a & 0xffffff) | (b & 0xffffff) << (a >> 24), (a >> 24) + (b >> 24));
+                        uint32_t l = fixed_length[n], d = fixed_distance[last];
+
+                        /* At most 13 + 6 bits: the pair in one put. */
+                        put_bits(s, string_bits(l) | string_bits(d) << string_count(l), string_count(l) + string_count(d));
                         i += n;
-                } else {
-                        a = fixed_literal[data[i++]];
-                        put_bits(s, a & 0xffffff, a >> 24);
-                }
+                } else
+                        put_string(s, fixed_literal[data[i++]]);
                 if (!probed && i >= MIN(len, (size_t) PROBE_BYTES)) {
                         probed = true;
                         if (bits_since(s, &start) * 4 > 8 * (uint64_t) i) {
