@@ -144,6 +144,14 @@ GBytes *tb_zlib_inflate(const guint8 *data, gsize len, GError **error) {
         return g_byte_array_free_to_bytes(g_steal_pointer(&out));
 }
 
+GBytes *tb_zlib_inflate_or_fail(const guint8 *data, gsize len) {
+        g_autoptr(GError) error = NULL;
+        GBytes *out = tb_zlib_inflate(data, len, &error);
+
+        g_assert_no_error(error);
+        return out;
+}
+
 static bool parse_packets(const guint8 *data, gsize len, TbTraceSummary *s, bool inside_compressed, GError **error);
 
 static bool parse_compressed(const Tracebus__TracePacket *p, TbTraceSummary *s, guint index, GError **error) {

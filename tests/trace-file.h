@@ -41,6 +41,8 @@ typedef struct {
 /* Inflates a zlib stream (RFC 1950) with zlib, through GIO, as trace_processor inflates
  * compressed_packets: NULL and an error when it is not one whole stream, nothing after. */
 GBytes *tb_zlib_inflate(const guint8 *data, gsize len, GError **error);
+/* The same, for unit tests: a stream that does not inflate fails the test. */
+GBytes *tb_zlib_inflate_or_fail(const guint8 *data, gsize len);
 
 bool tb_trace_parse(const guint8 *data, gsize len, TbTraceSummary *ret, GError **error);
 bool tb_trace_file_read(const char *path, TbTraceSummary *ret, GError **error);
