@@ -4,7 +4,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "errors.h"
+#include "bus-errors.h"
 #include "log.h"
 #include "manager-bus.h"
 #include "polkit.h"

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "errors.h"
+#include "bus-errors.h"
 #include "log.h"
 #include "manager-bus.h"
 #include "manager.h"

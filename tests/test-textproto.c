@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Unit tests of the generic text format parser (service/textproto.c).
+ * Unit tests of the generic text format parser (lib/textproto.c).
  *
  * Three kinds of check:
  *  - values: every field type, parsed into hand-written protobuf-c descriptors

@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "errors.h"
+#include "bus-errors.h"
 #include "strv.h"
 
 typedef enum AskPassword {

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "errors.h"
+#include "bus-errors.h"
 
 #define PROGRESS_INTERVAL_USEC (1000ull * 1000ull)
 

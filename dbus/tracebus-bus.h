@@ -1,7 +1,19 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-#include <systemd/sd-bus.h>
+/*
+ * The bus contract: the names every program on both sides of the bus uses. The
+ * interfaces themselves (methods, arguments, properties) are in the XML files
+ * beside this header; tests/check-data-files.sh holds these names to them.
+ * Plain macros, so that the service, the CLI, the tests (GLib) and the GTK app
+ * can all include it.
+ */
+
+#define TB_BUS_NAME                     "org.tracebus.Tracebus1"
+#define TB_MANAGER_PATH                 "/org/tracebus/Tracebus1"
+#define TB_SESSION_PATH_PREFIX          "/org/tracebus/Tracebus1/session"
+#define TB_MANAGER_INTERFACE            "org.tracebus.Tracebus1.Manager"
+#define TB_SESSION_INTERFACE            "org.tracebus.Tracebus1.Session"
 
 /* Errors a client can act on, beyond the standard org.freedesktop.DBus.Error.* ones. */
 #define TB_ERROR_PREFIX                 "org.tracebus.Tracebus1.Error."
@@ -15,10 +27,3 @@
 #define TB_ERROR_TRACING_UNAVAILABLE    TB_ERROR_PREFIX "TracingUnavailable"
 /* polkit gave no answer: the request is refused, but nobody decided it. */
 #define TB_ERROR_AUTHORIZATION_UNAVAILABLE TB_ERROR_PREFIX "AuthorizationUnavailable"
-
-/* Maps our names to errno values, so that sd-bus clients get a meaningful errno
- * from sd_bus_error_get_errno(). Register with sd_bus_error_add_map(). */
-extern const sd_bus_error_map tracebus_error_map[];
-
-/* A sentence a person can act on for a D-Bus error name, or NULL if we have none. */
-const char *tracebus_error_explain(const char *name);

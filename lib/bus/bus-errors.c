@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "errors.h"
+#include "bus-errors.h"
 #include "macro.h"
 
 const sd_bus_error_map tracebus_error_map[] = {
