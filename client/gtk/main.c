@@ -6,7 +6,6 @@
 
 int main(int argc, char **argv) {
         g_autoptr(TracebusApp) app = NULL;
-        int status;
 
         (void) setlocale(LC_ALL, "");
         (void) bindtextdomain(GETTEXT_PACKAGE, LOCALEDIR);
@@ -15,6 +14,5 @@ int main(int argc, char **argv) {
         g_set_application_name(_("Tracebus"));
 
         app = tracebus_app_new();
-        status = g_application_run(G_APPLICATION(app), argc, argv);
-        return status ? status : tracebus_app_get_exit_status(app);
+        return g_application_run(G_APPLICATION(app), argc, argv);
 }
