@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <glib/gi18n.h>
 #include <glib/gstdio.h>
+#include <locale.h>
 
 #include "config.h"
 #include "tracebus-app-private.h"
@@ -223,6 +224,14 @@ static void tracebus_app_class_init(TracebusAppClass *klass) {
 
 static void tracebus_app_init(TracebusApp *app) {
         app->recordings = g_list_store_new(TB_TYPE_RECORDING);
+}
+
+void tracebus_app_setup_locale(void) {
+        (void) setlocale(LC_ALL, "");
+        (void) bindtextdomain(GETTEXT_PACKAGE, LOCALEDIR);
+        (void) bind_textdomain_codeset(GETTEXT_PACKAGE, "UTF-8");
+        (void) textdomain(GETTEXT_PACKAGE);
+        g_set_application_name(_("Tracebus"));
 }
 
 TracebusApp *tracebus_app_new(void) {

@@ -22,6 +22,8 @@ G_BEGIN_DECLS
 #define TRACEBUS_TYPE_APP (tracebus_app_get_type())
 G_DECLARE_FINAL_TYPE(TracebusApp, tracebus_app, TRACEBUS, APP, GtkApplication)
 
+/* The user's locale and the app's translations: first thing in main(). */
+void tracebus_app_setup_locale(void);
 TracebusApp *tracebus_app_new(void);
 
 /* The recordings, newest first (items: TbRecording). */

@@ -4,9 +4,6 @@
  * only with tests enabled and never installed: the installed tracebus-gtk
  * carries no test code and no test options.
  */
-#include <glib/gi18n.h>
-#include <locale.h>
-
 #include "tracebus-app.h"
 #include "tracebus-test-driver.h"
 
@@ -48,12 +45,7 @@ int main(int argc, char **argv) {
         TracebusTestOptions opt = { 0 };
         int status;
 
-        (void) setlocale(LC_ALL, "");
-        (void) bindtextdomain(GETTEXT_PACKAGE, LOCALEDIR);
-        (void) bind_textdomain_codeset(GETTEXT_PACKAGE, "UTF-8");
-        (void) textdomain(GETTEXT_PACKAGE);
-        g_set_application_name(_("Tracebus"));
-
+        tracebus_app_setup_locale();
         app = tracebus_app_new();
         /* One instance per test run, and no session bus to find it on. */
         g_application_set_flags(G_APPLICATION(app),
