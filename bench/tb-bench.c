@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "trace.pb-c.h"
+#include "tracebus-bus.h"
 
 #define TRACEFS "/sys/kernel/tracing"
 
@@ -560,9 +561,9 @@ static int cmd_analyze(int argc, char **argv) {
 
 /* ---- the bus --------------------------------------------------------------------------- */
 
-#define TB_NAME "org.tracebus.Tracebus1"
-#define TB_PATH "/org/tracebus/Tracebus1"
-#define TB_MANAGER "org.tracebus.Tracebus1.Manager"
+#define TB_NAME TB_BUS_NAME
+#define TB_PATH TB_MANAGER_PATH
+#define TB_MANAGER TB_MANAGER_INTERFACE
 
 typedef struct StopStats {
         uint64_t events, bytes, lost;

@@ -4,7 +4,7 @@
 /*
  * The bus contract: the names every program on both sides of the bus uses. The
  * interfaces themselves (methods, arguments, properties) are in the XML files
- * beside this header; tests/check-data-files.sh holds these names to them.
+ * beside this header; tests/check-bus-contract.sh holds these names to them.
  * Plain macros, so that the service, the CLI, the tests (GLib) and the GTK app
  * can all include it.
  */
@@ -15,7 +15,9 @@
 #define TB_MANAGER_INTERFACE            "org.tracebus.Tracebus1.Manager"
 #define TB_SESSION_INTERFACE            "org.tracebus.Tracebus1.Session"
 
-/* Errors a client can act on, beyond the standard org.freedesktop.DBus.Error.* ones. */
+/* Errors a client can act on, beyond the standard org.freedesktop.DBus.Error.* ones.
+ * Each is declared in the XML (annotation org.tracebus.Tracebus1.Errors) and has an
+ * errno and an explanation in lib/bus/bus-errors.c. */
 #define TB_ERROR_PREFIX                 "org.tracebus.Tracebus1.Error."
 #define TB_ERROR_INVALID_CONFIG         TB_ERROR_PREFIX "InvalidConfig"
 #define TB_ERROR_UNKNOWN_EVENT          TB_ERROR_PREFIX "UnknownEvent"

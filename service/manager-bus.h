@@ -2,10 +2,11 @@
 #pragma once
 
 #include "manager.h"
+#include "tracebus-bus.h"
 
-#define TRACEBUS_BUS_NAME "org.tracebus.Tracebus1"
-#define TRACEBUS_OBJECT_PATH "/org/tracebus/Tracebus1"
-#define TRACEBUS_MANAGER_INTERFACE "org.tracebus.Tracebus1.Manager"
+#define TRACEBUS_BUS_NAME TB_BUS_NAME
+#define TRACEBUS_OBJECT_PATH TB_MANAGER_PATH
+#define TRACEBUS_MANAGER_INTERFACE TB_MANAGER_INTERFACE
 
 /* Connects to the system bus ($DBUS_SYSTEM_BUS_ADDRESS honoured), exports the objects
  * and requests the name. */

@@ -164,8 +164,8 @@ static int send_session_ended(Session *s) {
                 return -ENOMEM;
         if (!s->bus->owner_name)
                 return 0;
-        r = sd_bus_message_new_signal(s->manager->bus, &signal, "/org/tracebus/Tracebus1",
-                                      "org.tracebus.Tracebus1.Manager", "SessionEnded");
+        r = sd_bus_message_new_signal(s->manager->bus, &signal, TB_MANAGER_PATH,
+                                      TB_MANAGER_INTERFACE, "SessionEnded");
         if (r < 0)
                 return r;
         r = sd_bus_message_set_destination(signal, s->bus->owner_name);

@@ -4,9 +4,10 @@
 #include <systemd/sd-bus.h>
 
 #include "session.h"
+#include "tracebus-bus.h"
 
-#define SESSION_PATH_PREFIX "/org/tracebus/Tracebus1/session"
-#define SESSION_INTERFACE "org.tracebus.Tracebus1.Session"
+#define SESSION_PATH_PREFIX TB_SESSION_PATH_PREFIX
+#define SESSION_INTERFACE TB_SESSION_INTERFACE
 
 extern const sd_bus_vtable session_vtable[];
 

@@ -25,10 +25,10 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#define TB_BUS_NAME "org.tracebus.Tracebus1"
-#define TB_MANAGER_PATH "/org/tracebus/Tracebus1"
-#define TB_MANAGER_IFACE "org.tracebus.Tracebus1.Manager"
-#define TB_SESSION_IFACE "org.tracebus.Tracebus1.Session"
+#include "tracebus-bus.h"
+
+#define TB_MANAGER_IFACE TB_MANAGER_INTERFACE
+#define TB_SESSION_IFACE TB_SESSION_INTERFACE
 #define TB_INSTANCES_DIR "/sys/kernel/tracing/instances"
 
 /*

@@ -27,12 +27,12 @@
 #define ERR_ACCESS_DENIED "org.freedesktop.DBus.Error.AccessDenied"
 #define ERR_INVALID_ARGS "org.freedesktop.DBus.Error.InvalidArgs"
 #define ERR_INTERACTIVE "org.freedesktop.DBus.Error.InteractiveAuthorizationRequired"
-#define ERR_INVALID_CONFIG "org.tracebus.Tracebus1.Error.InvalidConfig"
-#define ERR_UNKNOWN_EVENT "org.tracebus.Tracebus1.Error.UnknownEvent"
-#define ERR_NO_SUCH_SESSION "org.tracebus.Tracebus1.Error.NoSuchSession"
+#define ERR_INVALID_CONFIG TB_ERROR_INVALID_CONFIG
+#define ERR_UNKNOWN_EVENT TB_ERROR_UNKNOWN_EVENT
+#define ERR_NO_SUCH_SESSION TB_ERROR_NO_SUCH_SESSION
 #define ERR_UNKNOWN_OBJECT "org.freedesktop.DBus.Error.UnknownObject"
-#define ERR_TOO_MANY_SESSIONS "org.tracebus.Tracebus1.Error.TooManySessions"
-#define ERR_KEY_IN_USE "org.tracebus.Tracebus1.Error.KeyInUse"
+#define ERR_TOO_MANY_SESSIONS TB_ERROR_TOO_MANY_SESSIONS
+#define ERR_KEY_IN_USE TB_ERROR_KEY_IN_USE
 
 #define note(...) g_printerr("# " __VA_ARGS__)
 

@@ -12,6 +12,7 @@
 
 #include "categories.h"
 #include "messages.h"
+#include "tracebus-bus.h"
 
 /* A kernel that offers these (sorted, as ListEvents returns them). */
 static const char *const available[] = {
@@ -186,9 +187,9 @@ static void test_messages(void) {
         assert_words("org.freedesktop.DBus.Error.AccessDenied", "Not authorized.", "not allowed", "org.tracebus.record");
         assert_words("org.freedesktop.DBus.Error.InteractiveAuthorizationRequired", "Needs auth", "approval",
                      "administrator");
-        assert_words("org.tracebus.Tracebus1.Error.UnknownEvent", "foo/bar", "does not offer", "foo/bar.");
-        assert_words("org.tracebus.Tracebus1.Error.TooManySessions", "5 sessions", "Too many", "Stop a recording");
-        assert_words("org.tracebus.Tracebus1.Error.TracingUnavailable", "tracefs is not mounted.", "not available",
+        assert_words(TB_ERROR_UNKNOWN_EVENT, "foo/bar", "does not offer", "foo/bar.");
+        assert_words(TB_ERROR_TOO_MANY_SESSIONS, "5 sessions", "Too many", "Stop a recording");
+        assert_words(TB_ERROR_TRACING_UNAVAILABLE, "tracefs is not mounted.", "not available",
                      "tracefs is not mounted.");
         assert_words("org.freedesktop.DBus.Error.ServiceUnknown", "The name is not activatable", "not available",
                      "administrator");

@@ -680,7 +680,7 @@ static void test_config_errors(void) {
         assert_exit(&r4, 1);
         assert_one_line(&r4);
         assert_stderr_has(&r4, "sched/no_such_event");
-        g_assert_null(strstr(r4.err, "org.tracebus.Tracebus1.Error"));
+        g_assert_null(strstr(r4.err, TB_ERROR_PREFIX));
 
         run_cli("tbuser", &r5, "-c", "/nonexistent.pbtxt", "--txt", "-o", out, NULL);
         assert_exit(&r5, 1);

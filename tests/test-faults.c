@@ -41,8 +41,8 @@
 #include "trace-file.h"
 #include "trace.pb-c.h"
 
-#define ERR_TRACING_UNAVAILABLE "org.tracebus.Tracebus1.Error.TracingUnavailable"
-#define ERR_AUTH_UNAVAILABLE "org.tracebus.Tracebus1.Error.AuthorizationUnavailable"
+#define ERR_TRACING_UNAVAILABLE TB_ERROR_TRACING_UNAVAILABLE
+#define ERR_AUTH_UNAVAILABLE TB_ERROR_AUTHORIZATION_UNAVAILABLE
 #define POLKIT_NAME "org.freedesktop.PolicyKit1"
 #define ENV_UPROBE_GROUP "TRACEBUS_TEST_UPROBE_GROUP"
 #define MARKER_PREFIX "tbfault-marker-"

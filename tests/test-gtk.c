@@ -102,7 +102,7 @@ static void app_home_init(AppHome *h, const char *user, const char *tag) {
 }
 
 static char *app_path(void) {
-        return g_build_filename(tb_bus()->build_dir, "client", "gtk", "tracebus-gtk", NULL);
+        return g_build_filename(tb_bus()->build_dir, "client", "gtk", "tracebus-gtk-test", NULL);
 }
 
 /* Runs the app as the user under Xvfb with test-mode arguments; its stdout

@@ -28,8 +28,8 @@
 #include "tb-client.h"
 #include "trace-file.h"
 
-#define ERR_OUTPUT "org.tracebus.Tracebus1.Error.OutputError"
-#define ERR_QUOTA "org.tracebus.Tracebus1.Error.QuotaExceeded"
+#define ERR_OUTPUT TB_ERROR_OUTPUT_ERROR
+#define ERR_QUOTA TB_ERROR_QUOTA_EXCEEDED
 #define ERR_UNKNOWN_METHOD "org.freedesktop.DBus.Error.UnknownMethod"
 
 /* ===================================================================== */
@@ -207,7 +207,7 @@ static void case_wrong_signatures_busctl(void) {
         const char *const lines[][8] = {
                 { "Start", "s", "hello", NULL },
                 { "Start", "ii", "1", "2", NULL },
-                { "Stop", "s", "/org/tracebus/Tracebus1/session/1", NULL },
+                { "Stop", "s", TB_SESSION_PATH_PREFIX "/1", NULL },
                 { "Attach", "u", "1", NULL },
                 { "ListEvents", "u", "1", NULL },
         };
@@ -543,9 +543,9 @@ static void case_bad_keys(void) {
 /* Stop, Detach, Attach on paths and keys that are not sessions. */
 static void case_no_such_session(void) {
         g_auto(GStrv) inst = NULL, files = NULL;
-        const char *paths[] = { "/org/tracebus/Tracebus1/session/0", "/org/tracebus/Tracebus1/session/99999999999999999999",
-                                "/org/tracebus/Tracebus1/session/_1", "/org/tracebus/Tracebus1/session/1a",
-                                "/org/tracebus/Tracebus1", "/" };
+        const char *paths[] = { TB_SESSION_PATH_PREFIX "/0", TB_SESSION_PATH_PREFIX "/99999999999999999999",
+                                TB_SESSION_PATH_PREFIX "/_1", TB_SESSION_PATH_PREFIX "/1a",
+                                TB_MANAGER_PATH, "/" };
 
         snapshot_state(&inst, &files);
         for (size_t i = 0; i < G_N_ELEMENTS(paths); i++) {
@@ -558,7 +558,7 @@ static void case_no_such_session(void) {
                    ERR_NO_SUCH_SESSION);
         /* Session.Stop on an object that is no session. */
         {
-                g_autofree char *e = call_full("/org/tracebus/Tracebus1/session/424242", TB_SESSION_IFACE, "Stop", NULL,
+                g_autofree char *e = call_full(TB_SESSION_PATH_PREFIX "/424242", TB_SESSION_IFACE, "Stop", NULL,
                                                NULL, NULL, NULL);
                 note("Session.Stop on no session -> %s\n", e);
                 g_assert_true(g_strcmp0(e, ERR_UNKNOWN_OBJECT) == 0 || g_strcmp0(e, ERR_UNKNOWN_METHOD) == 0);

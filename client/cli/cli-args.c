@@ -223,8 +223,42 @@ static const struct option options[] = {
         {}
 };
 
+/* The options that only switch something on (or off): true if @c is one. */
+static bool parse_flag_option(Args *a, int c) {
+        switch (c) {
+        case 'd':
+                a->background = true;
+                return true;
+        case 'D':
+                a->background = a->background_wait = true;
+                return true;
+        case ARG_TXT:
+                a->txt = true;
+                return true;
+        case ARG_NO_CLOBBER:
+                a->no_clobber = true;
+                return true;
+        case ARG_STOP:
+                a->stop = true;
+                return true;
+        case ARG_LONG:
+                a->long_output = true;
+                return true;
+        case ARG_JSON:
+                a->json = true;
+                return true;
+        case ARG_NO_ASK_PASSWORD:
+                a->ask_password = false;
+                return true;
+        default:
+                return false;
+        }
+}
+
 /* Returns 1 to go on, 0 when the option ends parsing successfully, < 0 on error. */
 static int parse_option(Args *a, int c, const char *arg) {
+        if (parse_flag_option(a, c))
+                return 1;
         switch (c) {
         case 'h':
                 a->mode = MODE_HELP;
@@ -238,12 +272,6 @@ static int parse_option(Args *a, int c, const char *arg) {
         case 'o':
                 a->output = arg;
                 return 1;
-        case 'd':
-                a->background = true;
-                return 1;
-        case 'D':
-                a->background = a->background_wait = true;
-                return 1;
         case 't':
                 return parse_time(a, arg) ?: 1;
         case 'b':
@@ -252,12 +280,6 @@ static int parse_option(Args *a, int c, const char *arg) {
                 return parse_size(a, arg) ?: 1;
         case 'a':
                 return cli_refuse("--app names an Android (atrace) app; tracebus records the kernel's trace events");
-        case ARG_TXT:
-                a->txt = true;
-                return 1;
-        case ARG_NO_CLOBBER:
-                a->no_clobber = true;
-                return 1;
         case ARG_DETACH:
                 a->detach_key = arg;
                 return 1;
@@ -267,19 +289,10 @@ static int parse_option(Args *a, int c, const char *arg) {
         case ARG_IS_DETACHED:
                 a->is_detached_key = arg;
                 return 1;
-        case ARG_STOP:
-                a->stop = true;
-                return 1;
         case ARG_QUERY:
                 return set_mode(a, MODE_QUERY) ?: 1;
         case ARG_QUERY_RAW:
                 return cli_refuse("--query-raw is not supported; --query --json is for scripts");
-        case ARG_LONG:
-                a->long_output = true;
-                return 1;
-        case ARG_JSON:
-                a->json = true;
-                return 1;
         case ARG_LIST_EVENTS:
                 a->glob = arg;
                 return set_mode(a, MODE_LIST_EVENTS) ?: 1;
@@ -288,9 +301,6 @@ static int parse_option(Args *a, int c, const char *arg) {
         case ARG_STOP_SESSION:
                 a->stop_session = arg;
                 return set_mode(a, MODE_STOP_SESSION) ?: 1;
-        case ARG_NO_ASK_PASSWORD:
-                a->ask_password = false;
-                return 1;
         default:
                 fprintf(stderr, "Try '%s --help' for more information.\n", program_invocation_short_name);
                 return -EINVAL;

@@ -238,8 +238,8 @@ int session_info_get(sd_bus *bus, const char *path, SessionInfo *ret, sd_bus_err
         _cleanup_(session_info_done) SessionInfo i = {};
         int r;
 
-        r = sd_bus_call_method(bus, BUS_NAME, path, "org.freedesktop.DBus.Properties", "GetAll", error, &reply,
-                               "s", SESSION_INTERFACE);
+        r = sd_bus_call_method(bus, TB_BUS_NAME, path, "org.freedesktop.DBus.Properties", "GetAll", error, &reply,
+                               "s", TB_SESSION_INTERFACE);
         if (r < 0)
                 return r;
         r = session_info_update(&i, reply);
@@ -259,7 +259,7 @@ int cli_list_sessions(sd_bus *bus, char ***ret, sd_bus_error *error) {
         char **l = NULL;
         int r;
 
-        r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, OBJECT_PATH, MANAGER_INTERFACE, "ListSessions");
+        r = sd_bus_message_new_method_call(bus, &m, TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_INTERFACE, "ListSessions");
         if (r < 0)
                 return r;
         r = cli_call_authorized(bus, m, CLI_CALL_TIMEOUT_USEC, error, &reply);

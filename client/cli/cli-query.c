@@ -32,7 +32,7 @@ int run_is_detached(const Args *a) {
 
         if (connect_or_fail(&bus) < 0)
                 return EXIT_FAILURE;
-        r = sd_bus_call_method(bus, BUS_NAME, OBJECT_PATH, MANAGER_INTERFACE, "IsDetached", &error, &reply, "s",
+        r = sd_bus_call_method(bus, TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_INTERFACE, "IsDetached", &error, &reply, "s",
                                a->is_detached_key);
         if (r >= 0)
                 r = sd_bus_message_read(reply, "b", &detached);
@@ -55,7 +55,7 @@ int run_list_events(const Args *a) {
 
         if (connect_or_fail(&bus) < 0)
                 return EXIT_FAILURE;
-        r = sd_bus_call_method(bus, BUS_NAME, OBJECT_PATH, MANAGER_INTERFACE, "ListEvents", &error, &reply, "s",
+        r = sd_bus_call_method(bus, TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_INTERFACE, "ListEvents", &error, &reply, "s",
                                strempty(a->glob));
         if (r >= 0)
                 r = sd_bus_message_read_strv(reply, &events);
@@ -276,7 +276,7 @@ static int stop_sessions(sd_bus *bus, const SessionList *l) {
                 _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
 
                 calls[i] = (StopCall) { .info = &l->items[i], .exit_code = EXIT_SUCCESS };
-                r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, OBJECT_PATH, MANAGER_INTERFACE, "Stop");
+                r = sd_bus_message_new_method_call(bus, &m, TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_INTERFACE, "Stop");
                 if (r >= 0)
                         r = sd_bus_message_append(m, "o", l->items[i].path);
                 if (r >= 0)
@@ -337,7 +337,7 @@ int run_stop_session(const Args *a) {
         }
         if (connect_or_fail(&bus) < 0)
                 return EXIT_FAILURE;
-        r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, OBJECT_PATH, MANAGER_INTERFACE, "Stop");
+        r = sd_bus_message_new_method_call(bus, &m, TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_INTERFACE, "Stop");
         if (r >= 0)
                 r = sd_bus_message_append(m, "o", path);
         if (r >= 0)

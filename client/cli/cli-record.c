@@ -103,9 +103,9 @@ static int on_progress_timer(sd_event_source *s, uint64_t usec, void *userdata) 
 
         progress_draw(c);
         if (!c->progress_call && !c->stopping)
-                (void) sd_bus_call_method_async(c->bus, &c->progress_call, BUS_NAME, c->session,
+                (void) sd_bus_call_method_async(c->bus, &c->progress_call, TB_BUS_NAME, c->session,
                                                 "org.freedesktop.DBus.Properties", "GetAll", on_progress_reply, c,
-                                                "s", SESSION_INTERFACE);
+                                                "s", TB_SESSION_INTERFACE);
         r = sd_event_source_set_time_relative(s, PROGRESS_INTERVAL_USEC);
         if (r < 0)
                 return r;
@@ -122,7 +122,7 @@ static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error
         const char *interface;
 
         if (!from_service(c, m) || sd_bus_message_read(m, "s", &interface) < 0 ||
-            strcmp(interface, SESSION_INTERFACE) != 0)
+            strcmp(interface, TB_SESSION_INTERFACE) != 0)
                 return 0;
         (void) session_info_update(&c->info, m);
         progress_draw(c);
@@ -203,7 +203,7 @@ static int request_stop(Client *c) {
         }
         c->stopping = true;
         fprintf(stderr, "Stopping; writing what the kernel has buffered...\n");
-        r = sd_bus_message_new_method_call(c->bus, &m, BUS_NAME, OBJECT_PATH, MANAGER_INTERFACE, "Stop");
+        r = sd_bus_message_new_method_call(c->bus, &m, TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_INTERFACE, "Stop");
         if (r >= 0)
                 r = sd_bus_message_append(m, "o", c->session);
         if (r >= 0)
@@ -234,7 +234,7 @@ static int on_service_gone(sd_bus_message *m, void *userdata, sd_bus_error *ret_
         Client *c = ASSERT_PTR(userdata);
         const char *name, *old_owner, *new_owner;
 
-        if (sd_bus_message_read(m, "sss", &name, &old_owner, &new_owner) < 0 || strcmp(name, BUS_NAME) != 0 ||
+        if (sd_bus_message_read(m, "sss", &name, &old_owner, &new_owner) < 0 || strcmp(name, TB_BUS_NAME) != 0 ||
             !isempty_str(new_owner) || !c->session)
                 return 0;
         progress_clear(c);
@@ -275,13 +275,13 @@ static int setup_client(Client *c) {
         if (r < 0)
                 return r;
         /* Before Start, so that an end that comes quickly is not missed. */
-        r = sd_bus_match_signal(c->bus, NULL, NULL, OBJECT_PATH, MANAGER_INTERFACE, "SessionEnded",
+        r = sd_bus_match_signal(c->bus, NULL, NULL, TB_MANAGER_PATH, TB_MANAGER_INTERFACE, "SessionEnded",
                                 on_session_ended, c);
         if (r < 0)
                 return r;
         return sd_bus_add_match(c->bus, NULL,
                                 "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
-                                "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='" BUS_NAME "'",
+                                "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='" TB_BUS_NAME "'",
                                 on_service_gone, c);
 }
 
@@ -350,7 +350,7 @@ static int call_start(Client *c, const CliConfig *cfg, int fd, const char *detac
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         int r;
 
-        r = sd_bus_message_new_method_call(c->bus, &m, BUS_NAME, OBJECT_PATH, MANAGER_INTERFACE, "Start");
+        r = sd_bus_message_new_method_call(c->bus, &m, TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_INTERFACE, "Start");
         if (r >= 0)
                 r = sd_bus_message_append(m, "s", cfg->text ?: "");
         if (r >= 0)
@@ -538,7 +538,7 @@ static int call_attach(Client *c, const char *key) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         int r;
 
-        r = sd_bus_call_method(c->bus, BUS_NAME, OBJECT_PATH, MANAGER_INTERFACE, "Attach", &error, &reply, "s", key);
+        r = sd_bus_call_method(c->bus, TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_INTERFACE, "Attach", &error, &reply, "s", key);
         if (r < 0) {
                 if (sd_bus_error_has_name(&error, TB_ERROR_NO_SUCH_SESSION))
                         return 0;

@@ -16,12 +16,9 @@
 
 #include "config.pb-c.h"
 #include "macro.h"
+#include "tracebus-bus.h"
 
-#define BUS_NAME "org.tracebus.Tracebus1"
-#define OBJECT_PATH "/org/tracebus/Tracebus1"
-#define MANAGER_INTERFACE "org.tracebus.Tracebus1.Manager"
-#define SESSION_INTERFACE "org.tracebus.Tracebus1.Session"
-#define SESSION_PATH_PREFIX OBJECT_PATH "/session/"
+#define SESSION_PATH_PREFIX TB_SESSION_PATH_PREFIX "/"
 
 #define ACTION_RECORD "org.tracebus.record"
 #define ACTION_MANAGE "org.tracebus.manage"

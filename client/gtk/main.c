@@ -1,20 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include <glib/gi18n.h>
-#include <locale.h>
-
 #include "tracebus-app.h"
 
 int main(int argc, char **argv) {
         g_autoptr(TracebusApp) app = NULL;
-        int status;
 
-        (void) setlocale(LC_ALL, "");
-        (void) bindtextdomain(GETTEXT_PACKAGE, LOCALEDIR);
-        (void) bind_textdomain_codeset(GETTEXT_PACKAGE, "UTF-8");
-        (void) textdomain(GETTEXT_PACKAGE);
-        g_set_application_name(_("Tracebus"));
-
+        tracebus_app_setup_locale();
         app = tracebus_app_new();
-        status = g_application_run(G_APPLICATION(app), argc, argv);
-        return status ? status : tracebus_app_get_exit_status(app);
+        return g_application_run(G_APPLICATION(app), argc, argv);
 }

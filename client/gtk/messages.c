@@ -4,8 +4,7 @@
 #include <string.h>
 
 #include "messages.h"
-
-#define ERR_PREFIX "org.tracebus.Tracebus1.Error."
+#include "tracebus-bus.h"
 
 void tb_message_clear(TbMessage *m) {
         g_clear_pointer(&m->title, g_free);
@@ -27,7 +26,7 @@ static char *service_text(const GError *error) {
 }
 
 typedef struct {
-        const char *name;  /* D-Bus error name, or the suffix after ERR_PREFIX */
+        const char *name;  /* D-Bus error name, or the suffix after TB_ERROR_PREFIX */
         const char *title; /* N_() */
         const char *detail; /* N_(), or NULL: the service's own words */
 } ErrorWords;
@@ -76,7 +75,7 @@ static const ErrorWords *lookup_words(const char *name) {
         for (gsize i = 0; i < G_N_ELEMENTS(error_words); i++) {
                 const char *n = error_words[i].name;
                 if (strchr(n, '.') ? g_str_equal(n, name)
-                                   : g_str_has_prefix(name, ERR_PREFIX) && g_str_equal(name + strlen(ERR_PREFIX), n))
+                                   : g_str_has_prefix(name, TB_ERROR_PREFIX) && g_str_equal(name + strlen(TB_ERROR_PREFIX), n))
                         return &error_words[i];
         }
         return NULL;

@@ -22,6 +22,8 @@ G_BEGIN_DECLS
 #define TRACEBUS_TYPE_APP (tracebus_app_get_type())
 G_DECLARE_FINAL_TYPE(TracebusApp, tracebus_app, TRACEBUS, APP, GtkApplication)
 
+/* The user's locale and the app's translations: first thing in main(). */
+void tracebus_app_setup_locale(void);
 TracebusApp *tracebus_app_new(void);
 
 /* The recordings, newest first (items: TbRecording). */
@@ -46,23 +48,25 @@ void tracebus_app_show_in_files(TracebusApp *app, TbRecording *r);
 /* The window is going: detach the recordings to keep, stop the others. */
 void tracebus_app_window_closing(TracebusApp *app);
 
-/* ---- test mode (tests/test-gtk.c) ---- */
+/* ---- hooks for a driver (the test program, tracebus-gtk-test) ---- */
 
+/* What a driver watches, to click through the real widgets as a person would.
+ * The installed app sets none; each may be NULL. */
 typedef struct {
-        double record_seconds;    /* --test-record: press Record, wait, Stop, Save As */
-        char *save_to;            /* --save-to: the file Save As picks */
-        char *screenshot;         /* --screenshot: PNG of the window while recording */
-        char **categories;        /* --test-categories: the toggles to switch on (ids) */
-        gboolean keep;            /* --test-keep: keep recording, close the window */
-        gboolean reattach_stop;   /* --test-reattach-stop: stop and save the kept recording */
-        gboolean expect_error;    /* --test-expect-error: the banner showing is success */
-        char *custom_search;      /* --test-custom-events: search the Custom Events list, tick the first */
-        char *dialog_screenshot;  /* --dialog-screenshot: PNG of that dialog */
-} TracebusTestOptions;
+        /* The app's window was created, and is about to be presented. */
+        void (*window_created)(TracebusApp *app, GtkWindow *win, gpointer data);
+        /* A Save As chooser is about to show. */
+        void (*file_chooser_opening)(TracebusApp *app, GtkFileChooser *chooser, gpointer data);
+        /* The closed window's recordings are all stopped or detached; detach_key: the
+         * last one's key, or NULL. */
+        void (*window_closed)(TracebusApp *app, const char *detach_key, gpointer data);
+        gpointer data;
+} TracebusAppHooks;
 
-/* NULL outside the test mode. */
-const TracebusTestOptions *tracebus_app_get_test_options(TracebusApp *app);
-int tracebus_app_get_exit_status(TracebusApp *app);
-void tracebus_app_test_finish(TracebusApp *app, int exit_status, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+/* Before g_application_run(). A driven app does not stay for kept recordings
+ * after its window closed: the driver says when it ends. */
+void tracebus_app_set_hooks(TracebusApp *app, const TracebusAppHooks *hooks);
+/* For the window: the Save As chooser is about to show. */
+void tracebus_app_file_chooser_opening(TracebusApp *app, GtkFileChooser *chooser);
 
 G_END_DECLS

@@ -5,6 +5,7 @@
 
 #include "tb-events-dialog.h"
 #include "tracebus-test-driver.h"
+#include "tracebus-window.h"
 
 #define TICK_MS 100
 #define TIMEOUT_S 90
@@ -35,6 +36,7 @@ typedef struct {
         guint shot_tries;
         gint64 mark_us;
         guint tick_id;
+        int exit_status;
 } Driver;
 
 static Driver driver;
@@ -50,7 +52,10 @@ static void finish(int status, const char *fmt, ...) {
 
         driver.step = STEP_DONE;
         g_clear_handle_id(&driver.tick_id, g_source_remove);
-        tracebus_app_test_finish(driver.app, status, "%s", msg);
+        printf("TEST: %s: %s\n", status == 0 ? "ok" : "failed", msg);
+        fflush(stdout);
+        driver.exit_status = status;
+        g_application_quit(G_APPLICATION(driver.app));
 }
 
 static void log_step(const char *what) {
@@ -212,42 +217,95 @@ static void while_recording(gint64 now) {
         driver.step = STEP_WAIT_FINISHED;
 }
 
-static gboolean on_tick(gpointer user_data) {
-        gint64 now = g_get_monotonic_time();
-        g_autofree char *message = tracebus_window_get_message(driver.win);
-        GtkWidget *save;
+static const char *step_name(Step step) {
+        static const char *const names[] = {
+                "ready", "custom-open", "custom-searched", "custom-ticked", "custom-closed",
+                "wait-recording", "recording", "wait-finished", "wait-saved", "done",
+        };
 
-        if (!gtk_widget_get_mapped(GTK_WIDGET(driver.win)))
-                return G_SOURCE_CONTINUE;
+        return names[step];
+}
+
+/* An error message in the window, or the time limit, ends the test. Returns
+ * TRUE when the tick should go no further. */
+static gboolean check_message_or_timeout(gint64 now) {
+        g_autofree char *message = tracebus_window_get_message(driver.win);
+
         if (message) {
                 /* The picture of a refusal is worth keeping too. */
                 if (!driver.shot && !take_screenshot())
-                        return G_SOURCE_CONTINUE;
+                        return TRUE;
                 if (driver.opt->expect_error)
                         finish(0, "message shown: %s", message);
                 else
                         finish(2, "message shown: %s", message);
-                return G_SOURCE_REMOVE;
+                return TRUE;
         }
         if (now - driver.started_us > TIMEOUT_S * G_USEC_PER_SEC) {
-                finish(3, "timed out in step %s", (const char *[]) { "ready", "custom-open", "custom-searched", "custom-ticked", "custom-closed", "wait-recording", "recording", "wait-finished", "wait-saved", "done" }[driver.step]);
-                return G_SOURCE_REMOVE;
+                finish(3, "timed out in step %s", step_name(driver.step));
+                return TRUE;
         }
+        return FALSE;
+}
+
+/* Ready: open the custom events first if asked, else find the kept recording or press Record. */
+static void when_ready(void) {
+        if (!tracebus_app_is_ready(driver.app) || !gtk_widget_get_mapped(GTK_WIDGET(driver.win)))
+                return;
+        if (driver.opt->custom_search && !driver.custom_done) {
+                click(tracebus_window_get_custom_button(driver.win), "Choose custom events");
+                driver.step = STEP_CUSTOM_OPEN;
+        } else if (driver.opt->reattach_stop) {
+                driver.r = newest_live_recording();
+                if (!driver.r)
+                        finish(4, "no kept recording to re-attach to");
+                else
+                        driver.step = STEP_WAIT_RECORDING;
+        } else
+                press_record();
+}
+
+static void wait_recording(gint64 now) {
+        g_autofree char *what = NULL;
+
+        if (!driver.r)
+                driver.r = newest_live_recording();
+        if (!driver.r || driver.r->state != TB_RECORDING_RECORDING || !driver.r->ours)
+                return;
+        what = g_strdup_printf("%s: %s", driver.opt->reattach_stop ? "re-attached" : "recording",
+                               driver.r->summary ? driver.r->summary : "");
+        log_step(what);
+        driver.recording_us = now;
+        driver.step = STEP_RECORDING;
+}
+
+static void wait_finished(void) {
+        GtkWidget *save;
+
+        if (driver.r->state != TB_RECORDING_FINISHED)
+                return;
+        save = tracebus_window_get_row_button(driver.win, driver.r, "save");
+        if (!save)
+                return;
+        log_step("finished");
+        if (!driver.opt->save_to) {
+                finish(0, "finished, %s", driver.r->file_path);
+                return;
+        }
+        click(save, "Save As");
+        driver.step = STEP_WAIT_SAVED;
+}
+
+static gboolean on_tick(gpointer user_data) {
+        gint64 now = g_get_monotonic_time();
+
+        if (!gtk_widget_get_mapped(GTK_WIDGET(driver.win)))
+                return G_SOURCE_CONTINUE;
+        if (check_message_or_timeout(now))
+                return driver.step == STEP_DONE ? G_SOURCE_REMOVE : G_SOURCE_CONTINUE;
         switch (driver.step) {
         case STEP_WAIT_READY:
-                if (!tracebus_app_is_ready(driver.app) || !gtk_widget_get_mapped(GTK_WIDGET(driver.win)))
-                        break;
-                if (driver.opt->custom_search && !driver.custom_done) {
-                        click(tracebus_window_get_custom_button(driver.win), "Choose custom events");
-                        driver.step = STEP_CUSTOM_OPEN;
-                } else if (driver.opt->reattach_stop) {
-                        driver.r = newest_live_recording();
-                        if (!driver.r)
-                                finish(4, "no kept recording to re-attach to");
-                        else
-                                driver.step = STEP_WAIT_RECORDING;
-                } else
-                        press_record();
+                when_ready();
                 break;
         case STEP_CUSTOM_OPEN:
         case STEP_CUSTOM_SEARCHED:
@@ -256,32 +314,13 @@ static gboolean on_tick(gpointer user_data) {
                 custom_events_step(now);
                 break;
         case STEP_WAIT_RECORDING:
-                if (!driver.r)
-                        driver.r = newest_live_recording();
-                if (driver.r && driver.r->state == TB_RECORDING_RECORDING && driver.r->ours) {
-                        g_autofree char *what = g_strdup_printf("%s: %s", driver.opt->reattach_stop ? "re-attached" : "recording",
-                                                                driver.r->summary ? driver.r->summary : "");
-                        log_step(what);
-                        driver.recording_us = now;
-                        driver.step = STEP_RECORDING;
-                }
+                wait_recording(now);
                 break;
         case STEP_RECORDING:
                 while_recording(now);
                 break;
         case STEP_WAIT_FINISHED:
-                if (driver.r->state != TB_RECORDING_FINISHED)
-                        break;
-                save = tracebus_window_get_row_button(driver.win, driver.r, "save");
-                if (!save)
-                        break;
-                log_step("finished");
-                if (!driver.opt->save_to) {
-                        finish(0, "finished, %s", driver.r->file_path);
-                        break;
-                }
-                click(save, "Save As");
-                driver.step = STEP_WAIT_SAVED;
+                wait_finished();
                 break;
         case STEP_WAIT_SAVED:
                 if (driver.r->saved_path && g_file_test(driver.r->saved_path, G_FILE_TEST_IS_REGULAR))
@@ -293,10 +332,8 @@ static gboolean on_tick(gpointer user_data) {
         return driver.step == STEP_DONE ? G_SOURCE_REMOVE : G_SOURCE_CONTINUE;
 }
 
-void tracebus_test_driver_start(TracebusApp *app, TracebusWindow *win) {
-        driver.app = app;
-        driver.win = win;
-        driver.opt = tracebus_app_get_test_options(app);
+static void on_window_created(TracebusApp *app, GtkWindow *win, gpointer data) {
+        driver.win = TRACEBUS_WINDOW(win);
         driver.started_us = g_get_monotonic_time();
         driver.step = STEP_WAIT_READY;
         driver.tick_id = g_timeout_add(TICK_MS, on_tick, NULL);
@@ -319,13 +356,13 @@ static gboolean accept_chooser(gpointer user_data) {
         return G_SOURCE_REMOVE;
 }
 
-void tracebus_test_driver_file_chooser_opening(TracebusApp *app, GtkFileChooser *chooser) {
-        const TracebusTestOptions *opt = tracebus_app_get_test_options(app);
+static void on_file_chooser_opening(TracebusApp *app, GtkFileChooser *chooser, gpointer data) {
+        const TracebusTestOptions *opt = driver.opt;
         g_autoptr(GError) error = NULL;
         g_autofree char *name = NULL;
         Accept *a;
 
-        if (!opt || !opt->save_to)
+        if (!opt->save_to)
                 return;
         a = g_new0(Accept, 1);
         a->chooser = g_object_ref(chooser);
@@ -339,4 +376,27 @@ void tracebus_test_driver_file_chooser_opening(TracebusApp *app, GtkFileChooser 
         G_GNUC_END_IGNORE_DEPRECATIONS
         /* Let it come up first, as a person would see it. */
         g_timeout_add(500, accept_chooser, a);
+}
+
+/* With --test-keep the window closes while recording: the test is done once the
+ * recording is detached. */
+static void on_window_closed(TracebusApp *app, const char *detach_key, gpointer data) {
+        if (driver.opt->keep)
+                finish(0, "detached %s", detach_key ? detach_key : "");
+}
+
+void tracebus_test_driver_install(TracebusApp *app, const TracebusTestOptions *opt) {
+        const TracebusAppHooks hooks = {
+                .window_created = on_window_created,
+                .file_chooser_opening = on_file_chooser_opening,
+                .window_closed = on_window_closed,
+        };
+
+        driver.app = app;
+        driver.opt = opt;
+        tracebus_app_set_hooks(app, &hooks);
+}
+
+int tracebus_test_driver_get_exit_status(void) {
+        return driver.exit_status;
 }

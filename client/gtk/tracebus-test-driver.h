@@ -2,15 +2,28 @@
 #pragma once
 
 /*
- * The test mode (--test-record and friends, see tracebus-app.h): clicks
+ * The test driver of tracebus-gtk-test (never in the installed app): clicks
  * through the window's real widgets as a person would, waits, and reports
- * "TEST: ok: ..." or "TEST: failed: ..." on stdout with the exit status.
- * Used by tests/test-gtk.c under Xvfb; inert outside the test mode.
+ * "TEST: ok: ..." or "TEST: failed: ..." on stdout with the exit status. It
+ * follows the app through its hooks (TracebusAppHooks). Used by
+ * tests/test-gtk.c under Xvfb.
  */
 
 #include "tracebus-app.h"
-#include "tracebus-window.h"
 
-void tracebus_test_driver_start(TracebusApp *app, TracebusWindow *win);
-/* The Save As chooser is about to show: pick --save-to in it, then accept, as a person would. */
-void tracebus_test_driver_file_chooser_opening(TracebusApp *app, GtkFileChooser *chooser);
+typedef struct {
+        double record_seconds;    /* --test-record: press Record, wait, Stop, Save As */
+        char *save_to;            /* --save-to: the file Save As picks */
+        char *screenshot;         /* --screenshot: PNG of the window while recording */
+        char **categories;        /* --test-categories: the toggles to switch on (ids) */
+        gboolean keep;            /* --test-keep: keep recording, close the window */
+        gboolean reattach_stop;   /* --test-reattach-stop: stop and save the kept recording */
+        gboolean expect_error;    /* --test-expect-error: the banner showing is success */
+        char *custom_search;      /* --test-custom-events: search the Custom Events list, tick the first */
+        char *dialog_screenshot;  /* --dialog-screenshot: PNG of that dialog */
+} TracebusTestOptions;
+
+/* Before g_application_run(); @opt must outlive the run. */
+void tracebus_test_driver_install(TracebusApp *app, const TracebusTestOptions *opt);
+/* 0 if the test passed, else which step failed (see tracebus-test-driver.c). */
+int tracebus_test_driver_get_exit_status(void);

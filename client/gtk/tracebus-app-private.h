@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * Internals of TracebusApp, shared by its parts:
+ *   tracebus-app.c            the GApplication, the list of recordings, notifications;
+ *   tracebus-app-sessions.c   the bus side: connecting, session proxies, polling,
+ *                             kept (detached) sessions at startup;
+ *   tracebus-app-recording.c  what the window asks: start, stop, save, discard,
+ *                             and what happens to the recordings when it closes.
+ */
+
+#include "tracebus-app.h"
+#include "tracebus-bus.h"
+
+struct _TracebusApp {
+        GtkApplication parent_instance;
+
+        GDBusConnection *bus;
+        TracebusDbusManager *manager;
+        GListStore *recordings;
+        char **available_events;
+        gboolean events_done, kept_done;
+        guint pending_kept; /* IsDetached/Attach answers still to come at startup */
+        char *cache_dir;    /* $XDG_CACHE_HOME/tracebus */
+        char *index_path;
+        guint poll_id;
+        gboolean held;      /* held for recordings kept after the window closed */
+        guint closing_calls;
+
+        TracebusAppHooks hooks;
+        gboolean driven;    /* hooks are set: a driver, not a person, decides when the app ends */
+};
+
+/* An async call's context: the app and the recording it is about, both referenced. */
+typedef struct {
+        TracebusApp *app;
+        TbRecording *r;
+} CallData;
+
+CallData *call_data_new(TracebusApp *app, TbRecording *r);
+void call_data_free(CallData *d);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(CallData, call_data_free)
+
+/* tracebus-app.c */
+void app_emit_error(TracebusApp *app, const GError *error, const char *what_failed);
+void app_save_index(TracebusApp *app);
+TbRecording *app_find_by_path(TracebusApp *app, const char *object_path);
+void app_remove_recording(TracebusApp *app, TbRecording *r);
+GtkWindow *app_main_window(TracebusApp *app);
+void app_check_ready(TracebusApp *app);
+void app_recording_finished(TracebusApp *app, TbRecording *r, const char *reason, GVariant *stats);
+
+/* tracebus-app-sessions.c */
+void app_connect(TracebusApp *app);
+void app_bind_session(TracebusApp *app, TbRecording *r, const char *object_path, gboolean ours);
+void app_attach(TracebusApp *app, TbRecording *r);
