@@ -28,6 +28,7 @@
 #include <assert.h>
 
 #include "ftrace-compact-local.h"
+#include "ftrace-full-event-local.h"
 #include "ftrace-parser-local.h"
 
 /* The commit word: data length in the low 27 bits, flags in bits 30 and 31. */
@@ -166,7 +167,7 @@ static inline __attribute__((always_inline)) int parser_add_record(
                 return walk_compact_switch(b, w, e, rec, ts);
         if (w->compact && e->compact_role == COMPACT_WAKING)
                 return walk_compact_waking(b, w, e, rec, ts);
-        r = ftrace_bundle_add_full(b, e, rec, len, ts);
+        r = bundle_add_full(b, e, rec, len, ts);
         if (r < 0)
                 return r;
         note_pids(b, e, rec);

@@ -7,7 +7,8 @@
  *   ftrace-parser.c      the parser: header page, adding events, their lookup by id
  *   ftrace-event-info.c  what an event's format says: field offsets, kinds, protobuf keys
  *   ftrace-page.c        the ring-buffer page walker (the hot path)
- *   ftrace-full-event.c  events written whole, as FtraceEvent messages
+ *   ftrace-full-event.c  events written whole, as FtraceEvent messages (the hot parts
+ *                        inline in ftrace-full-event-local.h)
  *   ftrace-compact.c     compact_sched's columns and intern table (the hot parts inline in
  *                        ftrace-compact-local.h)
  *   ftrace-bundle.c      bundles: the pids they name, errors, packing
@@ -102,7 +103,24 @@ typedef struct Buf {
         size_t len, cap;
 } Buf;
 
-int ftrace_buf_grow(Buf *b, size_t extra);
+/* Rare (a bundle's buffers grow to their size in its first pages), but a call from the
+ * walker, which reserves room once per page, cost it instructions per event. */
+static inline int ftrace_buf_grow(Buf *b, size_t extra) {
+        size_t need, cap;
+        uint8_t *d;
+
+        if (extra > SIZE_MAX / 4 - b->len)
+                return -ENOMEM;
+        need = b->len + extra;
+        cap = MAX(need, MAX(b->cap * 2, (size_t) 4096));
+        d = realloc(b->data, cap);
+        if (!d)
+                return -ENOMEM;
+        b->data = d;
+        b->cap = cap;
+        return 0;
+}
+
 void ftrace_buf_done(Buf *b);
 
 static inline int buf_reserve(Buf *b, size_t extra) {
@@ -314,14 +332,9 @@ int ftrace_event_info_new(const struct tep_event *ev, const char *text, EventInf
 void ftrace_event_info_free(EventInfo *e);
 DEFINE_TRIVIAL_CLEANUP_FUNC_VOID(EventInfo *, ftrace_event_info_free);
 
-/* ftrace-full-event.c: appends the record @rec of @len bytes as a whole FtraceEvent.
- * -EBADMSG, with nothing appended, if the record contradicts its format. */
-int ftrace_bundle_add_full(FtraceBundle *b, const EventInfo *e, const uint8_t *rec, size_t len, uint64_t ts);
-
 /* ftrace-bundle.c */
 int ftrace_bundle_begin(FtraceBundle *b);
 void ftrace_bundle_add_error(FtraceBundle *b, uint64_t timestamp, FtraceParseStatus status);
-void ftrace_bundle_note_new_pid(FtraceBundle *b, int32_t *slot, int32_t pid);
 void ftrace_bundle_note_renamed(FtraceBundle *b, int32_t pid);
 void ftrace_bundle_note_coded(FtraceBundle *b, const uint8_t *base, const uint8_t *start, const uint8_t *end);
 
@@ -334,6 +347,25 @@ int compact_interner_grow_entries(Interner *in);
  * @base is where the packed bundle starts, for the coded spans. */
 size_t compact_sched_size(const CompactSched *c);
 uint8_t *compact_sched_put(uint8_t *p, FtraceBundle *b, const uint8_t *base, size_t size);
+
+/* Appends @pid to a growing list of pids; a failed allocation drops it: a missing
+ * process name is not worth failing the trace. */
+static inline void pid_list_append(int32_t **list, size_t *n, size_t *allocated, int32_t pid) {
+        if (*n >= *allocated) {
+                size_t a = MAX(*allocated * 2, (size_t) 64);
+                int32_t *p = realloc(*list, a * sizeof(int32_t));
+                if (!p)
+                        return;
+                *list = p;
+                *allocated = a;
+        }
+        (*list)[(*n)++] = pid;
+}
+
+static inline void ftrace_bundle_note_new_pid(FtraceBundle *b, int32_t *slot, int32_t pid) {
+        *slot = pid;
+        pid_list_append(&b->pids, &b->n_pids, &b->pids_allocated, pid);
+}
 
 /* A pid that events name, noted once: a direct-mapped cache keeps it to one compare. */
 static inline void bundle_note_pid(FtraceBundle *b, int32_t pid) {
