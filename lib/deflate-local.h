@@ -14,22 +14,12 @@
 
 #include "deflate.h"
 
-/* RFC 1950: CM 8 (deflate), CINFO 7 (32 KiB window), FLEVEL 0, FCHECK making it a
- * multiple of 31. */
-#define ZLIB_CMF 0x78
-#define ZLIB_FLG 0x01
-#define ADLER_MOD 65521u
-/* The most bytes whose sums fit in 32 bits before a reduction (zlib's NMAX). */
-#define ADLER_BLOCK 5552u
-
 #define STORED_MAX 65535u
 #define N_LITERALS 257u         /* 0..255 and end-of-block: dynamic blocks hold literals only */
 #define END_OF_BLOCK 256u
 #define MAX_CODE_BITS 15u
 #define MAX_CODE_LENGTH_BITS 7u
 #define N_CODE_LENGTH_SYMBOLS 19u
-/* The shortest segment given a Huffman code of its own. */
-#define CODED_MIN 128u
 
 enum {
         BLOCK_STORED = 0,

@@ -17,6 +17,17 @@
 #include <emmintrin.h>
 #endif
 
+/* RFC 1950: CM 8 (deflate), CINFO 7 (32 KiB window), FLEVEL 0, FCHECK making it a
+ * multiple of 31. */
+#define ZLIB_CMF 0x78
+#define ZLIB_FLG 0x01
+#define ADLER_MOD 65521u
+/* The most bytes whose sums fit in 32 bits before a reduction (zlib's NMAX). */
+#define ADLER_BLOCK 5552u
+
+/* The shortest segment given a Huffman code of its own. */
+#define CODED_MIN 128u
+
 #ifdef __SSE2__
 /* Adds @n_blocks blocks of 16 bytes to the sums: a gains each byte; b gains, per block,
  * 16 times a as it was before it plus each byte weighted by how many follow it (16..1).
