@@ -5,7 +5,20 @@
  * bundle every 200 pages (about one drain period at the storm's rate; --bundle-pages N
  * for another count), and report the CPU time per event. --deflate also compresses each
  * bundle as the service does for compression_type DEFLATE.
- * Usage: parse-bench PAGES [--full] [--deflate] [--bundle-pages N] [--loops N]
+ *
+ * --protobuf-c asks whether protobuf-c's generated packing would do as well as ours:
+ * each bundle our packer wrote is unpacked (not timed) into the generated
+ * FtraceEventBundle and CompactSched structs, which is what a decoder filling them would
+ * have made, then packed again by tracebus__ftrace_event_bundle__get_packed_size() and
+ * __pack(), timed. Ours writes each value's varint once, as the page is decoded, and
+ * packing is a copy; protobuf-c's route would store each value in an array as it is
+ * decoded, then size and encode every value when packing. Reported: our pack alone and
+ * protobuf-c's, per event, next to the whole decode.
+ * --fixtures DIR reads the formats from DIR/header_page and DIR/events/ (the layout of
+ * tests/fixtures/ftrace/, whose pages were captured with them) instead of the running
+ * kernel's, so that the captured pages can be measured without tracefs.
+ * Usage: parse-bench PAGES [--full] [--deflate] [--protobuf-c] [--fixtures DIR]
+ *                          [--bundle-pages N] [--loops N]
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -17,6 +30,24 @@
 #include <unistd.h>
 
 #include "ftrace-parser.h"
+#include "trace.pb-c.h"
+
+typedef struct Options {
+        const char *pages_path;
+        const char *header_page, *events_dir;
+        char *fixtures_header;
+        bool full, deflate, protobuf_c;
+        int loops, bundle_pages;
+} Options;
+
+typedef struct Totals {
+        uint64_t events;
+        size_t out_bytes, z_bytes, pbc_bytes;
+        uint64_t pack_ns, pbc_ns;       /* --protobuf-c: the packs alone */
+        uint64_t pbc_all_ns;            /* --protobuf-c: its unpack, pack and free */
+        uint8_t *z, *pbc;               /* scratch output buffers */
+        size_t z_allocated, pbc_allocated;
+} Totals;
 
 static char *slurp(const char *path, size_t *len) {
         FILE *f = fopen(path, "re");
@@ -39,101 +70,187 @@ static uint64_t cpu_ns(void) {
         return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
 }
 
+static bool parse_options(int argc, char **argv, Options *o) {
+        *o = (Options) { .loops = 5, .bundle_pages = 200, .events_dir = "/sys/kernel/tracing/events",
+                         .header_page = "/sys/kernel/tracing/events/header_page" };
+        if (argc < 2)
+                return false;
+        o->pages_path = argv[1];
+        for (int i = 2; i < argc; i++) {
+                if (strcmp(argv[i], "--full") == 0)
+                        o->full = true;
+                else if (strcmp(argv[i], "--deflate") == 0)
+                        o->deflate = true;
+                else if (strcmp(argv[i], "--protobuf-c") == 0)
+                        o->protobuf_c = true;
+                else if (strcmp(argv[i], "--fixtures") == 0 && i + 1 < argc) {
+                        const char *dir = argv[++i];
+
+                        if (asprintf(&o->fixtures_header, "%s/header_page", dir) < 0 ||
+                            asprintf((char **) &o->events_dir, "%s/events", dir) < 0)
+                                return false;
+                        o->header_page = o->fixtures_header;
+                } else if (strcmp(argv[i], "--bundle-pages") == 0 && i + 1 < argc)
+                        o->bundle_pages = atoi(argv[++i]);
+                else if (strcmp(argv[i], "--loops") == 0 && i + 1 < argc)
+                        o->loops = atoi(argv[++i]);
+                else
+                        return false;
+        }
+        return o->loops >= 1 && o->bundle_pages >= 1;
+}
+
+/* The header page and the storm's two events, as the running kernel (or --fixtures) has them. */
+static int parser_setup(FtraceParser *p, const Options *o) {
+        static const char *const events[] = { "sched/sched_switch", "sched/sched_waking" };
+        size_t len;
+        char *text;
+        int r;
+
+        text = slurp(o->header_page, &len);
+        r = text ? ftrace_parser_load_header_page(p, text, len) : -1;
+        free(text);
+        for (size_t i = 0; r >= 0 && i < 2; i++) {
+                char path[512];
+
+                snprintf(path, sizeof(path), "%s/%s/format", o->events_dir, events[i]);
+                text = slurp(path, &len);
+                r = text ? ftrace_parser_add_event(p, "sched", text, len) : -1;
+                free(text);
+        }
+        return r < 0 ? -1 : 0;
+}
+
+static uint8_t *scratch(uint8_t **buf, size_t *allocated, size_t len) {
+        if (len > *allocated) {
+                free(*buf);
+                *buf = malloc(len);
+                *allocated = *buf ? len : 0;
+        }
+        return *buf;
+}
+
+static int deflate_bundle(FtraceBundle *b, const uint8_t *buf, size_t len, Totals *t) {
+        const DeflateSpan *spans;
+        size_t n = ftrace_bundle_coded_spans(b, &spans);
+        DeflateStream s;
+
+        if (!scratch(&t->z, &t->z_allocated, deflate_bound(len, 2 * n + 1)))
+                return -1;
+        deflate_begin(&s, t->z);
+        deflate_spans(&s, buf, len, spans, n);
+        t->z_bytes += deflate_end(&s);
+        return 0;
+}
+
+/* Our bundle's bytes through protobuf-c: unpacked untimed, packed timed. */
+static int protobuf_c_pack(const uint8_t *buf, size_t len, Totals *t) {
+        Tracebus__FtraceEventBundle *m = tracebus__ftrace_event_bundle__unpack(NULL, len, buf);
+        uint64_t t0;
+        size_t n;
+
+        if (!m)
+                return -1;
+        t0 = cpu_ns();
+        n = tracebus__ftrace_event_bundle__get_packed_size(m);
+        if (!scratch(&t->pbc, &t->pbc_allocated, n)) {
+                tracebus__ftrace_event_bundle__free_unpacked(m, NULL);
+                return -1;
+        }
+        t->pbc_bytes += tracebus__ftrace_event_bundle__pack(m, t->pbc);
+        t->pbc_ns += cpu_ns() - t0;
+        tracebus__ftrace_event_bundle__free_unpacked(m, NULL);
+        return 0;
+}
+
+/* Packs @b as the service does (ftrace_bundle_pack_into() under ftrace_bundle_pack()). */
+static int bundle_round(FtraceBundle *b, const Options *o, Totals *t) {
+        const int32_t *pids;
+        const uint8_t *buf;
+        uint64_t t0 = o->protobuf_c ? cpu_ns() : 0;
+        size_t len;
+
+        (void) ftrace_bundle_take_pids(b, &pids);
+        if (ftrace_bundle_pack(b, &buf, &len) < 0)
+                return -1;
+        if (o->protobuf_c)
+                t->pack_ns += cpu_ns() - t0;
+        t->out_bytes += len;
+        if (o->deflate && deflate_bundle(b, buf, len, t) < 0)
+                return -1;
+        if (o->protobuf_c) {
+                uint64_t t1 = cpu_ns();
+
+                if (protobuf_c_pack(buf, len, t) < 0)
+                        return -1;
+                t->pbc_all_ns += cpu_ns() - t1;
+        }
+        return 0;
+}
+
+static int run(FtraceParser *p, FtraceBundle *b, const uint8_t *pages, size_t n_pages, size_t page_size,
+               const Options *o, Totals *t) {
+        size_t every = (size_t) o->bundle_pages;
+
+        for (int l = 0; l < o->loops; l++)
+                for (size_t i = 0; i < n_pages; i++) {
+                        int r = ftrace_parser_parse_page(p, pages + i * page_size, page_size, b);
+
+                        if (r > 0)
+                                t->events += (uint64_t) r;
+                        if ((i % every == every - 1 || i == n_pages - 1) && bundle_round(b, o, t) < 0)
+                                return -1;
+                }
+        return 0;
+}
+
+static void report(const Options *o, const Totals *t, size_t n_pages, uint64_t ns) {
+        double ev = (double) t->events;
+
+        /* The protobuf-c passes are not part of the decode's time. */
+        printf("{\"pages\": %zu, \"events\": %llu, \"ns_per_event\": %.2f, \"bytes_per_event\": %.2f",
+               n_pages * (size_t) o->loops, (unsigned long long) t->events, (double) (ns - t->pbc_all_ns) / ev,
+               (double) t->out_bytes / ev);
+        if (o->deflate)
+                printf(", \"deflated_bytes_per_event\": %.2f", (double) t->z_bytes / ev);
+        if (o->protobuf_c)
+                printf(", \"our_pack_ns_per_event\": %.2f, \"protobuf_c_pack_ns_per_event\": %.2f"
+                       ", \"protobuf_c_bytes_per_event\": %.2f",
+                       (double) t->pack_ns / ev, (double) t->pbc_ns / ev, (double) t->pbc_bytes / ev);
+        printf("}\n");
+}
+
 int main(int argc, char **argv) {
-        bool full = false, deflate = false;
-        int loops = 5, bundle_pages = 200;
-        uint8_t *z = NULL;
-        size_t z_allocated = 0, z_bytes = 0;
-        const char *events[] = { "sched/sched_switch", "sched/sched_waking" };
         long page_size = sysconf(_SC_PAGESIZE);
         FtraceParser *p;
         FtraceBundle *b;
+        Totals t = {};
         struct stat st;
-        size_t len, n_pages, out_bytes = 0;
-        uint64_t events_n = 0, t0, t1;
         const uint8_t *pages;
-        char *text;
+        size_t n_pages;
+        uint64_t t0;
+        Options o;
         int fd;
 
-        if (argc < 2)
+        if (!parse_options(argc, argv, &o))
                 return 2;
-        for (int i = 2; i < argc; i++) {
-                if (strcmp(argv[i], "--full") == 0)
-                        full = true;
-                else if (strcmp(argv[i], "--deflate") == 0)
-                        deflate = true;
-                else if (strcmp(argv[i], "--bundle-pages") == 0 && i + 1 < argc)
-                        bundle_pages = atoi(argv[++i]);
-                else if (strcmp(argv[i], "--loops") == 0 && i + 1 < argc)
-                        loops = atoi(argv[++i]);
-                else
-                        return 2;
-        }
-        if (loops < 1 || bundle_pages < 1)
-                return 2;
-        if (ftrace_parser_new(&p) < 0 || ftrace_bundle_new(0, !full, &b) < 0)
+        if (ftrace_parser_new(&p) < 0 || ftrace_bundle_new(0, !o.full, &b) < 0 || parser_setup(p, &o) < 0)
                 return 1;
-        text = slurp("/sys/kernel/tracing/events/header_page", &len);
-        if (!text || ftrace_parser_load_header_page(p, text, len) < 0)
-                return 1;
-        free(text);
-        for (size_t i = 0; i < 2; i++) {
-                char path[256], group[16];
-
-                snprintf(path, sizeof(path), "/sys/kernel/tracing/events/%s/format", events[i]);
-                snprintf(group, sizeof(group), "sched");
-                text = slurp(path, &len);
-                if (!text || ftrace_parser_add_event(p, group, text, len) < 0)
-                        return 1;
-                free(text);
-        }
-        fd = open(argv[1], O_RDONLY);
+        fd = open(o.pages_path, O_RDONLY | O_CLOEXEC);
         if (fd < 0 || fstat(fd, &st) < 0)
                 return 1;
         pages = mmap(NULL, (size_t) st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+        if (pages == MAP_FAILED)
+                return 1;
         n_pages = (size_t) st.st_size / (size_t) page_size;
 
         t0 = cpu_ns();
-        for (int l = 0; l < loops; l++)
-                for (size_t i = 0; i < n_pages; i++) {
-                        int r = ftrace_parser_parse_page(p, pages + i * (size_t) page_size, (size_t) page_size, b);
-                        if (r > 0)
-                                events_n += (uint64_t) r;
-                        if (i % (size_t) bundle_pages == (size_t) bundle_pages - 1 || i == n_pages - 1) {
-                                const int32_t *pids;
-                                const uint8_t *buf;
-
-                                (void) ftrace_bundle_take_pids(b, &pids);
-                                /* Through ftrace_bundle_pack_into(), as in the service. */
-                                if (ftrace_bundle_pack(b, &buf, &len) < 0)
-                                        return 1;
-                                out_bytes += len;
-                                if (deflate) {
-                                        const DeflateSpan *spans;
-                                        size_t n = ftrace_bundle_coded_spans(b, &spans);
-                                        size_t bound = deflate_bound(len, 2 * n + 1);
-                                        DeflateStream s;
-
-                                        if (bound > z_allocated) {
-                                                free(z);
-                                                z = malloc(bound);
-                                                if (!z)
-                                                        return 1;
-                                                z_allocated = bound;
-                                        }
-                                        deflate_begin(&s, z);
-                                        deflate_spans(&s, buf, len, spans, n);
-                                        z_bytes += deflate_end(&s);
-                                }
-                        }
-                }
-        t1 = cpu_ns();
-        printf("{\"pages\": %zu, \"events\": %llu, \"ns_per_event\": %.2f, \"bytes_per_event\": %.2f",
-               n_pages * (size_t) loops, (unsigned long long) events_n, (double) (t1 - t0) / (double) events_n,
-               (double) out_bytes / (double) events_n);
-        if (deflate)
-                printf(", \"deflated_bytes_per_event\": %.2f", (double) z_bytes / (double) events_n);
-        printf("}\n");
-        free(z);
+        if (run(p, b, pages, n_pages, (size_t) page_size, &o, &t) < 0)
+                return 1;
+        report(&o, &t, n_pages, cpu_ns() - t0);
+        free(t.z);
+        free(t.pbc);
+        ftrace_bundle_free(b);
+        ftrace_parser_free(p);
         return 0;
 }

@@ -8,6 +8,7 @@
 #include "deflate.h"
 #include "fd-util.h"
 #include "macro.h"
+#include "pb-wire.h"
 #include "trace-writer.h"
 
 /* Trace.packet is field 1, length-delimited: (1 << 3) | 2. */
@@ -15,8 +16,8 @@
 /* TracePacket fields written by hand around a pre-encoded bundle. */
 #define TAG_FTRACE_EVENTS 0x0a                  /* field 1, length-delimited */
 #define TAG_SEQUENCE_ID 0x50                    /* field 10, varint */
-/* TracePacket.compressed_packets, field 50, length-delimited: (50 << 3) | 2 as a varint. */
-static const uint8_t tag_compressed_packets[] = { 0x92, 0x03 };
+/* TracePacket.compressed_packets, field 50, length-delimited. */
+#define FIELD_COMPRESSED_PACKETS 50
 #define SEQ_INCREMENTAL_STATE_CLEARED 1
 
 struct TracePacketChunk {
@@ -27,16 +28,7 @@ struct TracePacketChunk {
 };
 
 size_t varint_encode(uint64_t v, uint8_t out[static 10]) {
-        size_t n = 0;
-
-        do {
-                out[n] = (uint8_t) (v & 0x7f);
-                v >>= 7;
-                if (v)
-                        out[n] |= 0x80;
-                n++;
-        } while (v);
-        return n;
+        return (size_t) (pb_varint_encode(out, v) - out);
 }
 
 void trace_writer_init(TraceWriter *w, int fd, TraceWriterMode mode, size_t capacity, uint64_t max_bytes) {
@@ -79,7 +71,7 @@ size_t trace_writer_pending(const TraceWriter *w) {
 
 static size_t frame_header(uint8_t out[static 11], size_t packet_len) {
         out[0] = TRACE_PACKET_TAG;
-        return 1 + varint_encode(packet_len, out + 1);
+        return (size_t) (pb_varint_encode(out + 1, packet_len) - out);
 }
 
 /* Room for @extra more bytes after @len in *@buf. */
@@ -234,8 +226,8 @@ static int data_append_packet(TraceWriter *w, size_t packet_len, size_t n_events
 }
 
 int trace_writer_reserve_ftrace_bundle(TraceWriter *w, size_t len, size_t n_events, uint8_t **ret) {
-        uint8_t tmp[10], *p;
-        size_t packet_len, off = 0;
+        uint8_t *p, *start;
+        size_t packet_len;
         int r;
 
         assert(ret);
@@ -244,17 +236,18 @@ int trace_writer_reserve_ftrace_bundle(TraceWriter *w, size_t len, size_t n_even
          * carry the first-packet flags. Written by hand: no copy through protobuf-c. */
         if (!w->sequence_started[TRACE_SEQUENCE_FTRACE])
                 return -EINVAL;
-        packet_len = 1 + varint_encode(len, tmp) + len + 2;
+        packet_len = 1 + pb_varint_size(len) + len + 2;
         r = data_append_packet(w, packet_len, n_events, &p);
         if (r < 0 || !p)
                 return r;
-        p[off++] = TAG_FTRACE_EVENTS;
-        off += varint_encode(len, p + off);
-        *ret = p + off;
-        off += len;
-        p[off++] = TAG_SEQUENCE_ID;
-        p[off++] = TRACE_SEQUENCE_FTRACE;
-        assert(off == packet_len);
+        start = p;
+        *p++ = TAG_FTRACE_EVENTS;
+        p = pb_varint_encode(p, len);
+        *ret = p;
+        p += len;
+        *p++ = TAG_SEQUENCE_ID;
+        *p++ = TRACE_SEQUENCE_FTRACE;
+        assert((size_t) (p - start) == packet_len);
         return 0;
 }
 
@@ -275,14 +268,14 @@ int trace_writer_append_ftrace_bundle(TraceWriter *w, const uint8_t *bundle, siz
 static ssize_t deflate_ftrace_packet(TraceWriter *w, const uint8_t *bundle, size_t len,
                                      const DeflateSpan *coded, size_t n_coded) {
         static const uint8_t trailer[] = { TAG_SEQUENCE_ID, TRACE_SEQUENCE_FTRACE };
-        uint8_t header[11 + 1 + 10], tmp[10];
+        uint8_t header[11 + 1 + 10];
         size_t hlen, bound;
         DeflateStream s;
         int r;
 
-        hlen = frame_header(header, 1 + varint_encode(len, tmp) + len + sizeof(trailer));
+        hlen = frame_header(header, 1 + pb_varint_size(len) + len + sizeof(trailer));
         header[hlen++] = TAG_FTRACE_EVENTS;
-        hlen += varint_encode(len, header + hlen);
+        hlen = (size_t) (pb_varint_encode(header + hlen, len) - header);
         bound = deflate_bound(hlen + len + sizeof(trailer), 2 * n_coded + 3);
         r = flat_reserve(&w->deflated, &w->deflated_allocated, 0, bound);
         if (r < 0)
@@ -296,9 +289,9 @@ static ssize_t deflate_ftrace_packet(TraceWriter *w, const uint8_t *bundle, size
 
 int trace_writer_append_ftrace_bundle_deflated(TraceWriter *w, const uint8_t *bundle, size_t len,
                                                const DeflateSpan *coded, size_t n_coded, size_t n_events) {
-        uint8_t tmp[10], *p;
-        size_t packet_len, off = 0;
+        size_t packet_len;
         ssize_t zlen;
+        uint8_t *p;
         int r;
 
         if (!w->sequence_started[TRACE_SEQUENCE_FTRACE])
@@ -307,15 +300,12 @@ int trace_writer_append_ftrace_bundle_deflated(TraceWriter *w, const uint8_t *bu
         if (zlen < 0)
                 return (int) zlen;
         /* As Perfetto's service writes it: the packet holds compressed_packets alone. */
-        packet_len = sizeof(tag_compressed_packets) + varint_encode((size_t) zlen, tmp) + (size_t) zlen;
+        packet_len = pb_len_field_size(FIELD_COMPRESSED_PACKETS, (size_t) zlen);
         r = data_append_packet(w, packet_len, n_events, &p);
         if (r < 0 || !p)
                 return r;
-        memcpy(p, tag_compressed_packets, sizeof(tag_compressed_packets));
-        off += sizeof(tag_compressed_packets);
-        off += varint_encode((size_t) zlen, p + off);
-        memcpy(p + off, w->deflated, (size_t) zlen);
-        assert(off + (size_t) zlen == packet_len);
+        p = pb_put_len_header(p, FIELD_COMPRESSED_PACKETS, (size_t) zlen);
+        memcpy(p, w->deflated, (size_t) zlen);
         return 0;
 }
 
@@ -324,21 +314,17 @@ static size_t whole_packets_within(const uint8_t *buf, size_t len, uint64_t room
         size_t off = 0;
 
         while (off < len) {
-                uint64_t plen = 0;
-                size_t p = off + 1;
-                unsigned shift = 0;
+                const uint8_t *p = buf + off + 1;
+                uint64_t plen, size;
 
                 /* Our own framing: tag byte, then a varint length. */
-                while (p < len) {
-                        plen |= (uint64_t) (buf[p] & 0x7f) << shift;
-                        shift += 7;
-                        if (!(buf[p++] & 0x80))
-                                break;
-                }
-                if (p + plen - off > room)
+                if (!pb_varint_decode(&p, buf + len, &plen))
                         break;
-                room -= p + plen - off;
-                off = p + plen;
+                size = (uint64_t) (p - (buf + off)) + plen;
+                if (size > room)
+                        break;
+                room -= size;
+                off += size;
         }
         return off;
 }

@@ -63,11 +63,11 @@ int ftrace_parser_add_event(FtraceParser *p, const char *group, const char *text
 
 void ftrace_parser_get_stats(const FtraceParser *p, FtraceParserStats *ret);
 
+/* The data length in the page's commit word (the bytes of records the page holds). */
+ssize_t ftrace_parser_page_data_size(const FtraceParser *p, const void *page, size_t size);
 /* Whether the header of @page has the missed-events flag, so that a reader can pack
  * the current bundle first and give the loss its own bundle, as traced_probes does.
  * Returns 1, 0, or -EBADMSG for a page too short to have a header. */
-/* The data length in the page's commit word (the bytes of records the page holds). */
-ssize_t ftrace_parser_page_data_size(const FtraceParser *p, const void *page, size_t size);
 int ftrace_parser_page_lost_events(const FtraceParser *p, const void *page, size_t size);
 
 /* A bundle collects the events of one CPU between two packs. */

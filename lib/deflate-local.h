@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/*
+ * The deflate writer's internals, shared by its files (lib/include/deflate.h is the
+ * interface):
+ *   deflate.c          the zlib stream: header, stored blocks, literal blocks, checksum
+ *   deflate-huffman.c  Huffman codes from byte counts, and a dynamic block's header
+ *   deflate-matches.c  short-distance matches in blocks with the fixed code
+ * The bit writer is here, inline: every block writes through it.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "deflate.h"
+
+#define STORED_MAX 65535u
+#define N_LITERALS 257u         /* 0..255 and end-of-block: dynamic blocks hold literals only */
+#define END_OF_BLOCK 256u
+#define MAX_CODE_BITS 15u
+#define MAX_CODE_LENGTH_BITS 7u
+#define N_CODE_LENGTH_SYMBOLS 19u
+
+enum {
+        BLOCK_STORED = 0,
+        BLOCK_FIXED = 1,
+        BLOCK_DYNAMIC = 2,
+};
+
+static inline void put_le32(uint8_t *p, uint32_t v) {
+        p[0] = (uint8_t) v;
+        p[1] = (uint8_t) (v >> 8);
+        p[2] = (uint8_t) (v >> 16);
+        p[3] = (uint8_t) (v >> 24);
+}
+
+/* @n <= 32 bits; fewer than 32 stay pending afterwards. */
+static inline void put_bits(DeflateStream *s, uint32_t v, unsigned n) {
+        s->bits |= (uint64_t) v << s->n_bits;
+        s->n_bits += n;
+        if (s->n_bits >= 32) {
+                put_le32(s->out, (uint32_t) s->bits);
+                s->out += 4;
+                s->bits >>= 32;
+                s->n_bits -= 32;
+        }
+}
+
+/* A code, bit-reversed for the LSB-first stream, with its extra bits after it: the bits
+ * in the low 24, their count above. Every code table here holds these. */
+static inline uint32_t bit_string(uint32_t bits, unsigned n) {
+        return bits | (uint32_t) n << 24;
+}
+
+static inline uint32_t string_bits(uint32_t c) {
+        return c & 0xffffff;
+}
+
+static inline unsigned string_count(uint32_t c) {
+        return c >> 24;
+}
+
+static inline void put_string(DeflateStream *s, uint32_t c) {
+        put_bits(s, string_bits(c), string_count(c));
+}
+
+
+static inline void put_block_header(DeflateStream *s, bool final, unsigned type) {
+        put_bits(s, (final ? 1u : 0u) | (type << 1), 3);
+}
+
+/* The most bits a stored copy of @len bytes takes, whatever the bit position. */
+static inline uint64_t stored_bits(size_t len) {
+        return (uint64_t) (len + STORED_MAX - 1) / STORED_MAX * (3 + 7 + 32) + 8 * (uint64_t) len;
+}
+
+/* ---- deflate-huffman.c ---- */
+
+uint32_t deflate_reverse_bits(uint32_t v, unsigned n);
+/* Code lengths for the @n symbols of @freq (0: not used), none longer than @limit.
+ * At least two symbols must be used: a code of one symbol is not complete, and zlib
+ * takes only complete codes here. */
+void deflate_build_lengths(const uint32_t *freq, unsigned n, unsigned limit, uint8_t *lengths);
+/* RFC 1951 3.2.2: canonical codes from lengths, as bit strings (0: no code). */
+void deflate_canonical_codes(const uint8_t *lengths, unsigned n, uint32_t *codes);
+
+/* The code lengths of a block, run-length coded with symbols 16-18 (RFC 1951 3.2.7). */
+typedef struct LengthRun {
+        uint8_t symbol, extra, extra_bits;
+} LengthRun;
+
+typedef struct DynamicHeader {
+        LengthRun runs[N_LITERALS + 1];
+        unsigned n_runs;
+        uint32_t length_codes[N_CODE_LENGTH_SYMBOLS];
+        uint8_t length_lengths[N_CODE_LENGTH_SYMBOLS];
+        unsigned n_length_lengths;      /* sent, in code_length_order */
+        uint64_t bits;
+} DynamicHeader;
+
+/* The header of a dynamic block whose literal code has @lengths (and no distance code);
+ * h->bits is its size. */
+void deflate_dynamic_header(const uint8_t *lengths, DynamicHeader *h);
+void deflate_put_dynamic_header(DeflateStream *s, const DynamicHeader *h);
+
+/* ---- deflate-matches.c ---- */
+
+/* The fixed code's tables, made once (deflate_begin()). */
+void deflate_fixed_tables_init(void);
+/* Writes @data as a fixed block of short matches. False, with nothing written, when
+ * literals with a code of their own or storing would do better. */
+bool deflate_put_short_matches(DeflateStream *s, const uint8_t *data, size_t len);
