@@ -36,7 +36,10 @@ def sources(root):
 
 def module_of(path):
     base = path[:-2]
-    return base[:-len('-local')] if base.endswith('-local') else base
+    for suffix in ('-local', '-private'):
+        if base.endswith(suffix):
+            return base[:-len(suffix)]
+    return base
 
 
 def include_graph(root, files):

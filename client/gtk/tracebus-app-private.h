@@ -28,6 +28,7 @@ struct _TracebusApp {
         gboolean held;      /* held for recordings kept after the window closed */
         guint closing_calls;
 
+        TracebusWindowFactory new_window;
         TracebusAppHooks hooks;
         gboolean driven;    /* hooks are set: a driver, not a person, decides when the app ends */
 };

@@ -6,7 +6,6 @@
 
 #include "config.h"
 #include "tracebus-app-private.h"
-#include "tracebus-window.h"
 
 enum { SIGNAL_ERROR, SIGNAL_READY, N_SIGNALS };
 static guint signals[N_SIGNALS];
@@ -178,7 +177,7 @@ static void tracebus_app_activate(GApplication *gapp) {
         GtkWindow *win = app_main_window(app);
 
         if (!win) {
-                win = GTK_WINDOW(tracebus_window_new(app));
+                win = app->new_window(app);
                 reattach_detached(app);
                 if (app->hooks.window_created)
                         app->hooks.window_created(app, win, app->hooks.data);
@@ -234,9 +233,13 @@ void tracebus_app_setup_locale(void) {
         g_set_application_name(_("Tracebus"));
 }
 
-TracebusApp *tracebus_app_new(void) {
-        return g_object_new(TRACEBUS_TYPE_APP, "application-id", TRACEBUS_APP_ID, "flags", G_APPLICATION_DEFAULT_FLAGS,
-                            NULL);
+TracebusApp *tracebus_app_new(TracebusWindowFactory new_window) {
+        TracebusApp *app = g_object_new(TRACEBUS_TYPE_APP, "application-id", TRACEBUS_APP_ID,
+                                        "flags", G_APPLICATION_DEFAULT_FLAGS, NULL);
+
+        g_assert(new_window);
+        app->new_window = new_window;
+        return app;
 }
 
 GListModel *tracebus_app_get_recordings(TracebusApp *app) {

@@ -24,7 +24,10 @@ G_DECLARE_FINAL_TYPE(TracebusApp, tracebus_app, TRACEBUS, APP, GtkApplication)
 
 /* The user's locale and the app's translations: first thing in main(). */
 void tracebus_app_setup_locale(void);
-TracebusApp *tracebus_app_new(void);
+/* What makes the app's window. Given by main(), so that the app, which the window
+ * calls into, does not also include the window: no include circle. */
+typedef GtkWindow *(*TracebusWindowFactory)(TracebusApp *app);
+TracebusApp *tracebus_app_new(TracebusWindowFactory new_window);
 
 /* The recordings, newest first (items: TbRecording). */
 GListModel *tracebus_app_get_recordings(TracebusApp *app);

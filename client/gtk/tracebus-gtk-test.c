@@ -5,6 +5,7 @@
  * carries no test code and no test options.
  */
 #include "tracebus-app.h"
+#include "tracebus-window.h"
 #include "tracebus-test-driver.h"
 
 static void test_options_clear(TracebusTestOptions *opt) {
@@ -40,13 +41,17 @@ static void add_test_options(TracebusApp *app, TracebusTestOptions *opt) {
         g_application_add_main_option_entries(G_APPLICATION(app), entries);
 }
 
+static GtkWindow *new_window(TracebusApp *app) {
+        return GTK_WINDOW(tracebus_window_new(app));
+}
+
 int main(int argc, char **argv) {
         g_autoptr(TracebusApp) app = NULL;
         TracebusTestOptions opt = { 0 };
         int status;
 
         tracebus_app_setup_locale();
-        app = tracebus_app_new();
+        app = tracebus_app_new(new_window);
         /* One instance per test run, and no session bus to find it on. */
         g_application_set_flags(G_APPLICATION(app),
                                 g_application_get_flags(G_APPLICATION(app)) | G_APPLICATION_NON_UNIQUE);
