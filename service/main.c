@@ -11,7 +11,7 @@
 #include "daemon-config.h"
 #include "idle.h"
 #include "log.h"
-#include "manager-bus.h"
+#include "manager-dbus.h"
 #include "manager.h"
 #include "tracefs-instance.h"
 

@@ -6,7 +6,7 @@
 
 #include "config.h"
 #include "log.h"
-#include "manager-bus.h"
+#include "manager-dbus.h"
 #include "manager.h"
 #include "tracefs-instance.h"
 

@@ -5,7 +5,7 @@
 
 #include "log.h"
 #include "manager.h"
-#include "session-bus.h"
+#include "session-dbus.h"
 #include "session.h"
 #include "strv.h"
 

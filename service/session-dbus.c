@@ -5,9 +5,9 @@
 
 #include "bus-errors.h"
 #include "log.h"
-#include "manager-bus.h"
+#include "manager-dbus.h"
 #include "manager.h"
-#include "session-bus.h"
+#include "session-dbus.h"
 #include "strv.h"
 
 struct SessionBus {

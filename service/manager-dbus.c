@@ -6,9 +6,9 @@
 
 #include "bus-errors.h"
 #include "log.h"
-#include "manager-bus.h"
+#include "manager-dbus.h"
 #include "polkit.h"
-#include "session-bus.h"
+#include "session-dbus.h"
 #include "strv.h"
 #include "trace-dir.h"
 
