@@ -1,21 +1,20 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-#include "manager.h"
+#include "bus-context.h"
 
-#define TRACEBUS_BUS_NAME "org.tracebus.Tracebus1"
-#define TRACEBUS_OBJECT_PATH "/org/tracebus/Tracebus1"
-#define TRACEBUS_MANAGER_INTERFACE "org.tracebus.Tracebus1.Manager"
+/* The Manager object, TB_MANAGER_PATH: Start, Stop, Detach, Attach, IsDetached,
+ * ListEvents, ListSessions and SessionEnded. */
 
-/* Connects to the system bus ($DBUS_SYSTEM_BUS_ADDRESS honoured), exports the objects
- * and requests the name. */
-int manager_connect_bus(Manager *m);
-/* Cancels pending polkit queries and answers their callers. */
-void manager_bus_done(Manager *m);
+/* Connects to the system bus ($DBUS_SYSTEM_BUS_ADDRESS honoured), exports the manager
+ * and the session objects, hears of @m's sessions and requests the name. */
+int manager_dbus_connect(Manager *m, BusContext **ret);
 
-/* Stop and Detach, shared by the Manager's methods and the Session's own. */
-/* Stop and Detach of the session at @path, from the Manager or the session object. A path
- * that is not the caller's session answers NoSuchSession, whether it exists or not. */
-int manager_bus_stop(Manager *m, const char *path, sd_bus_message *message, sd_bus_error *error);
-int manager_bus_detach(Manager *m, const char *path, const char *key, sd_bus_message *message,
-                       sd_bus_error *error);
+/* Answers the calls still waiting for polkit and for sessions' ends, stops hearing of
+ * the sessions and closes the connection. */
+BusContext *manager_dbus_free(BusContext *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(BusContext *, manager_dbus_free);
+
+/* True when the service may exit for being idle: the manager has nothing to do and no
+ * call waits for polkit (the only method calls the service makes itself). */
+bool manager_dbus_check_idle(void *userdata);
