@@ -11,8 +11,9 @@
 #include "daemon-config.h"
 #include "idle.h"
 #include "log.h"
-#include "manager-bus.h"
+#include "manager-dbus.h"
 #include "manager.h"
+#include "tracebus-bus.h"
 #include "tracefs-instance.h"
 
 static int on_exit_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
@@ -104,17 +105,9 @@ static int load_configuration(DaemonConfig *c) {
         return 0;
 }
 
-static int run(int argc, char *argv[]) {
-        _cleanup_(manager_freep) Manager *m = NULL;
-        DaemonConfig config;
-        int r;
-
-        r = parse_argv(argc, argv);
-        if (r <= 0)
-                return r;
-        r = load_configuration(&config);
-        if (r < 0)
-                return r;
+/* Settings for the whole process: how malloc gives memory back, and how signals arrive. */
+static int setup_process(void) {
+        sigset_t mask;
 
         /* A fixed mmap threshold: by default glibc raises it (and the trim threshold, to
          * twice that) each time a large buffer is freed, and then keeps up to 64 MB of free
@@ -126,12 +119,30 @@ static int run(int argc, char *argv[]) {
 
         /* A trace reader that goes away must give EPIPE on write, not kill the service. */
         (void) signal(SIGPIPE, SIG_IGN);
-        sigset_t mask;
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);
         sigaddset(&mask, SIGINT);
         if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
                 return -errno;
+        return 0;
+}
+
+static int run(int argc, char *argv[]) {
+        _cleanup_(manager_freep) Manager *m = NULL;
+        /* Freed first: it answers the calls still waiting, then the sessions go. */
+        _cleanup_(manager_dbus_freep) BusContext *bus = NULL;
+        DaemonConfig config;
+        int r;
+
+        r = parse_argv(argc, argv);
+        if (r <= 0)
+                return r;
+        r = load_configuration(&config);
+        if (r < 0)
+                return r;
+        r = setup_process();
+        if (r < 0)
+                return r;
 
         r = manager_new(&m);
         if (r < 0)
@@ -148,14 +159,14 @@ static int run(int argc, char *argv[]) {
         else
                 (void) trace_instance_remove_stale();
 
-        r = manager_connect_bus(m);
+        r = manager_dbus_connect(m, &bus);
         if (r < 0)
                 return r;
 
         (void) sd_notify(false, "READY=1\nSTATUS=Waiting for tracing requests.");
         log_info("tracebusd %s ready; traces go to %s/traces.", PACKAGE_VERSION, m->state_dir);
 
-        r = idle_loop_run(m->event, m->bus, TRACEBUS_BUS_NAME, config.idle_timeout_usec, manager_check_idle, m);
+        r = idle_loop_run(m->event, bus->bus, TB_BUS_NAME, config.idle_timeout_usec, manager_dbus_check_idle, bus);
         (void) sd_notify(false, "STOPPING=1");
         if (r < 0)
                 return log_error_errno(r, "Event loop failed: %m");

@@ -6,7 +6,6 @@
 
 #include "config.h"
 #include "log.h"
-#include "manager-bus.h"
 #include "manager.h"
 #include "tracefs-instance.h"
 
@@ -40,13 +39,11 @@ int manager_new(Manager **ret) {
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
-        manager_bus_done(m);
         while (m->sessions) {
                 Session *s = m->sessions;
                 m->sessions = s->next;
                 session_free(s);
         }
-        sd_bus_flush_close_unref(m->bus);
         sd_event_unref(m->event);
         free(m->state_dir);
         return mfree(m);
@@ -99,19 +96,26 @@ int manager_check_limits(Manager *m, uid_t uid, bool *ret_per_uid) {
         return 0;
 }
 
-void manager_add_session(Manager *m, Session *s) {
-        Session **tail = &m->sessions;
-
-        /* Appended, so that ListSessions answers in the order the sessions started. */
-        while (*tail) {
-                s->prev = *tail;
-                tail = &(*tail)->next;
-        }
-        *tail = s;
-        m->n_sessions++;
+void manager_set_observer(Manager *m, const SessionCallbacks *observer, void *userdata) {
+        m->observer = observer;
+        m->observer_userdata = userdata;
 }
 
-void manager_session_ended(Manager *m, Session *s) {
+static void on_session_changed(Session *s, SessionChange what, void *userdata) {
+        Manager *m = ASSERT_PTR(userdata);
+
+        if (m->observer && m->observer->on_changed)
+                m->observer->on_changed(s, what, m->observer_userdata);
+}
+
+/* The trace is complete: the observers hear of it (Stop answered, SessionEnded sent),
+ * then the session goes away, and with the last one a service that is shutting down. */
+static void on_session_ended(Session *s, void *userdata) {
+        Manager *m = ASSERT_PTR(userdata);
+
+        if (m->observer && m->observer->on_ended)
+                m->observer->on_ended(s, m->observer_userdata);
+
         if (s->prev)
                 s->prev->next = s->next;
         else
@@ -125,12 +129,36 @@ void manager_session_ended(Manager *m, Session *s) {
                 (void) sd_event_exit(m->event, 0);
 }
 
-bool manager_check_idle(void *userdata) {
+static void on_session_free(Session *s, void *userdata) {
         Manager *m = ASSERT_PTR(userdata);
 
-        /* The only method calls the service itself makes are polkit queries, and each
-         * belongs to a request on m->requests until polkit has answered. */
-        return !m->sessions && !m->requests && !m->exiting;
+        if (m->observer && m->observer->on_free)
+                m->observer->on_free(s, m->observer_userdata);
+}
+
+static const SessionCallbacks manager_session_callbacks = {
+        .on_changed = on_session_changed,
+        .on_ended = on_session_ended,
+        .on_free = on_session_free,
+};
+
+void manager_add_session(Manager *m, Session *s) {
+        Session **tail = &m->sessions;
+
+        s->manager = m;
+        s->callbacks = &manager_session_callbacks;
+        s->callbacks_userdata = m;
+        /* Appended, so that ListSessions answers in the order the sessions started. */
+        while (*tail) {
+                s->prev = *tail;
+                tail = &(*tail)->next;
+        }
+        *tail = s;
+        m->n_sessions++;
+}
+
+bool manager_is_idle(Manager *m) {
+        return !m->sessions && !m->exiting;
 }
 
 void manager_shutdown(Manager *m) {

@@ -3,48 +3,107 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
 #include "daemon-config.h"
 #include "session.h"
 
-typedef struct BusRequest BusRequest;
+/*
+ * The service's sessions and every rule about them: the limits, the detach keys, who
+ * may stop or detach what, where a trace goes, and how long a session lives. It knows
+ * nothing of the bus: the bus layer (manager-dbus.c, session-dbus.c) asks it, maps
+ * its negative errno to named errors, and hears of sessions through the callbacks it
+ * sets with manager_set_observer(). The event loop is the manager's: sessions arm
+ * their timers on it, and the bus is attached to it.
+ */
 
-typedef struct Manager {
+struct Manager {
         sd_event *event;
-        sd_bus *bus;
 
-        Session *sessions;                /* linked list */
+        Session *sessions;                /* linked list, in the order they started */
         unsigned n_sessions;
-
-        BusRequest *requests;             /* calls waiting for polkit */
 
         char *state_dir;                  /* traces go to STATE/traces/<uid>/ */
         const char *tracefs_root;
         ManagerLimits limits;             /* from tracebusd.conf (daemon-config.h) */
         bool exiting;
-} Manager;
+
+        /* Who hears of the sessions (the bus layer); may be NULL. */
+        const SessionCallbacks *observer;
+        void *observer_userdata;
+};
 
 int manager_new(Manager **ret);
 Manager *manager_free(Manager *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
 
+void manager_set_observer(Manager *m, const SessionCallbacks *observer, void *userdata);
+
 Session *manager_find_session(Manager *m, uint64_t id);
 /* A fresh random session id, 1 .. SESSION_ID_MASK, not used by any session. */
 int manager_new_session_id(Manager *m, uint64_t *ret);
 unsigned manager_count_sessions(Manager *m, uid_t uid);
+/* Takes @s into the manager's care: it reports to the manager from now on. */
+void manager_add_session(Manager *m, Session *s);
 
 /* Checks the session limits for @uid: -EUSERS if one is reached. */
 int manager_check_limits(Manager *m, uid_t uid, bool *ret_per_uid);
 
-void manager_add_session(Manager *m, Session *s);
-/* Called once a session has ended and told the bus: frees it; exits when shutting down. */
-void manager_session_ended(Manager *m, Session *s);
+/* Validates @tc for a session of this service: the kernel's events, the limits of
+ * session-config.h, and tracebusd.conf's MaxBufferSizeKB, which reduces a larger
+ * kernel buffer rather than refusing it. -ENOMEDIUM: tracefs is not mounted; otherwise
+ * as session_config_load(). */
+int manager_load_session_config(Manager *m, const Tracebus__TraceConfig *tc, SessionConfig *ret,
+                                char **ret_error);
 
-/* True when the service may exit for being idle: no session (detached ones included),
- * no call waiting for polkit (our only outgoing method calls), not shutting down. */
-bool manager_check_idle(void *userdata);
+/* What Start asks for, once validated. */
+typedef struct StartRequest {
+        uid_t uid;
+        SessionConfig config;       /* moved into the session */
+        int output_fd;              /* the caller's; -EBADF: the service creates the file */
+        char *detach_key;           /* start detached under it */
+} StartRequest;
+
+void start_request_done(StartRequest *req);
+
+/* Which rule or step refused a start, for the caller's message. */
+typedef enum StartFailure {
+        START_FAILURE_USER_LIMIT,     /* -EUSERS: @uid runs max_sessions_per_uid */
+        START_FAILURE_SERVICE_LIMIT,  /* -EUSERS: the service runs max_sessions */
+        START_FAILURE_KEY_IN_USE,     /* -EADDRINUSE */
+        START_FAILURE_SESSION_ID,
+        START_FAILURE_OUTPUT,         /* -EDQUOT: @uid's traces use up the quota */
+        START_FAILURE_TRACING,
+} StartFailure;
+
+/* Starts a session for @req (checked again: things change while polkit thinks). The
+ * service creates the output file in its trace directory when the caller passed none.
+ * Without an output fd, or with a key, the session starts detached: the caller binds an
+ * attached one to its client. */
+int manager_start_session(Manager *m, StartRequest *req, Session **ret, StartFailure *ret_failure);
+
+/* @uid's own session @id, recording or stopping: what a caller may stop or detach
+ * without authorization. NULL otherwise, whether the session exists or not. */
+Session *manager_find_own_session(Manager *m, uint64_t id, uid_t uid);
+/* Session @id, recording or stopping, whoever owns it. */
+Session *manager_find_live_session(Manager *m, uint64_t id);
+/* Whether any session belongs to another UID than @uid. */
+bool manager_has_others_sessions(Manager *m, uid_t uid);
+
+/* -EINVAL: @key is no valid detach key; -EADDRINUSE: another of @uid's sessions is
+ * detached under it. Keys are per UID: other users' keys never match. */
+int manager_check_detach_key(Manager *m, uid_t uid, const char *key);
+/* Finds @uid's session detached under @key, still recording; NULL if none. -EINVAL for
+ * an invalid key. */
+int manager_find_detached(Manager *m, uid_t uid, const char *key, Session **ret);
+/* Whether @uid may detach its session @id under @key: -EINVAL (the key), -ESRCH (no
+ * such session of @uid), -ESTALE (it is ending), -EEXIST (it has a key already),
+ * -EADDRINUSE (another of @uid's sessions has this key). */
+int manager_check_detach(Manager *m, uint64_t id, uid_t uid, const char *key, Session **ret);
+
+/* True when the manager has nothing to do: no session (detached ones included), not
+ * shutting down. The bus layer adds its calls waiting for polkit. */
+bool manager_is_idle(Manager *m);
 
 /* SIGTERM: finalizes every session (reason service-shutdown), then leaves the event loop. */
 void manager_shutdown(Manager *m);

@@ -224,6 +224,24 @@ static int load_ftrace_config(const Tracebus__FtraceConfig *fc, const char *root
         return 0;
 }
 
+/* How long, and how the trace reaches its file: periods, size, compression. */
+static int load_duration_and_output(const Tracebus__TraceConfig *tc, SessionConfig *c, char **ret_error) {
+        if (tc->has_duration_ms && tc->duration_ms > SESSION_MAX_DURATION_MS)
+                return set_error(ret_error, "duration_ms %u is longer than the limit of 7 days", tc->duration_ms);
+        c->duration_ms = tc->duration_ms;
+        c->write_into_file = tc->write_into_file;
+        c->file_write_period_ms = tc->file_write_period_ms ?: SESSION_DEFAULT_WRITE_PERIOD_MS;
+        c->file_write_period_ms = MAX(c->file_write_period_ms, SESSION_MIN_WRITE_PERIOD_MS);
+        c->max_file_size_bytes = tc->max_file_size_bytes;
+        if (tc->has_compression_type &&
+            tc->compression_type != TRACEBUS__TRACE_CONFIG__COMPRESSION_TYPE__COMPRESSION_TYPE_UNSPECIFIED &&
+            tc->compression_type != TRACEBUS__TRACE_CONFIG__COMPRESSION_TYPE__COMPRESSION_TYPE_DEFLATE)
+                return set_error(ret_error, "compression_type %d is not supported (expected COMPRESSION_TYPE_DEFLATE)",
+                                 (int) tc->compression_type);
+        c->compress = tc->compression_type == TRACEBUS__TRACE_CONFIG__COMPRESSION_TYPE__COMPRESSION_TYPE_DEFLATE;
+        return 0;
+}
+
 /* The buffers: the service keeps one, as large as all of them together. */
 static int load_trace_buffer(const Tracebus__TraceConfig *tc, SessionConfig *c, char **ret_error) {
         uint64_t total = 0;
@@ -260,19 +278,9 @@ int session_config_load(const Tracebus__TraceConfig *tc, const char *root, Sessi
         assert(tc);
         assert(root);
 
-        if (tc->has_duration_ms && tc->duration_ms > SESSION_MAX_DURATION_MS)
-                return set_error(ret_error, "duration_ms %u is longer than the limit of 7 days", tc->duration_ms);
-        c.duration_ms = tc->duration_ms;
-        c.write_into_file = tc->write_into_file;
-        c.file_write_period_ms = tc->file_write_period_ms ?: SESSION_DEFAULT_WRITE_PERIOD_MS;
-        c.file_write_period_ms = MAX(c.file_write_period_ms, SESSION_MIN_WRITE_PERIOD_MS);
-        c.max_file_size_bytes = tc->max_file_size_bytes;
-        if (tc->has_compression_type &&
-            tc->compression_type != TRACEBUS__TRACE_CONFIG__COMPRESSION_TYPE__COMPRESSION_TYPE_UNSPECIFIED &&
-            tc->compression_type != TRACEBUS__TRACE_CONFIG__COMPRESSION_TYPE__COMPRESSION_TYPE_DEFLATE)
-                return set_error(ret_error, "compression_type %d is not supported (expected COMPRESSION_TYPE_DEFLATE)",
-                                 (int) tc->compression_type);
-        c.compress = tc->compression_type == TRACEBUS__TRACE_CONFIG__COMPRESSION_TYPE__COMPRESSION_TYPE_DEFLATE;
+        r = load_duration_and_output(tc, &c, ret_error);
+        if (r < 0)
+                return r;
         r = load_trace_buffer(tc, &c, ret_error);
         if (r < 0)
                 return r;

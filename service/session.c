@@ -4,8 +4,6 @@
 #include <time.h>
 
 #include "log.h"
-#include "manager.h"
-#include "session-bus.h"
 #include "session.h"
 #include "strv.h"
 
@@ -49,6 +47,11 @@ void session_get_stats(const Session *s, RecorderStats *ret) {
                 *ret = s->final_stats;
 }
 
+static void report_changed(Session *s, SessionChange what) {
+        if (s->callbacks && s->callbacks->on_changed)
+                s->callbacks->on_changed(s, what, s->callbacks_userdata);
+}
+
 static SessionEndReason reason_for_recorder_end(Session *s, RecorderEnd end) {
         switch (end) {
         case RECORDER_END_SIZE_REACHED:
@@ -62,7 +65,7 @@ static SessionEndReason reason_for_recorder_end(Session *s, RecorderEnd end) {
         }
 }
 
-/* The recorder thread is gone: the trace is complete. Tidy up and tell the bus. */
+/* The recorder thread is gone: the trace is complete. Tidy up and tell the owner. */
 static int on_recorder_done(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
         Session *s = ASSERT_PTR(userdata);
         RecorderEnd end;
@@ -87,9 +90,10 @@ static int on_recorder_done(sd_event_source *source, int fd, uint32_t revents, v
                  s->id, (unsigned) s->owner_uid, session_end_reason_to_string(s->end_reason),
                  s->final_stats.events, s->final_stats.bytes_written, s->final_stats.events_lost);
 
-        /* Replies to Stop, emits SessionEnded; then the session goes away. */
-        session_bus_ended(s);
-        manager_session_ended(s->manager, s);
+        /* The owner tells its observers (Stop is answered, SessionEnded sent), then
+         * frees the session: nothing may touch @s after this. */
+        if (s->callbacks && s->callbacks->on_ended)
+                s->callbacks->on_ended(s, s->callbacks_userdata);
         return 0;
 }
 
@@ -108,7 +112,7 @@ static int on_progress(sd_event_source *source, uint64_t usec, void *userdata) {
         session_get_stats(s, &now);
         if (memcmp(&now, &s->progress_reported, sizeof(now)) != 0) {
                 s->progress_reported = now;
-                session_bus_emit_progress(s);
+                report_changed(s, SESSION_CHANGED_PROGRESS);
         }
         /* sd-event switched the one-shot timer off before calling us: re-arm it. */
         r = sd_event_source_set_time_relative(source, PROGRESS_INTERVAL_USEC);
@@ -118,7 +122,7 @@ static int on_progress(sd_event_source *source, uint64_t usec, void *userdata) {
 }
 
 static int session_add_event_sources(Session *s) {
-        sd_event *e = s->manager->event;
+        sd_event *e = s->event;
         int r;
 
         r = sd_event_add_io(e, &s->done_source, recorder_done_fd(s->recorder), EPOLLIN, on_recorder_done, s);
@@ -152,20 +156,20 @@ static int session_setup_instance(Session *s) {
         return 0;
 }
 
-int session_new(Manager *m, uint64_t id, uid_t owner_uid, SessionConfig *config, int output_fd,
+int session_new(sd_event *event, uint64_t id, uid_t owner_uid, SessionConfig *config, int output_fd,
                 const char *output_path, Session **ret) {
         _cleanup_close_ int fd = output_fd;
         Session *s;
         int r;
 
-        assert(m);
+        assert(event);
         assert(config);
         assert(ret);
 
         s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
-        s->manager = m;
+        s->event = event;
         s->id = id;
         s->owner_uid = owner_uid;
         s->state = SESSION_STARTING;
@@ -200,7 +204,8 @@ int session_new(Manager *m, uint64_t id, uid_t owner_uid, SessionConfig *config,
 Session *session_free(Session *s) {
         if (!s)
                 return NULL;
-        session_bus_free(s);
+        if (s->callbacks && s->callbacks->on_free)
+                s->callbacks->on_free(s, s->callbacks_userdata);
         sd_event_source_disable_unref(s->done_source);
         sd_event_source_disable_unref(s->duration_source);
         sd_event_source_disable_unref(s->progress_source);
@@ -228,9 +233,18 @@ int session_stop(Session *s, SessionEndReason reason) {
                 log_warning_errno(r, "Failed to switch tracing off in %s, stopping anyway: %m",
                                   trace_instance_name(s->instance));
         recorder_stop(s->recorder);
-        session_bus_emit_state(s);
+        report_changed(s, SESSION_CHANGED_STATE);
         log_info("Session %" PRIu64 " stopping (%s).", s->id, session_end_reason_to_string(reason));
         return 0;
+}
+
+void session_client_vanished(Session *s) {
+        log_info("The client of session %" PRIu64 " left the bus; stopping it.", s->id);
+        (void) session_stop(s, SESSION_END_CLIENT_VANISHED);
+}
+
+bool session_visible_to(const Session *s, uid_t uid) {
+        return uid == 0 || uid == s->owner_uid;
 }
 
 bool session_detach_key_valid(const char *key) {
@@ -244,14 +258,6 @@ bool session_detach_key_valid(const char *key) {
         return true;
 }
 
-Session *manager_find_detached(Manager *m, uid_t uid, const char *key) {
-        for (Session *s = m->sessions; s; s = s->next)
-                if (s->owner_uid == uid && s->detach_key && strcmp(s->detach_key, key) == 0 &&
-                    s->state != SESSION_ENDED)
-                        return s;
-        return NULL;
-}
-
 void session_set_detached(Session *s, bool detached, char *key) {
         free(s->detach_key);
         s->detach_key = key;
@@ -260,4 +266,5 @@ void session_set_detached(Session *s, bool detached, char *key) {
                 recorder_annotate(s->recorder, detached ? "detached" : "attached");
         log_info("Session %" PRIu64 " %s%s%s.", s->id, detached ? "detached" : "attached",
                  key ? " under key " : "", strempty(key));
+        report_changed(s, SESSION_CHANGED_STATE);
 }

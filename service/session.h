@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include <systemd/sd-event.h>
@@ -11,7 +12,6 @@
 
 typedef struct Manager Manager;
 typedef struct Session Session;
-typedef struct SessionBus SessionBus;
 
 typedef enum SessionState {
         SESSION_STARTING,
@@ -36,9 +36,32 @@ typedef enum SessionEndReason {
 const char *session_state_to_string(SessionState s);
 const char *session_end_reason_to_string(SessionEndReason r);
 
+/* What changed, for SessionCallbacks.on_changed. */
+typedef enum SessionChange {
+        SESSION_CHANGED_STATE = 1 << 0,     /* state, detached */
+        SESSION_CHANGED_PROGRESS = 1 << 1,  /* bytes, events, lost: at most once a second */
+} SessionChange;
+
+/* How a session reports to its owner. It calls no one else: whoever presents sessions
+ * (the bus layer) hears of them through the manager, which passes these on. */
+typedef struct SessionCallbacks {
+        void (*on_changed)(Session *s, SessionChange what, void *userdata);
+        /* The trace is complete: state, end reason and final stats are set. The owner
+         * frees the session in it (the manager does): the session touches nothing after. */
+        void (*on_ended)(Session *s, void *userdata);
+        /* The session is being freed: drop what was kept for it (observer_data). */
+        void (*on_free)(Session *s, void *userdata);
+} SessionCallbacks;
+
 struct Session {
-        Manager *manager;
+        Manager *manager;            /* its owner (manager.c); opaque here */
         Session *next, *prev;
+        sd_event *event;             /* its owner's */
+        const SessionCallbacks *callbacks;
+        void *callbacks_userdata;
+        /* Kept by whoever presents the session (the bus layer: session-dbus.c), released
+         * through on_free. */
+        void *observer_data;
 
         uint64_t id;
         uid_t owner_uid;
@@ -64,25 +87,30 @@ struct Session {
         sd_event_source *done_source;
         sd_event_source *progress_source;
         RecorderStats progress_reported;
-
-        SessionBus *bus;             /* owned by session-bus.c */
 };
 
 /* Session ids (manager_new_session_id()) are at most this: 48 random bits. */
 #define SESSION_ID_MASK ((UINT64_C(1) << 48) - 1)
 
 /* Creates session @id's tracefs instance, enables its events and starts recording into
- * @output_fd (taken over, also on failure). */
-int session_new(Manager *m, uint64_t id, uid_t owner_uid, SessionConfig *config, int output_fd,
+ * @output_fd (taken over, also on failure). Its timers and the recorder's end are
+ * watched on @event. It reports nothing until its owner has set its callbacks. */
+int session_new(sd_event *event, uint64_t id, uid_t owner_uid, SessionConfig *config, int output_fd,
                 const char *output_path, Session **ret);
 
 /* Frees an ended session (or one that failed to start). */
 Session *session_free(Session *s);
 
 /* Stops recording: switches tracing off and lets the recorder drain the rest. The session
- * ends (session_bus_ended()) once the trace is complete. Returns 0 if it was recording,
- * -EALREADY if it was already stopping. */
+ * ends (SessionCallbacks.on_ended) once the trace is complete. Returns 0 if it was
+ * recording, -EALREADY if it was already stopping. */
 int session_stop(Session *s, SessionEndReason reason);
+
+/* The client the session is bound to has gone: an attached session stops with it. */
+void session_client_vanished(Session *s);
+
+/* Who may see the session at all (its object, its properties): its owner and root. */
+bool session_visible_to(const Session *s, uid_t uid);
 
 void session_get_stats(const Session *s, RecorderStats *ret);
 
@@ -94,8 +122,6 @@ static inline bool session_is_detached(const Session *s) {
 #define SESSION_DETACH_KEY_MAX 64u
 bool session_detach_key_valid(const char *key);
 
-/* Finds @uid's detached session with @key. Keys are per UID: other users' keys never match. */
-Session *manager_find_detached(Manager *m, uid_t uid, const char *key);
-
-/* Marks the session detached, under @key (moved; may be NULL), or attached again. */
+/* Marks the session detached, under @key (moved; may be NULL), or attached again, and
+ * reports the change. */
 void session_set_detached(Session *s, bool detached, char *key);

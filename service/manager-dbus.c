@@ -6,111 +6,10 @@
 
 #include "bus-errors.h"
 #include "log.h"
-#include "manager-bus.h"
-#include "polkit.h"
-#include "session-bus.h"
+#include "manager-dbus.h"
+#include "session-dbus.h"
 #include "strv.h"
-#include "trace-dir.h"
-
-#define ACTION_RECORD "org.tracebus.record"
-#define ACTION_MANAGE "org.tracebus.manage"
-
-/* A call waiting for polkit. What happens once polkit has answered depends on the method. */
-struct BusRequest {
-        Manager *manager;
-        BusRequest *next, *prev;
-        sd_bus_message *message;
-        uid_t uid;
-        PolkitQuery *query;
-        void (*on_result)(BusRequest *req, int result);
-
-        /* Start */
-        SessionConfig config;
-        int output_fd;              /* -EBADF: the service creates the file */
-        char *detach_key;           /* start detached */
-        /* Stop of a session that is not the caller's */
-        char *session_path;
-};
-
-static BusRequest *bus_request_free(BusRequest *req) {
-        if (!req)
-                return NULL;
-        if (req->manager) {
-                if (req->prev)
-                        req->prev->next = req->next;
-                else if (req->manager->requests == req)
-                        req->manager->requests = req->next;
-                if (req->next)
-                        req->next->prev = req->prev;
-        }
-        polkit_query_free(req->query);
-        sd_bus_message_unref(req->message);
-        session_config_done(&req->config);
-        safe_close(req->output_fd);
-        free(req->detach_key);
-        free(req->session_path);
-        return mfree(req);
-}
-DEFINE_TRIVIAL_CLEANUP_FUNC(BusRequest *, bus_request_free);
-
-static int bus_request_new(sd_bus_message *message, BusRequest **ret) {
-        _cleanup_(bus_request_freep) BusRequest *req = NULL;
-        int r;
-
-        req = calloc(1, sizeof(*req));
-        if (!req)
-                return -ENOMEM;
-        req->output_fd = -EBADF;
-        req->message = sd_bus_message_ref(message);
-        r = bus_sender_euid(message, &req->uid);
-        if (r < 0)
-                return r;
-        *ret = TAKE_PTR(req);
-        return 0;
-}
-
-static void on_polkit_result(int result, void *userdata) {
-        _cleanup_(bus_request_freep) BusRequest *req = userdata;
-
-        req->query = polkit_query_free(req->query);
-        req->on_result(req, result);
-}
-
-/* Hands the request to polkit; the manager keeps it until polkit answers. Returns 1:
- * the handler's reply comes later. */
-static int bus_request_authorize(Manager *m, BusRequest **reqp, const char *action, bool interactive,
-                                 void (*on_result)(BusRequest *req, int result)) {
-        BusRequest *req = *reqp;
-        int r;
-
-        req->on_result = on_result;
-        r = polkit_check_async(req->message, action, interactive, on_polkit_result, req, &req->query);
-        if (r < 0)
-                return r;
-        req->manager = m;
-        req->next = m->requests;
-        if (m->requests)
-                m->requests->prev = req;
-        m->requests = TAKE_PTR(*reqp);
-        return 1;
-}
-
-static void reply_polkit_refusal(BusRequest *req, int result, const char *action, const char *what) {
-        if (result == -EBADR)
-                (void) sd_bus_reply_method_errorf(req->message, SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED,
-                                                  "%s needs authentication (polkit action %s), but the call "
-                                                  "did not allow interactive authorization.", what, action);
-        else if (result == -EACCES)
-                (void) sd_bus_reply_method_errorf(req->message, SD_BUS_ERROR_ACCESS_DENIED,
-                                                  "Not authorized: %s needs polkit action %s.", what, action);
-        else if (result == -EHOSTDOWN)
-                (void) sd_bus_reply_method_errorf(req->message, TB_ERROR_AUTHORIZATION_UNAVAILABLE,
-                                                  "%s was refused: authorization could not be checked, polkit "
-                                                  "(org.freedesktop.PolicyKit1) gave no answer. Try again once "
-                                                  "polkitd runs.", what);
-        else
-                (void) sd_bus_reply_method_errnof(req->message, result, "Failed to check authorization: %m");
-}
+#include "tracefs-instance.h"
 
 typedef struct StartOptions {
         int output_fd;              /* borrowed from the message */
@@ -271,107 +170,60 @@ static int load_config(Manager *m, const char *text, const StartOptions *o, Sess
         if (r < 0)
                 return config_error(r, msg, error);
 
-        m->tracefs_root = trace_instance_tracefs_root();
-        if (!m->tracefs_root)
+        r = manager_load_session_config(m, tc, ret, &msg);
+        if (r == -ENOMEDIUM)
                 return sd_bus_error_set(error, TB_ERROR_TRACING_UNAVAILABLE,
                                         "tracefs is not mounted at /sys/kernel/tracing.");
-        r = session_config_load(tc, m->tracefs_root, ret, &msg);
         if (r < 0)
                 return config_error(r, msg, error);
-        /* session_config_load() holds the hard limit; tracebusd.conf may set a lower one,
-         * which also applies to the default size: reduce rather than refuse. */
-        if (ret->buffer_size_kb > m->limits.max_buffer_size_kb) {
-                log_info("Reducing a kernel buffer of %u KiB per CPU to the configured MaxBufferSizeKB=%u.",
-                         ret->buffer_size_kb, m->limits.max_buffer_size_kb);
-                ret->buffer_size_kb = m->limits.max_buffer_size_kb;
-        }
         return 0;
 }
 
 static int reply_with_session(sd_bus_message *m, Session *s) {
-        _cleanup_free_ char *path = session_bus_path(s);
+        _cleanup_free_ char *path = session_dbus_path(s);
 
         if (!path)
                 return -ENOMEM;
         return sd_bus_reply_method_return(m, "o", path);
 }
 
-static int create_output(Manager *m, BusRequest *req, uint64_t id, char **ret_path, sd_bus_error *error) {
-        char hint[32];
-        int r;
-
-        snprintf(hint, sizeof(hint), "%" PRIu64, id);
-        r = trace_dir_create_file(m->state_dir, req->uid, hint, m->limits.trace_dir_quota_bytes,
-                                  ret_path, &req->output_fd, NULL);
-        if (r == -EDQUOT)
-                return sd_bus_error_setf(error, TB_ERROR_QUOTA_EXCEEDED,
-                                         "Your traces in %s/traces/%u use up the quota of %" PRIu64 " MiB; delete some.",
-                                         m->state_dir, (unsigned) req->uid, m->limits.trace_dir_quota_bytes >> 20);
-        if (r < 0)
+static int start_error(Manager *m, const StartRequest *req, int r, StartFailure failure, sd_bus_error *error) {
+        switch (failure) {
+        case START_FAILURE_USER_LIMIT:
+                return sd_bus_error_setf(error, TB_ERROR_TOO_MANY_SESSIONS,
+                                         "You have %u tracing sessions already; stop one first.",
+                                         m->limits.max_sessions_per_uid);
+        case START_FAILURE_SERVICE_LIMIT:
+                return sd_bus_error_setf(error, TB_ERROR_TOO_MANY_SESSIONS,
+                                         "The service runs its limit of %u sessions; try again later.",
+                                         m->limits.max_sessions);
+        case START_FAILURE_KEY_IN_USE:
+                return session_dbus_key_error(r, req->detach_key, error);
+        case START_FAILURE_SESSION_ID:
+                return sd_bus_error_set_errnof(error, r, "Failed to pick a session id: %m");
+        case START_FAILURE_OUTPUT:
+                if (r == -EDQUOT)
+                        return sd_bus_error_setf(error, TB_ERROR_QUOTA_EXCEEDED,
+                                                 "Your traces in %s/traces/%u use up the quota of %" PRIu64 " MiB; delete some.",
+                                                 m->state_dir, (unsigned) req->uid, m->limits.trace_dir_quota_bytes >> 20);
                 return sd_bus_error_set_errnof(error, r, "Failed to create a trace file in %s: %m", m->state_dir);
-        return 0;
-}
-
-static int check_key(const char *key, sd_bus_error *error) {
-        if (!session_detach_key_valid(key))
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                         "A detach key is 1 to %u printable ASCII characters.", SESSION_DETACH_KEY_MAX);
-        return 0;
-}
-
-static int check_key_free(Manager *m, uid_t uid, const char *key, sd_bus_error *error) {
-        if (manager_find_detached(m, uid, key))
-                return sd_bus_error_setf(error, TB_ERROR_KEY_IN_USE,
-                                         "Another of your sessions is detached under the key '%s'; "
-                                         "attach to it, or pick another key.", key);
-        return 0;
+        case START_FAILURE_TRACING:
+        default:
+                return sd_bus_error_set_errnof(error, r, "Failed to start tracing: %m");
+        }
 }
 
 static int start_session(BusRequest *req, sd_bus_error *error) {
-        Manager *m = req->manager;
-        _cleanup_free_ char *path = NULL;
-        bool per_uid, output_passed;
-        Session *s = NULL;
-        uint64_t id;
+        Manager *m = req->context->manager;
+        StartFailure failure;
+        Session *s;
         int r;
 
-        if (manager_check_limits(m, req->uid, &per_uid) < 0)
-                return sd_bus_error_setf(error, TB_ERROR_TOO_MANY_SESSIONS,
-                                         per_uid ? "You have %u tracing sessions already; stop one first."
-                                                 : "The service runs its limit of %u sessions; try again later.",
-                                         per_uid ? m->limits.max_sessions_per_uid : m->limits.max_sessions);
-        /* Checked again: another session may have taken the key while polkit thought. */
-        if (req->detach_key) {
-                r = check_key_free(m, req->uid, req->detach_key, error);
-                if (r < 0)
-                        return r;
-        }
-
-        r = manager_new_session_id(m, &id);
+        r = manager_start_session(m, &req->start, &s, &failure);
         if (r < 0)
-                return sd_bus_error_set_errnof(error, r, "Failed to pick a session id: %m");
-        output_passed = req->output_fd >= 0;
-        if (!output_passed) {
-                r = create_output(m, req, id, &path, error);
-                if (r < 0)
-                        return r;
-        }
-
-        r = session_new(m, id, req->uid, &req->config, TAKE_FD(req->output_fd), path, &s);
-        if (r < 0) {
-                if (path)
-                        (void) unlink(path);
-                return sd_bus_error_set_errnof(error, r, "Failed to start tracing: %m");
-        }
-        manager_add_session(m, s);
-
-        /* Started detached, the session is never bound: no window in which a vanishing
-         * client would stop it. Without Output, the caller cannot hold a connection
-         * (busctl): the session is detached, keyless, and stopped by its path. */
-        if (req->detach_key || !output_passed)
-                session_set_detached(s, true, TAKE_PTR(req->detach_key));
-        else {
-                r = session_bus_bind(s, req->message);
+                return start_error(m, &req->start, r, failure, error);
+        if (!session_is_detached(s)) {
+                r = session_dbus_bind(s, req->message);
                 if (r < 0) {
                         (void) session_stop(s, SESSION_END_CLIENT_VANISHED);
                         return sd_bus_error_set_errnof(error, r, "Failed to track the caller: %m");
@@ -386,7 +238,7 @@ static void on_start_result(BusRequest *req, int result) {
 
         if (result < 0) {
                 log_info("UID %u may not record (%s).", (unsigned) req->uid, strerror(-result));
-                return reply_polkit_refusal(req, result, ACTION_RECORD, "Recording kernel traces");
+                return bus_request_reply_refusal(req, result, ACTION_RECORD, "Recording kernel traces");
         }
         r = start_session(req, &error);
         if (r < 0 && sd_bus_error_is_set(&error))
@@ -396,7 +248,7 @@ static void on_start_result(BusRequest *req, int result) {
 }
 
 static int method_start(sd_bus_message *message, void *userdata, sd_bus_error *error) {
-        Manager *m = ASSERT_PTR(userdata);
+        BusContext *c = ASSERT_PTR(userdata);
         _cleanup_(start_options_done) StartOptions o = { .output_fd = -EBADF };
         _cleanup_(bus_request_freep) BusRequest *req = NULL;
         const char *text;
@@ -413,201 +265,94 @@ static int method_start(sd_bus_message *message, void *userdata, sd_bus_error *e
         if (r < 0)
                 return r;
         if (o.detach_key) {
-                r = check_key(o.detach_key, error);
+                r = manager_check_detach_key(c->manager, req->uid, o.detach_key);
                 if (r < 0)
-                        return r;
-                r = check_key_free(m, req->uid, o.detach_key, error);
-                if (r < 0)
-                        return r;
-                req->detach_key = strdup(o.detach_key);
-                if (!req->detach_key)
+                        return session_dbus_key_error(r, o.detach_key, error);
+                req->start.detach_key = strdup(o.detach_key);
+                if (!req->start.detach_key)
                         return -ENOMEM;
         }
         if (o.output_fd >= 0) {
-                r = take_output_fd(o.output_fd, &req->output_fd, error);
+                r = take_output_fd(o.output_fd, &req->start.output_fd, error);
                 if (r < 0)
                         return r;
         }
-        r = load_config(m, text, &o, &req->config, error);
+        r = load_config(c->manager, text, &o, &req->start.config, error);
         if (r < 0)
                 return r;
 
-        return bus_request_authorize(m, &req, ACTION_RECORD, /* interactive= */ true, on_start_result);
-}
-
-/* The one answer for a session the caller may not see. Another user's session and no
- * session at all get the same error, word for word, so that no one learns whether
- * someone else is recording. */
-static int no_such_session(sd_bus_error *error) {
-        return sd_bus_error_set(error, TB_ERROR_NO_SUCH_SESSION, "You have no such tracing session.");
-}
-
-/* The caller's own session at @path, still recording or stopping; NULL otherwise. */
-static Session *find_own_session(Manager *m, const char *path, uid_t uid) {
-        Session *s = session_from_path(m, path);
-
-        return s && s->owner_uid == uid && s->state != SESSION_ENDED ? s : NULL;
-}
-
-static int stop_session(Session *s, sd_bus_message *message) {
-        int r;
-
-        r = session_bus_queue_stop(s, message);
-        if (r < 0)
-                return r;
-        (void) session_stop(s, SESSION_END_STOPPED);
-        /* Answered from session_bus_ended(), once the trace is complete. */
-        return 1;
-}
-
-static void on_stop_result(BusRequest *req, int result) {
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        Session *s;
-        int r;
-
-        /* Only the interactive-authorization answer differs from "no such session", and
-         * it is the same whether the session exists or not. */
-        if (result == -EBADR)
-                return reply_polkit_refusal(req, result, ACTION_MANAGE, "Stopping another user's session");
-        /* The session may have ended while polkit thought. */
-        s = session_from_path(req->manager, req->session_path);
-        if (result < 0 || !s || s->state == SESSION_ENDED) {
-                (void) no_such_session(&error);
-                (void) sd_bus_reply_method_error(req->message, &error);
-                return;
-        }
-        r = stop_session(s, req->message);
-        if (r < 0)
-                (void) sd_bus_reply_method_errnof(req->message, r, "Failed to stop the session: %m");
-}
-
-int manager_bus_stop(Manager *m, const char *path, sd_bus_message *message, sd_bus_error *error) {
-        _cleanup_(bus_request_freep) BusRequest *req = NULL;
-        Session *s;
-        int r;
-
-        r = bus_request_new(message, &req);
-        if (r < 0)
-                return r;
-        s = find_own_session(m, path, req->uid);
-        if (s)
-                return stop_session(s, message);
-
-        /* Anything else, another user's session or none at all, takes the same way:
-         * holders of org.tracebus.manage may stop it, everyone else learns nothing, not
-         * even from how long the answer took. */
-        req->session_path = strdup(path);
-        if (!req->session_path)
-                return -ENOMEM;
-        return bus_request_authorize(m, &req, ACTION_MANAGE, /* interactive= */ true, on_stop_result);
+        return bus_request_authorize(c, &req, ACTION_RECORD, /* interactive= */ true, on_start_result);
 }
 
 static int method_stop(sd_bus_message *message, void *userdata, sd_bus_error *error) {
-        Manager *m = ASSERT_PTR(userdata);
+        BusContext *c = ASSERT_PTR(userdata);
         const char *path;
         int r;
 
         r = sd_bus_message_read(message, "o", &path);
         if (r < 0)
                 return r;
-        return manager_bus_stop(m, path, message, error);
-}
-
-int manager_bus_detach(Manager *m, const char *path, const char *key, sd_bus_message *message,
-                       sd_bus_error *error) {
-        _cleanup_free_ char *copy = NULL;
-        Session *s;
-        uid_t uid;
-        int r;
-
-        r = check_key(key, error);
-        if (r < 0)
-                return r;
-        r = bus_sender_euid(message, &uid);
-        if (r < 0)
-                return r;
-        /* Only the owner may detach, root included: keys are per UID. */
-        s = find_own_session(m, path, uid);
-        if (!s)
-                return no_such_session(error);
-        if (s->state != SESSION_RECORDING)
-                return sd_bus_error_set(error, TB_ERROR_NO_SUCH_SESSION, "The tracing session is ending.");
-        if (s->detach_key)
-                return sd_bus_error_setf(error, TB_ERROR_KEY_IN_USE, "The session is already detached under a key.");
-        r = check_key_free(m, uid, key, error);
-        if (r < 0)
-                return r;
-
-        copy = strdup(key);
-        if (!copy)
-                return -ENOMEM;
-        session_bus_unbind(s);
-        session_set_detached(s, true, TAKE_PTR(copy));
-        session_bus_emit_state(s);
-        return sd_bus_reply_method_return(message, NULL);
+        return session_dbus_stop(c, path, message, error);
 }
 
 static int method_detach(sd_bus_message *message, void *userdata, sd_bus_error *error) {
-        Manager *m = ASSERT_PTR(userdata);
+        BusContext *c = ASSERT_PTR(userdata);
         const char *path, *key;
         int r;
 
         r = sd_bus_message_read(message, "os", &path, &key);
         if (r < 0)
                 return r;
-        return manager_bus_detach(m, path, key, message, error);
+        return session_dbus_detach(c, path, key, message, error);
 }
 
-/* Reads a key argument and finds the caller's recording session detached under it.
- * Strictly per UID, root included: another user's key is indistinguishable from none. */
+/* Reads a key argument and finds the caller's recording session detached under it. */
 static int read_key_find_detached(Manager *m, sd_bus_message *message, const char **ret_key,
                                   Session **ret, sd_bus_error *error) {
-        Session *s;
         uid_t uid;
         int r;
 
         r = sd_bus_message_read(message, "s", ret_key);
         if (r < 0)
                 return r;
-        r = check_key(*ret_key, error);
-        if (r < 0)
-                return r;
+        if (!session_detach_key_valid(*ret_key))
+                return session_dbus_key_error(-EINVAL, *ret_key, error);
         r = bus_sender_euid(message, &uid);
         if (r < 0)
                 return r;
-        s = manager_find_detached(m, uid, *ret_key);
-        *ret = s && s->state == SESSION_RECORDING ? s : NULL;
+        r = manager_find_detached(m, uid, *ret_key, ret);
+        if (r < 0)
+                return session_dbus_key_error(r, *ret_key, error);
         return 0;
 }
 
 static int method_attach(sd_bus_message *message, void *userdata, sd_bus_error *error) {
-        Manager *m = ASSERT_PTR(userdata);
+        BusContext *c = ASSERT_PTR(userdata);
         const char *key;
         Session *s;
         int r;
 
-        r = read_key_find_detached(m, message, &key, &s, error);
+        r = read_key_find_detached(c->manager, message, &key, &s, error);
         if (r < 0)
                 return r;
         if (!s)
                 return sd_bus_error_setf(error, TB_ERROR_NO_SUCH_SESSION,
                                          "You have no session detached under the key '%s'.", key);
 
-        r = session_bus_bind(s, message);
+        r = session_dbus_bind(s, message);
         if (r < 0)
                 return r;
         session_set_detached(s, false, NULL);
-        session_bus_emit_state(s);
         return reply_with_session(message, s);
 }
 
 static int method_is_detached(sd_bus_message *message, void *userdata, sd_bus_error *error) {
-        Manager *m = ASSERT_PTR(userdata);
+        BusContext *c = ASSERT_PTR(userdata);
         const char *key;
         Session *s;
         int r;
 
-        r = read_key_find_detached(m, message, &key, &s, error);
+        r = read_key_find_detached(c->manager, message, &key, &s, error);
         if (r < 0)
                 return r;
         return sd_bus_reply_method_return(message, "b", s != NULL);
@@ -628,7 +373,7 @@ static int reply_session_list(Manager *m, sd_bus_message *message, uid_t uid, bo
 
                 if (!all && s->owner_uid != uid)
                         continue;
-                path = session_bus_path(s);
+                path = session_dbus_path(s);
                 if (!path)
                         return -ENOMEM;
                 r = sd_bus_message_append(reply, "o", path);
@@ -645,13 +390,13 @@ static void on_list_result(BusRequest *req, int result) {
         int r;
 
         /* Not a manager: the caller's own sessions, which need no authorization. */
-        r = reply_session_list(req->manager, req->message, req->uid, result > 0);
+        r = reply_session_list(req->context->manager, req->message, req->uid, result > 0);
         if (r < 0)
                 (void) sd_bus_reply_method_errnof(req->message, r, "Failed to list sessions: %m");
 }
 
 static int method_list_sessions(sd_bus_message *message, void *userdata, sd_bus_error *error) {
-        Manager *m = ASSERT_PTR(userdata);
+        BusContext *c = ASSERT_PTR(userdata);
         _cleanup_(bus_request_freep) BusRequest *req = NULL;
         int r;
 
@@ -659,13 +404,10 @@ static int method_list_sessions(sd_bus_message *message, void *userdata, sd_bus_
         if (r < 0)
                 return r;
         /* Whoever has no session of another user to see needs no polkit round trip. */
-        bool others = false;
-        for (Session *s = m->sessions; s; s = s->next)
-                others = others || s->owner_uid != req->uid;
-        if (!others)
-                return reply_session_list(m, message, req->uid, false);
+        if (!manager_has_others_sessions(c->manager, req->uid))
+                return reply_session_list(c->manager, message, req->uid, false);
         /* Listing never pops up an authentication dialog: without it, one's own sessions. */
-        return bus_request_authorize(m, &req, ACTION_MANAGE, /* interactive= */ false, on_list_result);
+        return bus_request_authorize(c, &req, ACTION_MANAGE, /* interactive= */ false, on_list_result);
 }
 
 static int reply_strv(sd_bus_message *message, char **l) {
@@ -734,41 +476,65 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_END
 };
 
-int manager_connect_bus(Manager *m) {
+static int export_objects(BusContext *c) {
         int r;
 
-        r = sd_bus_open_system(&m->bus);
-        if (r < 0)
-                return log_error_errno(r, "Failed to connect to the system bus: %m");
-        r = sd_bus_add_object_vtable(m->bus, NULL, TRACEBUS_OBJECT_PATH, TRACEBUS_MANAGER_INTERFACE,
-                                     manager_vtable, m);
+        r = sd_bus_add_object_vtable(c->bus, NULL, TB_MANAGER_PATH, TB_MANAGER_INTERFACE, manager_vtable, c);
         if (r < 0)
                 return log_error_errno(r, "Failed to export the manager: %m");
-        r = sd_bus_add_fallback_vtable(m->bus, NULL, SESSION_PATH_PREFIX, SESSION_INTERFACE,
-                                       session_vtable, session_object_find, m);
+        r = sd_bus_add_fallback_vtable(c->bus, NULL, TB_SESSION_PATH_PREFIX, TB_SESSION_INTERFACE,
+                                       session_vtable, session_object_find, c->manager);
         if (r < 0)
                 return log_error_errno(r, "Failed to export sessions: %m");
-        r = sd_bus_add_node_enumerator(m->bus, NULL, SESSION_PATH_PREFIX, session_node_enumerator, m);
+        r = sd_bus_add_node_enumerator(c->bus, NULL, TB_SESSION_PATH_PREFIX, session_node_enumerator, c->manager);
         if (r < 0)
                 return log_error_errno(r, "Failed to add the session enumerator: %m");
-        r = sd_bus_error_add_map(tracebus_error_map);
-        if (r < 0)
-                return r;
-        r = sd_bus_attach_event(m->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
-        if (r < 0)
-                return log_error_errno(r, "Failed to attach the bus to the event loop: %m");
-        r = sd_bus_request_name(m->bus, TRACEBUS_BUS_NAME, 0);
-        if (r < 0)
-                return log_error_errno(r, "Failed to own %s: %m", TRACEBUS_BUS_NAME);
         return 0;
 }
 
-void manager_bus_done(Manager *m) {
-        while (m->requests) {
-                BusRequest *req = m->requests;
+int manager_dbus_connect(Manager *m, BusContext **ret) {
+        _cleanup_(manager_dbus_freep) BusContext *c = NULL;
+        int r;
 
-                (void) sd_bus_reply_method_errorf(req->message, SD_BUS_ERROR_NO_REPLY,
-                                                  "The service is shutting down.");
-                bus_request_free(req);
-        }
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return log_oom();
+        c->manager = m;
+        manager_set_observer(m, &session_dbus_observer, c);
+        r = sd_bus_open_system(&c->bus);
+        if (r < 0)
+                return log_error_errno(r, "Failed to connect to the system bus: %m");
+        r = export_objects(c);
+        if (r < 0)
+                return r;
+        r = sd_bus_error_add_map(tracebus_error_map);
+        if (r < 0)
+                return r;
+        r = sd_bus_attach_event(c->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
+        if (r < 0)
+                return log_error_errno(r, "Failed to attach the bus to the event loop: %m");
+        r = sd_bus_request_name(c->bus, TB_BUS_NAME, 0);
+        if (r < 0)
+                return log_error_errno(r, "Failed to own %s: %m", TB_BUS_NAME);
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+BusContext *manager_dbus_free(BusContext *c) {
+        if (!c)
+                return NULL;
+        bus_context_cancel_requests(c);
+        for (Session *s = c->manager->sessions; s; s = s->next)
+                session_dbus_release(s);
+        manager_set_observer(c->manager, NULL, NULL);
+        sd_bus_flush_close_unref(c->bus);
+        return mfree(c);
+}
+
+bool manager_dbus_check_idle(void *userdata) {
+        BusContext *c = ASSERT_PTR(userdata);
+
+        /* The only method calls the service itself makes are polkit queries, and each
+         * belongs to a request on c->requests until polkit has answered. */
+        return manager_is_idle(c->manager) && !c->requests;
 }

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <systemd/sd-bus.h>
+
+#include "manager.h"
+#include "polkit.h"
+
+/*
+ * What the service's bus objects (manager-dbus.c, session-dbus.c) share: the
+ * connection, the manager behind them, and the method calls waiting for polkit, which
+ * keep the service from exiting for idleness and are answered when it shuts down.
+ */
+
+#define ACTION_RECORD "org.tracebus.record"
+#define ACTION_MANAGE "org.tracebus.manage"
+
+typedef struct BusRequest BusRequest;
+
+typedef struct BusContext {
+        Manager *manager;
+        sd_bus *bus;
+        BusRequest *requests;        /* calls waiting for polkit */
+} BusContext;
+
+/* A call waiting for polkit. What happens once polkit has answered depends on the method. */
+struct BusRequest {
+        BusContext *context;
+        BusRequest *next, *prev;
+        sd_bus_message *message;
+        uid_t uid;                   /* the sender's EUID */
+        PolkitQuery *query;
+        void (*on_result)(BusRequest *req, int result);
+
+        StartRequest start;          /* Start */
+        char *session_path;          /* Stop of a session that is not the caller's */
+};
+
+int bus_request_new(sd_bus_message *message, BusRequest **ret);
+BusRequest *bus_request_free(BusRequest *req);
+DEFINE_TRIVIAL_CLEANUP_FUNC(BusRequest *, bus_request_free);
+
+/* Hands the request to polkit; the context keeps it until polkit answers, then calls
+ * @on_result and frees it. Returns 1: the handler's reply comes later. */
+int bus_request_authorize(BusContext *c, BusRequest **reqp, const char *action, bool interactive,
+                          void (*on_result)(BusRequest *req, int result));
+
+/* Answers a call that polkit refused (or could not decide): @what needs @action. */
+void bus_request_reply_refusal(BusRequest *req, int result, const char *action, const char *what);
+
+/* Answers every call still waiting for polkit (NoReply: the service is going away). */
+void bus_context_cancel_requests(BusContext *c);
+
+/* The caller's EUID, as the bus reports it (SO_PEERCRED): never from the message. */
+int bus_sender_euid(sd_bus_message *m, uid_t *ret);

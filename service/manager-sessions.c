@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The rules for starting, stopping, detaching and attaching sessions: limits, detach
+ * keys, ownership, the output file. The bus layer asks; nothing here knows the bus. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fd-util.h"
+#include "log.h"
+#include "manager.h"
+#include "trace-dir.h"
+#include "tracefs-instance.h"
+
+int manager_load_session_config(Manager *m, const Tracebus__TraceConfig *tc, SessionConfig *ret,
+                                char **ret_error) {
+        int r;
+
+        m->tracefs_root = trace_instance_tracefs_root();
+        if (!m->tracefs_root)
+                return -ENOMEDIUM;
+        r = session_config_load(tc, m->tracefs_root, ret, ret_error);
+        if (r < 0)
+                return r;
+        /* session_config_load() holds the hard limit; tracebusd.conf may set a lower one,
+         * which also applies to the default size: reduce rather than refuse. */
+        if (ret->buffer_size_kb > m->limits.max_buffer_size_kb) {
+                log_info("Reducing a kernel buffer of %u KiB per CPU to the configured MaxBufferSizeKB=%u.",
+                         ret->buffer_size_kb, m->limits.max_buffer_size_kb);
+                ret->buffer_size_kb = m->limits.max_buffer_size_kb;
+        }
+        return 0;
+}
+
+void start_request_done(StartRequest *req) {
+        session_config_done(&req->config);
+        req->output_fd = safe_close(req->output_fd);
+        req->detach_key = mfree(req->detach_key);
+}
+
+/* @uid's session under @key that has not ended: a key stays taken until then. */
+static Session *find_keyed(Manager *m, uid_t uid, const char *key) {
+        for (Session *s = m->sessions; s; s = s->next)
+                if (s->owner_uid == uid && s->detach_key && strcmp(s->detach_key, key) == 0 &&
+                    s->state != SESSION_ENDED)
+                        return s;
+        return NULL;
+}
+
+int manager_check_detach_key(Manager *m, uid_t uid, const char *key) {
+        if (!session_detach_key_valid(key))
+                return -EINVAL;
+        return find_keyed(m, uid, key) ? -EADDRINUSE : 0;
+}
+
+/* The trace directory's file for session @id, when the caller passed no fd. */
+static int create_output(Manager *m, uid_t uid, uint64_t id, char **ret_path, int *ret_fd) {
+        char hint[32];
+
+        snprintf(hint, sizeof(hint), "%" PRIu64, id);
+        return trace_dir_create_file(m->state_dir, uid, hint, m->limits.trace_dir_quota_bytes,
+                                     ret_path, ret_fd, NULL);
+}
+
+/* The limits and the key, before anything is created. */
+static int check_start(Manager *m, const StartRequest *req, StartFailure *ret_failure) {
+        bool per_uid;
+
+        if (manager_check_limits(m, req->uid, &per_uid) < 0) {
+                *ret_failure = per_uid ? START_FAILURE_USER_LIMIT : START_FAILURE_SERVICE_LIMIT;
+                return -EUSERS;
+        }
+        /* Checked again: another session may have taken the key while polkit thought. */
+        if (req->detach_key && find_keyed(m, req->uid, req->detach_key)) {
+                *ret_failure = START_FAILURE_KEY_IN_USE;
+                return -EADDRINUSE;
+        }
+        return 0;
+}
+
+int manager_start_session(Manager *m, StartRequest *req, Session **ret, StartFailure *ret_failure) {
+        _cleanup_free_ char *path = NULL;
+        bool output_passed = req->output_fd >= 0;
+        Session *s = NULL;
+        uint64_t id;
+        int r;
+
+        r = check_start(m, req, ret_failure);
+        if (r < 0)
+                return r;
+        *ret_failure = START_FAILURE_SESSION_ID;
+        r = manager_new_session_id(m, &id);
+        if (r < 0)
+                return r;
+        *ret_failure = START_FAILURE_OUTPUT;
+        if (!output_passed) {
+                r = create_output(m, req->uid, id, &path, &req->output_fd);
+                if (r < 0)
+                        return r;
+        }
+
+        *ret_failure = START_FAILURE_TRACING;
+        r = session_new(m->event, id, req->uid, &req->config, TAKE_FD(req->output_fd), path, &s);
+        if (r < 0) {
+                if (path)
+                        (void) unlink(path);
+                return r;
+        }
+        manager_add_session(m, s);
+
+        /* Started detached, the session is never bound: no window in which a vanishing
+         * client would stop it. Without Output, the caller cannot hold a connection
+         * (busctl): the session is detached, keyless, and stopped by its path. */
+        if (req->detach_key || !output_passed)
+                session_set_detached(s, true, TAKE_PTR(req->detach_key));
+        *ret = s;
+        return 0;
+}
+
+Session *manager_find_live_session(Manager *m, uint64_t id) {
+        Session *s = manager_find_session(m, id);
+
+        return s && s->state != SESSION_ENDED ? s : NULL;
+}
+
+Session *manager_find_own_session(Manager *m, uint64_t id, uid_t uid) {
+        Session *s = manager_find_live_session(m, id);
+
+        return s && s->owner_uid == uid ? s : NULL;
+}
+
+bool manager_has_others_sessions(Manager *m, uid_t uid) {
+        for (Session *s = m->sessions; s; s = s->next)
+                if (s->owner_uid != uid)
+                        return true;
+        return false;
+}
+
+int manager_find_detached(Manager *m, uid_t uid, const char *key, Session **ret) {
+        Session *s;
+
+        if (!session_detach_key_valid(key))
+                return -EINVAL;
+        /* Strictly per UID, root included: another user's key is indistinguishable from none. */
+        s = find_keyed(m, uid, key);
+        *ret = s && s->state == SESSION_RECORDING ? s : NULL;
+        return 0;
+}
+
+int manager_check_detach(Manager *m, uint64_t id, uid_t uid, const char *key, Session **ret) {
+        Session *s;
+
+        if (!session_detach_key_valid(key))
+                return -EINVAL;
+        /* Only the owner may detach, root included: keys are per UID. */
+        s = manager_find_own_session(m, id, uid);
+        if (!s)
+                return -ESRCH;
+        if (s->state != SESSION_RECORDING)
+                return -ESTALE;
+        if (s->detach_key)
+                return -EEXIST;
+        if (find_keyed(m, uid, key))
+                return -EADDRINUSE;
+        *ret = s;
+        return 0;
+}

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The recorder's internals, shared by its files: recorder.c (setting up, starting and
+ * ending), recorder-thread.c (the worker: the drain loop), recorder-packets.c (the
+ * service's own packets) and recorder-stats.c (the kernel's counters, the live stats). */
+
+#include <pthread.h>
+#include <time.h>
+
+#include "ftrace-parser.h"
+#include "process-scan.h"
+#include "recorder.h"
+#include "trace-writer.h"
+
+/* At most this many pages per CPU in one pass, so one busy CPU cannot starve the others;
+ * a CPU that hit the bound is drained again right away. */
+#define MAX_PAGES_PER_CPU_PER_PASS 256
+#define MAX_PAGES_PER_BUNDLE 32
+
+struct Recorder {
+        pthread_t thread;
+        bool thread_started;
+        int stop_fd;     /* main -> worker */
+        int done_fd;     /* worker -> main */
+        int output_fd;
+
+        unsigned n_cpus;
+        int *pipe_fds;
+        int *stats_fds;
+        TraceCpuStats *start_stats;   /* per CPU, at the start or at the kernel's last reset */
+        TraceCpuStats *last_stats;    /* per CPU, the last sample */
+        uint64_t *lost_before_reset;  /* per CPU, kernel losses counted before its resets */
+        FtraceBundle **bundles;
+        FtraceParser *parser;
+        size_t page_size;
+        uint8_t *page;
+
+        ProcessTreeBuilder *processes;
+
+        /* Moments the main thread asks to mark on the tracebus track (detached, attached). */
+        pthread_mutex_t annotations_lock;
+        struct { uint64_t timestamp; const char *name; } annotations[16];
+        size_t n_annotations;
+
+        /* Worker-only state for the service tracks and the loss accounting. */
+        uint64_t *lost_reported;      /* per CPU, what the lost counter track last said */
+        unsigned *bundle_pages;       /* per CPU, pages in the current bundle */
+        unsigned pages_per_bundle;
+        double *fill_reported;        /* per CPU, percent */
+        uint32_t buffer_size_kb;
+        uint64_t packed_events, kernel_lost;
+        uint64_t last_snapshot_ns;
+
+        uint32_t drain_period_ms;
+        uint64_t write_period_ns;     /* UINT64_MAX: only when the buffer fills, and at the end */
+        size_t write_threshold;       /* bytes: write at once when this much is pending */
+        uint64_t last_write_ns;
+        bool compress;                /* bundles go out as compressed_packets */
+        Tracebus__TraceConfig *trace_config;  /* echoed into the trace */
+        TraceWriter writer;
+
+        _Atomic uint64_t events, bytes_written, events_lost, kernel_events_lost, events_overwritten;
+        RecorderEnd end;
+        int error;
+};
+
+static inline uint64_t now_ns(clockid_t clock) {
+        struct timespec ts;
+
+        (void) clock_gettime(clock, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
+}
+
+/* recorder-packets.c: the service's packets (sequence 1) and the process tree. */
+int recorder_append_opening_packets(Recorder *rec);
+int recorder_append_service_event(Recorder *rec, bool started, uint64_t timestamp);
+int recorder_append_periodic_snapshot(Recorder *rec, bool force);
+int recorder_append_annotations(Recorder *rec);
+int recorder_append_process_tree(Recorder *rec);
+int recorder_describe_all_processes(Recorder *rec);
+int recorder_write_closing_packets(Recorder *rec);
+
+/* recorder-stats.c */
+int recorder_sample_cpu_stats(Recorder *rec);
+void recorder_publish_stats(Recorder *rec);
+
+/* recorder-thread.c */
+int recorder_flush_output(Recorder *rec);
+void *recorder_thread_main(void *userdata);

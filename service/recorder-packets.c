@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
+#include <sys/random.h>
+#include <sys/utsname.h>
+
+#include "config.h"
+#include "log.h"
+#include "recorder-local.h"
+#include "service-tracks.h"
+
+/* The service's packets (sequence 1) that tell trace_processor how to read the rest. */
+
+static int append_clock_snapshot(Recorder *rec) {
+        static const struct { clockid_t id; uint32_t builtin; } clocks[] = {
+                /* BOOTTIME first: it is the trace clock, and the clock of the ftrace events. */
+                { CLOCK_BOOTTIME,       TRACEBUS__BUILTIN_CLOCK__BUILTIN_CLOCK_BOOTTIME },
+                { CLOCK_REALTIME,       TRACEBUS__BUILTIN_CLOCK__BUILTIN_CLOCK_REALTIME },
+                { CLOCK_REALTIME_COARSE, TRACEBUS__BUILTIN_CLOCK__BUILTIN_CLOCK_REALTIME_COARSE },
+                { CLOCK_MONOTONIC,      TRACEBUS__BUILTIN_CLOCK__BUILTIN_CLOCK_MONOTONIC },
+                { CLOCK_MONOTONIC_COARSE, TRACEBUS__BUILTIN_CLOCK__BUILTIN_CLOCK_MONOTONIC_COARSE },
+                { CLOCK_MONOTONIC_RAW,  TRACEBUS__BUILTIN_CLOCK__BUILTIN_CLOCK_MONOTONIC_RAW },
+        };
+        Tracebus__ClockSnapshot__Clock c[ELEMENTSOF(clocks)];
+        Tracebus__ClockSnapshot__Clock *cp[ELEMENTSOF(clocks)];
+        Tracebus__ClockSnapshot snapshot = TRACEBUS__CLOCK_SNAPSHOT__INIT;
+        Tracebus__TracePacket packet = TRACEBUS__TRACE_PACKET__INIT;
+
+        for (size_t i = 0; i < ELEMENTSOF(clocks); i++) {
+                tracebus__clock_snapshot__clock__init(&c[i]);
+                c[i].has_clock_id = c[i].has_timestamp = true;
+                c[i].clock_id = clocks[i].builtin;
+                c[i].timestamp = now_ns(clocks[i].id);
+                cp[i] = &c[i];
+        }
+        snapshot.clocks = cp;
+        snapshot.n_clocks = ELEMENTSOF(clocks);
+        snapshot.has_primary_trace_clock = true;
+        snapshot.primary_trace_clock = TRACEBUS__BUILTIN_CLOCK__BUILTIN_CLOCK_BOOTTIME;
+
+        packet.has_timestamp = true;
+        packet.timestamp = c[0].timestamp;
+        packet.clock_snapshot = &snapshot;
+        return trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
+}
+
+static int append_system_info(Recorder *rec) {
+        Tracebus__TracePacket packet = TRACEBUS__TRACE_PACKET__INIT;
+        Tracebus__SystemInfo info = TRACEBUS__SYSTEM_INFO__INIT;
+        Tracebus__Utsname uts = TRACEBUS__UTSNAME__INIT;
+        struct utsname u;
+
+        /* trace_processor decodes sched_switch prev_state by kernel version: without
+         * utsname it assumes 4.4 and gets modern kernels' states wrong. */
+        if (uname(&u) < 0)
+                return -errno;
+        uts.sysname = u.sysname;
+        uts.version = u.version;
+        uts.release = u.release;
+        uts.machine = u.machine;
+        info.utsname = &uts;
+        info.tracing_service_version = (char *) "tracebus " PACKAGE_VERSION;
+        info.has_hz = info.has_page_size = info.has_num_cpus = true;
+        info.hz = sysconf(_SC_CLK_TCK);
+        info.page_size = (uint32_t) rec->page_size;
+        info.num_cpus = rec->n_cpus;
+
+        packet.system_info = &info;
+        return trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
+}
+
+static int append_trace_config_and_uuid(Recorder *rec) {
+        Tracebus__TracePacket packet = TRACEBUS__TRACE_PACKET__INIT;
+        Tracebus__TraceUuid uuid = TRACEBUS__TRACE_UUID__INIT;
+        int64_t random[2];
+        int r;
+
+        packet.trace_config = rec->trace_config;
+        r = trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
+        if (r < 0)
+                return r;
+
+        if (getrandom(random, sizeof(random), 0) != sizeof(random))
+                return -errno;
+        uuid.has_msb = uuid.has_lsb = true;
+        uuid.msb = random[0];
+        uuid.lsb = random[1];
+        tracebus__trace_packet__init(&packet);
+        packet.trace_uuid = &uuid;
+        return trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
+}
+
+int recorder_append_service_event(Recorder *rec, bool started, uint64_t timestamp) {
+        Tracebus__TracePacket packet = TRACEBUS__TRACE_PACKET__INIT;
+        Tracebus__TracingServiceEvent event = TRACEBUS__TRACING_SERVICE_EVENT__INIT;
+
+        if (started)
+                event.has_tracing_started = event.tracing_started = true;
+        else
+                event.has_tracing_disabled = event.tracing_disabled = true;
+        packet.has_timestamp = true;
+        packet.timestamp = timestamp;
+        packet.service_event = &event;
+        return trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
+}
+
+static void cpu_stats_to_proto(unsigned cpu, const TraceCpuStats *s, Tracebus__FtraceCpuStats *p) {
+        tracebus__ftrace_cpu_stats__init(p);
+        p->has_cpu = p->has_entries = p->has_overrun = p->has_commit_overrun = true;
+        p->has_bytes_read = p->has_oldest_event_ts = p->has_now_ts = true;
+        p->has_dropped_events = p->has_read_events = true;
+        p->cpu = cpu;
+        p->entries = s->entries;
+        p->overrun = s->overrun;
+        p->commit_overrun = s->commit_overrun;
+        p->bytes_read = s->bytes;
+        p->oldest_event_ts = s->oldest_event_ts;
+        p->now_ts = s->now_ts;
+        p->dropped_events = s->dropped_events;
+        p->read_events = s->read_events;
+}
+
+/* FtraceStats at the start and the end of the trace: the kernel's own loss counters. */
+static int append_ftrace_stats(Recorder *rec, bool end) {
+        Tracebus__TracePacket packet = TRACEBUS__TRACE_PACKET__INIT;
+        Tracebus__FtraceStats stats = TRACEBUS__FTRACE_STATS__INIT;
+        _cleanup_free_ Tracebus__FtraceCpuStats *cpu_stats = NULL;
+        _cleanup_free_ Tracebus__FtraceCpuStats **ptrs = NULL;
+        int r;
+
+        cpu_stats = calloc(rec->n_cpus, sizeof(*cpu_stats));
+        ptrs = calloc(rec->n_cpus, sizeof(*ptrs));
+        if (!cpu_stats || !ptrs)
+                return -ENOMEM;
+
+        for (unsigned cpu = 0; cpu < rec->n_cpus; cpu++) {
+                TraceCpuStats s;
+
+                r = trace_instance_read_cpu_stats_fd(rec->stats_fds[cpu], &s);
+                if (r < 0)
+                        return r;
+                if (!end)
+                        rec->start_stats[cpu] = s;
+                cpu_stats_to_proto(cpu, &s, &cpu_stats[cpu]);
+                ptrs[cpu] = &cpu_stats[cpu];
+        }
+
+        stats.has_phase = true;
+        stats.phase = end ? TRACEBUS__FTRACE_STATS__PHASE__END_OF_TRACE : TRACEBUS__FTRACE_STATS__PHASE__START_OF_TRACE;
+        stats.cpu_stats = ptrs;
+        stats.n_cpu_stats = rec->n_cpus;
+        packet.has_timestamp = true;
+        packet.timestamp = now_ns(CLOCK_BOOTTIME);
+        packet.ftrace_stats = &stats;
+        return trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_FTRACE);
+}
+
+static int append_sync_marker(Recorder *rec);
+
+int recorder_append_opening_packets(Recorder *rec) {
+        int r;
+
+        r = append_clock_snapshot(rec);
+        if (r < 0)
+                return r;
+        /* The first sync marker before any data, as Perfetto writes one at its first read. */
+        r = append_sync_marker(rec);
+        if (r < 0)
+                return r;
+        r = append_trace_config_and_uuid(rec);
+        if (r < 0)
+                return r;
+        r = append_system_info(rec);
+        if (r < 0)
+                return r;
+        r = append_ftrace_stats(rec, /* end= */ false);
+        if (r < 0)
+                return r;
+        return service_tracks_append_descriptors(&rec->writer, rec->n_cpus);
+}
+
+/* Perfetto's service marks every 10 s: a clock snapshot (clocks drift) and the sync
+ * marker that lets tools split a huge trace without parsing it. */
+#define SNAPSHOT_INTERVAL_NS (10ull * 1000 * 1000 * 1000)
+static const uint8_t sync_marker[16] = {
+        0x82, 0x47, 0x7a, 0x76, 0xb2, 0x8d, 0x42, 0xba, 0x81, 0xdc, 0x33, 0x32, 0x6d, 0x57, 0xa0, 0x79,
+};
+
+static int append_sync_marker(Recorder *rec) {
+        Tracebus__TracePacket packet = TRACEBUS__TRACE_PACKET__INIT;
+
+        /* Fixed layout: trusted_uid, the sequence id, then the marker last. */
+        packet.has_trusted_uid = true;
+        packet.trusted_uid = (int32_t) getuid();
+        packet.has_synchronization_marker = true;
+        packet.synchronization_marker.data = (uint8_t *) sync_marker;
+        packet.synchronization_marker.len = sizeof(sync_marker);
+        return trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
+}
+
+int recorder_append_periodic_snapshot(Recorder *rec, bool force) {
+        uint64_t now = now_ns(CLOCK_MONOTONIC);
+        int r;
+
+        if (!force && now - rec->last_snapshot_ns < SNAPSHOT_INTERVAL_NS)
+                return 0;
+        rec->last_snapshot_ns = now;
+        r = append_sync_marker(rec);
+        if (r < 0)
+                return r;
+        return append_clock_snapshot(rec);
+}
+
+/* TraceStats at the end: what the service's own buffer did. */
+static int append_trace_stats(Recorder *rec) {
+        Tracebus__TracePacket packet = TRACEBUS__TRACE_PACKET__INIT;
+        Tracebus__TraceStats stats = TRACEBUS__TRACE_STATS__INIT;
+        Tracebus__TraceStats__BufferStats buffer = TRACEBUS__TRACE_STATS__BUFFER_STATS__INIT;
+        Tracebus__TraceStats__BufferStats *buffers[] = { &buffer };
+        const TraceWriterStats *ws = &rec->writer.stats;
+
+        buffer.has_buffer_size = buffer.has_bytes_written = buffer.has_bytes_overwritten = true;
+        buffer.has_chunks_overwritten = buffer.has_chunks_discarded = true;
+        buffer.buffer_size = rec->writer.capacity;
+        buffer.bytes_written = ws->bytes_written + trace_writer_pending(&rec->writer);
+        buffer.bytes_overwritten = ws->bytes_overwritten;
+        buffer.chunks_overwritten = ws->packets_overwritten;
+        buffer.chunks_discarded = ws->packets_discarded;
+        stats.buffer_stats = buffers;
+        stats.n_buffer_stats = 1;
+        stats.has_tracing_sessions = stats.has_total_buffers = true;
+        stats.tracing_sessions = 1;
+        stats.total_buffers = 1;
+        packet.has_timestamp = true;
+        packet.timestamp = now_ns(CLOCK_BOOTTIME);
+        packet.trace_stats = &stats;
+        return trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
+
+}
+
+int recorder_append_annotations(Recorder *rec) {
+        int r = 0;
+
+        (void) pthread_mutex_lock(&rec->annotations_lock);
+        for (size_t i = 0; i < rec->n_annotations && r >= 0; i++)
+                r = service_tracks_append_instant(&rec->writer, rec->annotations[i].timestamp,
+                                                  rec->annotations[i].name);
+        rec->n_annotations = 0;
+        (void) pthread_mutex_unlock(&rec->annotations_lock);
+        return r;
+}
+
+void recorder_annotate(Recorder *rec, const char *name) {
+        (void) pthread_mutex_lock(&rec->annotations_lock);
+        if (rec->n_annotations < ELEMENTSOF(rec->annotations)) {
+                rec->annotations[rec->n_annotations].timestamp = now_ns(CLOCK_BOOTTIME);
+                rec->annotations[rec->n_annotations].name = name;
+                rec->n_annotations++;
+        }
+        (void) pthread_mutex_unlock(&rec->annotations_lock);
+}
+
+/* Writes what the process builder collected, if anything. */
+int recorder_append_process_tree(Recorder *rec) {
+        Tracebus__TracePacket packet = TRACEBUS__TRACE_PACKET__INIT;
+        Tracebus__ProcessTree tree;
+        int r;
+
+        r = process_tree_builder_retry_gone(rec->processes, /* force= */ false);
+        if (r < 0)
+                return r;
+        if (process_tree_builder_n_entries(rec->processes) == 0)
+                return 0;
+        tree = *process_tree_builder_tree(rec->processes);
+        tree.has_collection_end_timestamp = true;
+        tree.collection_end_timestamp = now_ns(CLOCK_BOOTTIME);
+        packet.has_timestamp = true;
+        packet.timestamp = tree.collection_end_timestamp;
+        packet.process_tree = &tree;
+        r = trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_PROCESSES);
+        process_tree_builder_reset(rec->processes);
+        return r;
+}
+
+/* Every process and thread alive when tracing started, so that threads which never
+ * fork or rename during the trace still have their names and processes. */
+int recorder_describe_all_processes(Recorder *rec) {
+        int r;
+
+        r = process_tree_builder_add_all(rec->processes);
+        if (r < 0)
+                log_warning_errno(r, "Failed to scan /proc, process names may be missing: %m");
+        return recorder_append_process_tree(rec);
+}
+
+int recorder_write_closing_packets(Recorder *rec) {
+        FtraceParserStats ps;
+        int r;
+
+        ftrace_parser_get_stats(rec->parser, &ps);
+        log_debug("Read %" PRIu64 " pages, %" PRIu64 " events.", ps.pages, ps.events);
+
+        /* Gone threads still waiting for the kernel's saved tables: a last look. */
+        r = process_tree_builder_retry_gone(rec->processes, /* force= */ true);
+        if (r > 0)
+                r = recorder_append_process_tree(rec);
+        if (r < 0)
+                return r;
+
+        r = recorder_sample_cpu_stats(rec);
+        if (r >= 0)
+                r = recorder_append_annotations(rec);
+        if (r >= 0)
+                r = service_tracks_append_instant(&rec->writer, now_ns(CLOCK_BOOTTIME), "stopped");
+        if (r >= 0)
+                r = recorder_append_periodic_snapshot(rec, /* force= */ true);
+        if (r >= 0)
+                r = append_trace_stats(rec);
+        if (r < 0)
+                return r;
+        r = append_ftrace_stats(rec, /* end= */ true);
+        if (r < 0)
+                return r;
+        r = recorder_append_service_event(rec, /* started= */ false, now_ns(CLOCK_BOOTTIME));
+        if (r < 0)
+                return r;
+        return recorder_flush_output(rec);
+}

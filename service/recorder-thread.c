@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <poll.h>
+
+#include "log.h"
+#include "recorder-local.h"
+#include "service-tracks.h"
+
+/* The worker thread. */
+
+/* Compressed, the bundle is packed into its own buffer and deflated from there into
+ * the writer's; otherwise packed straight into the writer's memory: one copy fewer. */
+static int pack_bundle(Recorder *rec, unsigned cpu) {
+        FtraceBundle *b = rec->bundles[cpu];
+        size_t n = ftrace_bundle_n_events(b), len, n_coded;
+        const DeflateSpan *coded;
+        const uint8_t *packed;
+        uint8_t *dst;
+        int r;
+
+        if (n == 0 && !ftrace_bundle_lost_events(b))
+                return 0;
+        if (rec->compress) {
+                r = ftrace_bundle_pack(b, &packed, &len);
+                if (r < 0)
+                        return r;
+                n_coded = ftrace_bundle_coded_spans(b, &coded);
+                r = trace_writer_append_ftrace_bundle_deflated(&rec->writer, packed, len, coded, n_coded, n);
+        } else {
+                r = ftrace_bundle_packed_size(b, &len);
+                if (r < 0)
+                        return r;
+                r = trace_writer_reserve_ftrace_bundle(&rec->writer, len, n, &dst);
+                if (r >= 0)
+                        ftrace_bundle_pack_into(b, dst);
+        }
+        if (r < 0)
+                return r;
+        rec->packed_events += n;
+        return 0;
+}
+
+/* Threads first seen in the events since the last pass: their names and processes. */
+static int describe_new_threads(Recorder *rec, unsigned cpu) {
+        const int32_t *pids;
+        size_t n = ftrace_bundle_take_pids(rec->bundles[cpu], &pids);
+
+        for (size_t i = 0; i < n; i++) {
+                int r = process_tree_builder_add_thread(rec->processes, pids[i]);
+                if (r < 0)
+                        return r;
+        }
+        n = ftrace_bundle_take_renamed(rec->bundles[cpu], &pids);
+        for (size_t i = 0; i < n; i++) {
+                int r = process_tree_builder_redescribe_thread(rec->processes, pids[i]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* Ends the CPU's current bundle: its new threads described, the bundle packed. */
+static int flush_bundle(Recorder *rec, unsigned cpu) {
+        int r = describe_new_threads(rec, cpu);
+        if (r < 0)
+                return r;
+        rec->bundle_pages[cpu] = 0;
+        return pack_bundle(rec, cpu);
+}
+
+/* Reads up to MAX_PAGES_PER_CPU_PER_PASS pages of one CPU. Returns 1 if more may be waiting.
+ *
+ * trace_pipe_raw hands out the page the kernel is still writing as soon as it holds
+ * anything, so a reader that goes on until EAGAIN while events keep coming chases the
+ * writer, one syscall per page holding an event or two. A page less than half full
+ * (after the first of a pass, which may be the rest of a page read last time) says we
+ * have caught up: the rest waits for the next period, as traced_probes does. */
+static int drain_cpu(Recorder *rec, unsigned cpu) {
+        for (unsigned i = 0; i < MAX_PAGES_PER_CPU_PER_PASS; i++) {
+                ssize_t n = read(rec->pipe_fds[cpu], rec->page, rec->page_size);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno == EAGAIN)
+                                return 0;
+                        return -errno;
+                }
+                if (n == 0)
+                        return 0;
+                /* Events lost before this page: the loss starts a bundle of its own, so that
+                 * lost_events marks the place where it happened, as traced_probes does. */
+                if (ftrace_parser_page_lost_events(rec->parser, rec->page, (size_t) n) > 0 &&
+                    ftrace_bundle_n_events(rec->bundles[cpu]) > 0) {
+                        int r = flush_bundle(rec, cpu);
+                        if (r < 0)
+                                return r;
+                }
+                /* A damaged page is recorded as an FtraceError in the bundle; go on. */
+                (void) ftrace_parser_parse_page(rec->parser, rec->page, (size_t) n, rec->bundles[cpu]);
+                /* Bundles small next to the service's buffer, so a ring keeps close to its size. */
+                if (++rec->bundle_pages[cpu] >= rec->pages_per_bundle) {
+                        int r = flush_bundle(rec, cpu);
+                        if (r < 0)
+                                return r;
+                }
+                if (i > 0 && ftrace_parser_page_data_size(rec->parser, rec->page, (size_t) n) < (ssize_t) (rec->page_size / 2))
+                        return 0;
+        }
+        return 1;
+}
+
+static int drain_all(Recorder *rec) {
+        bool more;
+        int r;
+
+        do {
+                more = false;
+                for (unsigned cpu = 0; cpu < rec->n_cpus; cpu++) {
+                        r = drain_cpu(rec, cpu);
+                        if (r < 0)
+                                return r;
+                        more = more || r > 0;
+                        r = flush_bundle(rec, cpu);
+                        if (r < 0)
+                                return r;
+                }
+        } while (more);
+        return recorder_append_process_tree(rec);
+}
+
+int recorder_flush_output(Recorder *rec) {
+        int r = trace_writer_flush(&rec->writer);
+
+        rec->last_write_ns = now_ns(CLOCK_MONOTONIC);
+        recorder_publish_stats(rec);
+        return r;
+}
+
+static bool write_due(Recorder *rec) {
+        if (rec->writer.mode != TRACE_WRITER_STREAM)
+                return false;
+        if (trace_writer_pending(&rec->writer) >= rec->write_threshold)
+                return true;
+        return rec->write_period_ns != UINT64_MAX &&
+               now_ns(CLOCK_MONOTONIC) - rec->last_write_ns >= rec->write_period_ns;
+}
+
+static bool wait_for_stop(Recorder *rec) {
+        struct pollfd p = { .fd = rec->stop_fd, .events = POLLIN };
+        uint64_t v;
+
+        if (poll(&p, 1, (int) rec->drain_period_ms) <= 0)
+                return false;
+        return read(rec->stop_fd, &v, sizeof(v)) == sizeof(v);
+}
+
+static void finish(Recorder *rec, RecorderEnd end, int error) {
+        uint64_t one = 1;
+
+        rec->end = end;
+        rec->error = error;
+        (void) write(rec->done_fd, &one, sizeof(one));
+}
+
+static RecorderEnd end_for_write_error(int r) {
+        return r == -EFBIG ? RECORDER_END_SIZE_REACHED : RECORDER_END_OUTPUT_ERROR;
+}
+
+void *recorder_thread_main(void *userdata) {
+        Recorder *rec = userdata;
+        int r;
+
+        /* The opening packets go out at once, from this thread: a write to a passed fd
+         * may block, and the event loop must not. The file is a valid trace from here on. */
+        r = recorder_describe_all_processes(rec);
+        if (r >= 0)
+                r = recorder_flush_output(rec);
+        if (r < 0)
+                return finish(rec, end_for_write_error(r), r), NULL;
+
+        for (;;) {
+                bool stopping = wait_for_stop(rec);
+
+                /* Sampled before the drain: the fill is at its highest then. */
+                r = recorder_sample_cpu_stats(rec);
+                if (r >= 0)
+                        r = recorder_append_annotations(rec);
+                if (r >= 0)
+                        r = recorder_append_periodic_snapshot(rec, /* force= */ false);
+                if (r >= 0)
+                        r = drain_all(rec);
+                if (r < 0) {
+                        /* What was read so far still makes a complete trace. */
+                        log_error_errno(r, "Failed to read the kernel's trace buffers, ending the session: %m");
+                        (void) recorder_write_closing_packets(rec);
+                        return finish(rec, RECORDER_END_READ_ERROR, r), NULL;
+                }
+                recorder_publish_stats(rec);
+                if (stopping)
+                        break;
+                if (!write_due(rec))
+                        continue;
+                r = service_tracks_append_instant(&rec->writer, now_ns(CLOCK_BOOTTIME), "periodic write");
+                if (r >= 0)
+                        r = recorder_flush_output(rec);
+                if (r < 0)
+                        return finish(rec, end_for_write_error(r), r), NULL;
+        }
+
+        r = recorder_write_closing_packets(rec);
+        finish(rec, r < 0 ? end_for_write_error(r) : RECORDER_END_STOPPED, r < 0 ? r : 0);
+        return NULL;
+}
