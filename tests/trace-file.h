@@ -2,12 +2,11 @@
 #pragma once
 
 /*
- * Reading trace files in tests. A trace file is a serialized Perfetto Trace:
- * a concatenation of (0x0A, varint length, TracePacket bytes). The reader
- * splits that framing, unpacks every packet with protobuf-c (inflating compressed_packets
- * with zlib, as trace_processor does, and reading the packets inside) and summarises
- * what the bus tests assert on. Torn or invalid files are an error, never a
- * crash.
+ * GLib conveniences over libtracebus's trace reader (lib/include/trace-reader.h) for
+ * the tests: a summary of what the bus tests assert on (every packet unpacked,
+ * compressed_packets inflated in their place, as trace_processor does), zlib
+ * inflation as GBytes, and protoc --decode. Torn or invalid files are an error
+ * (G_IO_ERROR_INVALID_DATA), never a crash.
  */
 
 #include <glib.h>
@@ -38,8 +37,8 @@ typedef struct {
         GHashTable *seen_sequences;
 } TbTraceSummary;
 
-/* Inflates a zlib stream (RFC 1950) with zlib, through GIO, as trace_processor inflates
- * compressed_packets: NULL and an error when it is not one whole stream, nothing after. */
+/* Inflates a zlib stream (RFC 1950) with zlib (trace_zlib_inflate()), as trace_processor
+ * inflates compressed_packets: NULL and an error when it is not one whole stream, nothing after. */
 GBytes *tb_zlib_inflate(const guint8 *data, gsize len, GError **error);
 /* The same, for unit tests: a stream that does not inflate fails the test. */
 GBytes *tb_zlib_inflate_or_fail(const guint8 *data, gsize len);
