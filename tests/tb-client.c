@@ -939,53 +939,34 @@ void assert_trace_complete(const TbTraceSummary *s) {
         g_assert_cmpuint(s->n_sched_switch + s->n_compact_switch, >, 0);
 }
 
-static bool read_varint(const guint8 *p, gsize len, gsize *pos, guint64 *ret) {
-        guint64 v = 0;
+typedef struct {
+        bool tracing_disabled, end_stats;
+} Closing;
 
-        for (unsigned shift = 0; shift < 64; shift += 7) {
-                guint8 b;
-                if (*pos >= len)
-                        return false;
-                b = p[(*pos)++];
-                v |= (guint64) (b & 0x7f) << shift;
-                if (!(b & 0x80)) {
-                        *ret = v;
-                        return true;
-                }
-        }
-        return false;
+static void closing_packet(const Tracebus__TracePacket *p, const TraceRawPacket *raw, guint index, gpointer userdata) {
+        Closing *c = userdata;
+
+        if (p->service_event && p->service_event->has_tracing_disabled && p->service_event->tracing_disabled)
+                c->tracing_disabled = true;
+        if (p->ftrace_stats && p->ftrace_stats->has_phase &&
+            p->ftrace_stats->phase == TRACEBUS__FTRACE_STATS__PHASE__END_OF_TRACE)
+                c->end_stats = true;
 }
 
 bool trace_closing_packets(const char *path, bool *ret_tracing_disabled, bool *ret_end_stats, GError **error) {
         g_autofree guint8 *data = NULL;
-        gsize len, pos = 0;
+        Closing c = {};
+        gsize len;
 
         *ret_tracing_disabled = *ret_end_stats = false;
         if (!g_file_get_contents(path, (char **) &data, &len, error))
                 return false;
-        while (pos < len) {
-                guint64 tag = 0, plen = 0;
-                Tracebus__TracePacket *p;
-
-                if (!read_varint(data, len, &pos, &tag) || tag != 0x0A || !read_varint(data, len, &pos, &plen) ||
-                    plen > len - pos) {
-                        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, "%s: bad framing at %" G_GSIZE_FORMAT,
-                                    path, pos);
-                        return false;
-                }
-                p = tracebus__trace_packet__unpack(NULL, (size_t) plen, data + pos);
-                if (!p) {
-                        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, "%s: a packet does not unpack", path);
-                        return false;
-                }
-                if (p->service_event && p->service_event->has_tracing_disabled && p->service_event->tracing_disabled)
-                        *ret_tracing_disabled = true;
-                if (p->ftrace_stats && p->ftrace_stats->has_phase &&
-                    p->ftrace_stats->phase == TRACEBUS__FTRACE_STATS__PHASE__END_OF_TRACE)
-                        *ret_end_stats = true;
-                tracebus__trace_packet__free_unpacked(p, NULL);
-                pos += (gsize) plen;
+        if (!tb_trace_foreach_packet(data, len, closing_packet, &c, NULL, error)) {
+                g_prefix_error(error, "%s: ", path);
+                return false;
         }
+        *ret_tracing_disabled = c.tracing_disabled;
+        *ret_end_stats = c.end_stats;
         return true;
 }
 

@@ -12,6 +12,7 @@
 
 #include "ftrace-parser.h"
 #include "trace-file.h"
+#include "trace-reader.h"
 #include "trace.pb-c.h"
 
 #define PAGE_SIZE_4K 4096
@@ -1267,16 +1268,6 @@ static void test_compact_waking_values(void) {
         check_compact_wakings(old, 40, 36);
 }
 
-static gsize read_varint_at(const guint8 *p, gsize *len) {
-        gsize v = 0, n = 0;
-
-        do
-                v |= (gsize) (p[n] & 0x7f) << (7 * n);
-        while (p[n++] & 0x80);
-        *len = n;
-        return v;
-}
-
 /* The spans a compressor codes: in compact bundles exactly the columns other than the
  * timestamps, each a whole field; in full ones the events. Deflated with them, the
  * bundles inflate back, bit for bit, with zlib. (These pages are a light workload: what
@@ -1302,17 +1293,17 @@ static void check_coded_spans(FtraceParser *p, int cpu, bool compact) {
                 g_assert_cmpuint(spans[0].end, <, len);
         }
         for (size_t i = 0; compact && i < n; i++) {
-                gsize tag_len, len_len, field_len = read_varint_at(buf + spans[i].start, &tag_len);
-                guint field = (guint) (field_len >> 3);
+                const uint8_t *q = buf + spans[i].start;
+                TraceField f;
 
                 /* A length-delimited CompactSched column, not a timestamp one, whole. */
-                g_assert_cmpuint(field_len & 7, ==, 2);
-                g_assert_true(field != 1 && field != 5 && field != 7 && field <= 12);
-                g_assert_false(seen & (1u << field));
-                seen |= 1u << field;
-                field_len = read_varint_at(buf + spans[i].start + tag_len, &len_len);
-                g_assert_cmpuint(spans[i].end, ==, spans[i].start + tag_len + len_len + field_len);
                 g_assert_cmpuint(spans[i].end, <=, len);
+                g_assert_cmpint(trace_field_next(&q, buf + len, &f), ==, 1);
+                g_assert_cmpint(f.wire_type, ==, TRACE_WIRE_LEN);
+                g_assert_true(f.number != 1 && f.number != 5 && f.number != 7 && f.number <= 12);
+                g_assert_false(seen & (1u << f.number));
+                seen |= 1u << f.number;
+                g_assert_cmpuint(spans[i].end, ==, spans[i].start + f.framed_len);
                 if (i > 0)
                         g_assert_cmpuint(spans[i].start, >=, spans[i - 1].end);
         }

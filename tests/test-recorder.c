@@ -57,6 +57,7 @@
 #include "system-bus.h"
 #include "tb-client.h"
 #include "trace-file.h"
+#include "trace-reader.h"
 #include "trace.pb-c.h"
 
 #define TRACEFS "/sys/kernel/tracing"
@@ -174,105 +175,25 @@ static void verdict(void) {
 }
 
 /* ===================================================================== */
-/* Raw protobuf                                                           */
+/* Raw protobuf: libtracebus's field walker (lib/include/trace-reader.h)  */
 /* ===================================================================== */
 
-typedef struct {
-        guint32 field;
-        int wt;
-        guint64 v;           /* varint, fixed32, fixed64 */
-        const guint8 *data;  /* length-delimited */
-        gsize len;
-} PbField;
-
-static bool pb_varint(const guint8 **p, const guint8 *end, guint64 *ret) {
-        guint64 v = 0;
-
-        for (unsigned shift = 0; shift < 64 && *p < end; shift += 7) {
-                guint8 b = *(*p)++;
-                v |= (guint64) (b & 0x7f) << shift;
-                if (!(b & 0x80)) {
-                        *ret = v;
-                        return true;
-                }
-        }
-        return false;
-}
-
-/* 1: a field in *f; 0: the end; -1: malformed. */
-static int pb_next(const guint8 **p, const guint8 *end, PbField *f) {
-        guint64 key, len;
-
-        if (*p >= end)
-                return 0;
-        if (!pb_varint(p, end, &key))
-                return -1;
-        *f = (PbField) { .field = (guint32) (key >> 3), .wt = (int) (key & 7) };
-        switch (f->wt) {
-        case 0:
-                return pb_varint(p, end, &f->v) ? 1 : -1;
-        case 1:
-                if (end - *p < 8)
-                        return -1;
-                memcpy(&f->v, *p, 8);
-                *p += 8;
-                return 1;
-        case 5: {
-                guint32 v32;
-                if (end - *p < 4)
-                        return -1;
-                memcpy(&v32, *p, 4);
-                f->v = v32;
-                *p += 4;
-                return 1;
-        }
-        case 2:
-                if (!pb_varint(p, end, &len) || len > (guint64) (end - *p))
-                        return -1;
-                f->data = *p;
-                f->len = (gsize) len;
-                *p += len;
-                return 1;
-        default:
-                return -1;
-        }
-}
-
-/* The last varint of field in msg (proto semantics: the last one wins). */
-static bool raw_varint(const guint8 *msg, gsize len, guint32 field, guint64 *ret) {
-        const guint8 *p = msg, *end = msg + len;
-        PbField f;
-        bool found = false;
-
-        while (pb_next(&p, end, &f) > 0)
-                if (f.field == field && f.wt == 0) {
-                        *ret = f.v;
-                        found = true;
-                }
-        return found;
-}
-
 static bool raw_int(const guint8 *msg, gsize len, guint32 field, gint64 *ret) {
-        guint64 v;
+        TraceField f;
 
-        if (!raw_varint(msg, len, field, &v))
+        if (trace_field_find(msg, len, field, TRACE_WIRE_VARINT, &f) <= 0)
                 return false;
-        *ret = (gint64) v;
+        *ret = (gint64) f.value;
         return true;
 }
 
-/* A copy of string field, or NULL. */
+/* A copy of string field (the last one), or NULL. */
 static char *raw_str(const guint8 *msg, gsize len, guint32 field) {
-        const guint8 *p = msg, *end = msg + len;
-        PbField f;
-        char *s = NULL;
+        TraceField f;
 
-        while (pb_next(&p, end, &f) > 0)
-                if (f.field == field && f.wt == 2) {
-                        g_free(s);
-                        s = g_strndup((const char *) f.data, f.len);
-                }
-        return s;
+        if (trace_field_find(msg, len, field, TRACE_WIRE_LEN, &f) <= 0)
+                return NULL;
+        return g_strndup((const char *) f.data, f.len);
 }
 
 /* ===================================================================== */
@@ -316,7 +237,7 @@ typedef struct {
         GArray *evs;      /* Ev, file order */
         bool torn;
         guint n_cpus;
-        GPtrArray *inflated;  /* GBytes of compressed_packets, which packets point into */
+        TraceReader reader;   /* holds the inflated compressed_packets, which packets point into */
         guint n_compressed;   /* packets of compressed_packets */
         guint64 bundle_field_bytes[16]; /* bytes per FtraceEventBundle field (15: others) */
         guint64 event_field_bytes[8];   /* bytes per FtraceEvent field 1..6 (7: the event message) */
@@ -329,7 +250,7 @@ static void trace_clear(Trace *t) {
         g_clear_pointer(&t->pkts, g_array_unref);
         g_clear_pointer(&t->bundles, g_array_unref);
         g_clear_pointer(&t->evs, g_array_unref);
-        g_clear_pointer(&t->inflated, g_ptr_array_unref);
+        trace_reader_done(&t->reader);
         g_clear_pointer(&t->data, g_free);
         g_clear_pointer(&t->path, g_free);
 }
@@ -341,16 +262,13 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Trace, trace_clear)
 
 /* The raw bytes of the FtraceEventBundle of a packet. */
 static bool packet_bundle_bytes(const Pkt *k, const guint8 **ret, gsize *ret_len) {
-        const guint8 *p = k->raw, *end = k->raw + k->raw_len;
-        PbField f;
+        TraceField f;
 
-        while (pb_next(&p, end, &f) > 0)
-                if (f.field == 1 && f.wt == 2) {
-                        *ret = f.data;
-                        *ret_len = f.len;
-                        return true;
-                }
-        return false;
+        if (trace_field_find(k->raw, k->raw_len, 1, TRACE_WIRE_LEN, &f) <= 0)
+                return false;
+        *ret = f.data;
+        *ret_len = f.len;
+        return true;
 }
 
 static void add_bundle(Trace *t, guint pi) {
@@ -359,40 +277,42 @@ static void add_bundle(Trace *t, guint pi) {
         Bundle bd = { .pkt = pi, .b = b, .first_ev = t->evs->len, .min_ts = G_MAXUINT64 };
         const guint8 *bp, *p, *end;
         gsize blen;
-        PbField f;
+        TraceField f;
         guint idx = 0;
 
         if (packet_bundle_bytes(k, &bp, &blen)) {
                 p = bp;
                 end = bp + blen;
-                while (pb_next(&p, end, &f) > 0) {
+                while (trace_field_next(&p, end, &f) > 0) {
                         const guint8 *q, *qend;
-                        PbField g;
+                        TraceField g;
                         Ev ev = { .cpu = b->cpu, .pkt = pi, .bundle = t->bundles->len };
                         guint nf = 0;
 
-                        t->bundle_field_bytes[MIN(f.field, 15u)] += f.wt == 2 ? f.len : 8;
-                        if (f.field != 2 || f.wt != 2)
+                        t->bundle_field_bytes[MIN(f.number, 15u)] += f.wire_type == TRACE_WIRE_LEN ? f.len : 8;
+                        if (f.number != 2 || f.wire_type != TRACE_WIRE_LEN)
                                 continue;
                         q = f.data;
                         qend = f.data + f.len;
                         ev.order_ok = true;
-                        while (pb_next(&q, qend, &g) > 0) {
-                                if (nf == 0 && g.field != 1)
+                        while (trace_field_next(&q, qend, &g) > 0) {
+                                bool is_len = g.wire_type == TRACE_WIRE_LEN;
+
+                                if (nf == 0 && g.number != 1)
                                         ev.order_ok = false;
-                                if (nf == 1 && g.field != 2)
+                                if (nf == 1 && g.number != 2)
                                         ev.order_ok = false;
                                 nf++;
-                                t->event_field_bytes[g.field >= 3 && g.wt == 2 ? 7 : MIN(g.field, 6u)] +=
-                                        g.wt == 2 ? g.len : 8;
-                                if (g.field == 1 && g.wt == 0) {
-                                        ev.ts = g.v;
+                                t->event_field_bytes[g.number >= 3 && is_len ? 7 : MIN(g.number, 6u)] +=
+                                        is_len ? g.len : 8;
+                                if (g.number == 1 && g.wire_type == TRACE_WIRE_VARINT) {
+                                        ev.ts = g.value;
                                         ev.has_ts = true;
-                                } else if (g.field == 2 && g.wt == 0) {
-                                        ev.pid = (guint32) g.v;
+                                } else if (g.number == 2 && g.wire_type == TRACE_WIRE_VARINT) {
+                                        ev.pid = (guint32) g.value;
                                         ev.has_pid = true;
-                                } else if (g.wt == 2 && g.field >= 3) {
-                                        ev.kind = g.field;
+                                } else if (is_len && g.number >= 3) {
+                                        ev.kind = g.number;
                                         ev.payload = g.data;
                                         ev.payload_len = g.len;
                                 }
@@ -431,65 +351,42 @@ static void add_bundle(Trace *t, guint pi) {
         g_array_append_val(t->bundles, bd);
 }
 
-static gsize load_packets(Trace *t, const guint8 *data, gsize len, gsize file_offset, bool inflated);
+static void add_packet(Trace *t, const TraceRawPacket *raw) {
+        Pkt k = { .raw = raw->data, .raw_len = raw->len, .offset = raw->offset };
 
-/* The packets inside a compressed_packets, inflated with zlib as trace_processor does;
- * they count as packets of the file at the outer packet's offset. */
-static void load_compressed(Trace *t, const Tracebus__TracePacket *p, gsize file_offset) {
-        g_autoptr(GError) error = NULL;
-        GBytes *inner = tb_zlib_inflate(p->compressed_packets.data, p->compressed_packets.len, &error);
-        const guint8 *data;
-        gsize len;
-
-        t->n_compressed++;
-        if (!inner) {
-                shortfall("%s: the compressed_packets at offset %" G_GSIZE_FORMAT " do not inflate: %s", t->path,
-                          file_offset, error->message);
+        if (trace_packet_unpack(raw, &k.p) < 0) {
+                shortfall("%s: packet %u at offset %" G_GSIZE_FORMAT " does not unpack as a TracePacket", t->path,
+                          t->pkts->len, k.offset);
                 return;
         }
-        g_ptr_array_add(t->inflated, inner);
-        data = g_bytes_get_data(inner, &len);
-        if (load_packets(t, data, len, file_offset, true) != len)
-                shortfall("%s: the compressed_packets at offset %" G_GSIZE_FORMAT " hold a torn packet", t->path,
-                          file_offset);
+        g_array_append_val(t->pkts, k);
+        if (k.p->system_info && k.p->system_info->has_num_cpus)
+                t->n_cpus = k.p->system_info->num_cpus;
+        if (k.p->ftrace_events)
+                add_bundle(t, t->pkts->len - 1);
 }
 
-/* Appends the whole packets of @data; returns where they end. */
-static gsize load_packets(Trace *t, const guint8 *data, gsize len, gsize file_offset, bool inflated) {
-        gsize pos = 0;
+/* Appends the whole packets of the file, those inside compressed_packets inflated with
+ * zlib in their place, as trace_processor reads them (they count as packets of the file
+ * at the outer packet's offset). Returns where the whole packets end. */
+static gsize load_packets(Trace *t) {
+        TraceRawPacket raw;
+        int r;
 
-        while (pos < len) {
-                const guint8 *p = data + pos, *end = data + len;
-                PbField f;
-                Pkt k = { .offset = inflated ? file_offset : pos };
-
-                if (pb_next(&p, end, &f) <= 0 || f.field != 1 || f.wt != 2)
-                        break;
-                k.raw = f.data;
-                k.raw_len = f.len;
-                k.p = tracebus__trace_packet__unpack(NULL, f.len, f.data);
-                if (!k.p) {
-                        shortfall("%s: packet %u at offset %" G_GSIZE_FORMAT " does not unpack as a TracePacket",
-                                  t->path, t->pkts->len, k.offset);
-                        return len;
-                }
-                pos = (gsize) (p - data);
-                if (k.p->has_compressed_packets) {
-                        /* Perfetto's service writes them alone in their packet, never nested. */
-                        if (inflated)
-                                shortfall("%s: compressed_packets inside compressed_packets", t->path);
-                        else
-                                load_compressed(t, k.p, k.offset);
-                        tracebus__trace_packet__free_unpacked(k.p, NULL);
+        trace_reader_init(&t->reader, t->data, t->len, 0);
+        while ((r = trace_reader_next(&t->reader, &raw)) != 0) {
+                if (r == -EPROTO) {
+                        shortfall("%s: compressed_packets before offset %" G_GSIZE_FORMAT
+                                  " do not inflate, hold a torn packet or nest compressed_packets",
+                                  t->path, trace_reader_offset(&t->reader));
                         continue;
                 }
-                g_array_append_val(t->pkts, k);
-                if (k.p->system_info && k.p->system_info->has_num_cpus)
-                        t->n_cpus = k.p->system_info->num_cpus;
-                if (k.p->ftrace_events)
-                        add_bundle(t, t->pkts->len - 1);
+                if (r < 0)
+                        break;
+                add_packet(t, &raw);
         }
-        return pos;
+        t->n_compressed = t->reader.n_compressed;
+        return trace_reader_offset(&t->reader);
 }
 
 /* Reads the file. A torn tail (a file read while recording) is allowed with
@@ -505,8 +402,7 @@ static void trace_load(const char *path, bool allow_torn, Trace *t) {
         t->pkts = g_array_new(FALSE, TRUE, sizeof(Pkt));
         t->bundles = g_array_new(FALSE, TRUE, sizeof(Bundle));
         t->evs = g_array_new(FALSE, TRUE, sizeof(Ev));
-        t->inflated = g_ptr_array_new_with_free_func((GDestroyNotify) g_bytes_unref);
-        pos = load_packets(t, t->data, t->len, 0, false);
+        pos = load_packets(t);
         t->torn = pos < t->len;
         if (t->torn && !allow_torn)
                 shortfall("%s: the file is torn at offset %" G_GSIZE_FORMAT " of %" G_GSIZE_FORMAT

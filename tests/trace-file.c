@@ -136,7 +136,8 @@ static bool reader_error(int r, const TraceReader *reader, guint index, GError *
         return false;
 }
 
-static bool parse_packets(TraceReader *reader, TbTraceSummary *s, GError **error) {
+static bool foreach_packet(TraceReader *reader, TbPacketFunc fn, gpointer userdata, gsize *ret_whole_len,
+                           GError **error) {
         TraceRawPacket k;
         guint index = 0;
         int r;
@@ -151,14 +152,31 @@ static bool parse_packets(TraceReader *reader, TbTraceSummary *s, GError **error
                                     k.offset, index, k.len);
                         return false;
                 }
-                summarise_packet(s, p, index++);
+                fn(p, &k, index++, userdata);
                 tracebus__trace_packet__free_unpacked(p, NULL);
+                if (ret_whole_len)
+                        *ret_whole_len = trace_reader_offset(reader);
         }
         if (r < 0)
                 return reader_error(r, reader, index, error);
-        s->n_compressed_packets = reader->n_compressed;
-        s->n_inflated_bytes = reader->n_inflated_bytes;
         return true;
+}
+
+bool tb_trace_foreach_packet(const guint8 *data, gsize len, TbPacketFunc fn, gpointer userdata, gsize *ret_whole_len,
+                             GError **error) {
+        TraceReader reader;
+        bool ok;
+
+        if (ret_whole_len)
+                *ret_whole_len = 0;
+        trace_reader_init(&reader, data, len, 0);
+        ok = foreach_packet(&reader, fn, userdata, ret_whole_len, error);
+        trace_reader_done(&reader);
+        return ok;
+}
+
+static void summarise_one(const Tracebus__TracePacket *p, const TraceRawPacket *raw, guint index, gpointer userdata) {
+        summarise_packet(userdata, p, index);
 }
 
 bool tb_trace_parse(const guint8 *data, gsize len, TbTraceSummary *ret, GError **error) {
@@ -168,7 +186,9 @@ bool tb_trace_parse(const guint8 *data, gsize len, TbTraceSummary *ret, GError *
 
         summary_init(&s);
         trace_reader_init(&reader, data, len, 0);
-        ok = parse_packets(&reader, &s, error);
+        ok = foreach_packet(&reader, summarise_one, &s, NULL, error);
+        s.n_compressed_packets = reader.n_compressed;
+        s.n_inflated_bytes = reader.n_inflated_bytes;
         trace_reader_done(&reader);
         if (!ok) {
                 tb_trace_summary_clear(&s);

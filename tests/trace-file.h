@@ -12,6 +12,8 @@
 #include <glib.h>
 #include <stdbool.h>
 
+#include "trace-reader.h"
+
 typedef struct {
         guint n_packets;         /* not counting those that hold compressed_packets */
         guint n_compressed_packets;  /* packets of compressed_packets, each inflated */
@@ -42,6 +44,15 @@ typedef struct {
 GBytes *tb_zlib_inflate(const guint8 *data, gsize len, GError **error);
 /* The same, for unit tests: a stream that does not inflate fails the test. */
 GBytes *tb_zlib_inflate_or_fail(const guint8 *data, gsize len);
+
+/* Calls fn on every packet of the trace, unpacked, compressed_packets inflated in their
+ * place. False with G_IO_ERROR_INVALID_DATA at the first packet that is torn, does not
+ * unpack or does not inflate; ret_whole_len (may be NULL) is where the whole outer
+ * packets read end. */
+typedef void (*TbPacketFunc)(const Tracebus__TracePacket *p, const TraceRawPacket *raw, guint index,
+                             gpointer userdata);
+bool tb_trace_foreach_packet(const guint8 *data, gsize len, TbPacketFunc fn, gpointer userdata,
+                             gsize *ret_whole_len, GError **error);
 
 bool tb_trace_parse(const guint8 *data, gsize len, TbTraceSummary *ret, GError **error);
 bool tb_trace_file_read(const char *path, TbTraceSummary *ret, GError **error);
