@@ -3,14 +3,12 @@
 
 #include <assert.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
 
+#include "fd-util.h"
 #include "macro.h"
 
 /* TODO(merge): pb-wire.h — this is pb_varint_decode() of lib/include/pb-wire.h, here until
@@ -307,38 +305,8 @@ int trace_packet_unpack(const TraceRawPacket *packet, Tracebus__TracePacket **re
 }
 
 int trace_file_load(const char *path, uint8_t **ret, size_t *ret_len) {
-        _cleanup_close_ int fd = -EBADF;
-        _cleanup_free_ uint8_t *buf = NULL;
-        size_t size = 65536, used = 0;
-
         assert(path && ret && ret_len);
 
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        buf = malloc(size);
-        if (!buf)
-                return -ENOMEM;
-        for (;;) {
-                ssize_t n;
-
-                if (used == size) {
-                        uint8_t *b = realloc(buf, size * 2);
-                        if (!b)
-                                return -ENOMEM;
-                        buf = b;
-                        size *= 2;
-                }
-                n = read(fd, buf + used, size - used);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                if (n == 0)
-                        break;
-                used += (size_t) n;
-        }
-        *ret = TAKE_PTR(buf);
-        *ret_len = used;
-        return 0;
+        /* A trace may be as large as the address space allows. */
+        return read_full_file(path, SIZE_MAX - 1, (char **) ret, ret_len);
 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "ftrace-fixture.h"
 #include "trace-file.h"
 #include "trace-reader.h"
 #include "trace-writer.h"
@@ -567,8 +568,93 @@ static void test_file_load(void) {
         g_assert_cmpint(g_rmdir(dir), ==, 0);
 }
 
+/* ---- the captured kernel pages (tests/fixtures/ftrace) ---- */
+
+/* Writes the fixture's pages, one bundle per CPU (compact or full), plainly or deflated
+ * with the parser's own coded spans, as the recorder does. */
+static GBytes *fixture_trace(bool compact, bool deflated, GPtrArray *bundles) {
+        FtraceParser *parser = parser_new_from_fixtures(NULL);
+        Tracebus__TracePacket p = TRACEBUS__TRACE_PACKET__INIT;
+        Tracebus__SystemInfo info = TRACEBUS__SYSTEM_INFO__INIT;
+        int fd = memfd_create("fixture", MFD_CLOEXEC);
+        GBytes *out;
+        TraceWriter w;
+
+        trace_writer_init(&w, fd, TRACE_WRITER_STREAM, 0, 0);
+        p.system_info = &info;
+        g_assert_cmpint(trace_writer_append_meta(&w, &p, TRACE_SEQUENCE_FTRACE), ==, 0);
+        for (int cpu = 0; cpu < N_CPUS; cpu++) {
+                FtraceBundle *b = NULL;
+                const DeflateSpan *spans;
+                const uint8_t *buf;
+                size_t len, n_spans;
+
+                g_assert_cmpint(ftrace_bundle_new((uint32_t) cpu, compact, &b), ==, 0);
+                for (size_t i = 0; i < cpu_n_pages(cpu); i++)
+                        g_assert_cmpint(ftrace_parser_parse_page(parser, cpu_page(cpu, i), PAGE_SIZE_4K, b), >=, 0);
+                g_assert_cmpint(ftrace_bundle_pack(b, &buf, &len), ==, 0);
+                g_ptr_array_add(bundles, g_bytes_new(buf, len));
+                n_spans = ftrace_bundle_coded_spans(b, &spans);
+                if (deflated)
+                        g_assert_cmpint(trace_writer_append_ftrace_bundle_deflated(&w, buf, len, spans, n_spans,
+                                                                                    ftrace_bundle_n_events(b)), ==, 0);
+                else
+                        g_assert_cmpint(trace_writer_append_ftrace_bundle(&w, buf, len, ftrace_bundle_n_events(b)),
+                                        ==, 0);
+                ftrace_bundle_free(b);
+        }
+        g_assert_cmpint(trace_writer_flush(&w), ==, 0);
+        trace_writer_done(&w);
+        ftrace_parser_free(parser);
+        out = memfd_contents(fd);
+        close(fd);
+        return out;
+}
+
+/* Every bundle comes back bit for bit, inflated or not, and unpacks. */
+static void test_fixture_pages(void) {
+        for (guint mode = 0; mode < 4; mode++) {
+                bool compact = mode & 1, deflated = mode & 2;
+                g_autoptr(GPtrArray) bundles = g_ptr_array_new_with_free_func((GDestroyNotify) g_bytes_unref);
+                g_autoptr(GBytes) t = fixture_trace(compact, deflated, bundles);
+                gsize len;
+                const guint8 *d = g_bytes_get_data(t, &len);
+                TraceReader r;
+                TraceRawPacket k;
+                guint n = 0;
+                int q;
+
+                trace_reader_init(&r, d, len, 0);
+                while ((q = trace_reader_next(&r, &k)) > 0) {
+                        Tracebus__TracePacket *p = NULL;
+                        TraceField f;
+
+                        g_assert_cmpint(trace_packet_unpack(&k, &p), ==, 0);
+                        if (p->ftrace_events) {
+                                g_assert_cmpuint(n, <, bundles->len);
+                                g_assert_true(k.inflated == deflated);
+                                g_assert_cmpint(trace_field_find(k.data, k.len, 1, TRACE_WIRE_LEN, &f), ==, 1);
+                                g_assert_cmpmem(f.data, f.len, g_bytes_get_data(bundles->pdata[n], NULL),
+                                                g_bytes_get_size(bundles->pdata[n]));
+                                g_assert_cmpuint(p->ftrace_events->cpu, ==, n);
+                                g_assert_true(compact ? p->ftrace_events->compact_sched != NULL
+                                                      : p->ftrace_events->n_event > 0);
+                                n++;
+                        }
+                        tracebus__trace_packet__free_unpacked(p, NULL);
+                }
+                g_assert_cmpint(q, ==, 0);
+                g_assert_cmpuint(n, ==, N_CPUS);
+                g_assert_cmpuint(r.n_compressed, ==, deflated ? N_CPUS : 0);
+                trace_reader_done(&r);
+        }
+}
+
 int main(int argc, char **argv) {
+        int r;
+
         g_test_init(&argc, &argv, NULL);
+        fixture_load();
         g_test_add_data_func("/trace-file/good/full", GINT_TO_POINTER(0), test_good);
         g_test_add_data_func("/trace-file/good/compact", GINT_TO_POINTER(1), test_good);
         g_test_add_func("/trace-file/unflagged-first", test_unflagged_first);
@@ -584,5 +670,8 @@ int main(int argc, char **argv) {
         g_test_add_func("/trace-reader/truncated", test_truncated);
         g_test_add_func("/trace-reader/corrupt", test_corrupt);
         g_test_add_func("/trace-reader/file-load", test_file_load);
-        return g_test_run();
+        g_test_add_func("/trace-reader/fixture-pages", test_fixture_pages);
+        r = g_test_run();
+        fixture_unload();
+        return r;
 }
