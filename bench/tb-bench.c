@@ -15,8 +15,8 @@
  *   tb-bench record --config FILE --out FILE             Start with that text config and an
  *                                                        Output fd; Stop at EOF on stdin
  *   tb-bench analyze FILE                                bytes per event by kind, first event
- *                                                        (of a trace without compressed_packets:
- *                                                        bench/run inflates them first)
+ *                                                        (compressed_packets inflated in their
+ *                                                        place by libtracebus's trace reader)
  *   tb-bench control --runs N --full-runs M --dir DIR    control-plane latencies
  *
  * Every subcommand prints one JSON object on stdout.
@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "trace-reader.h"
 #include "trace.pb-c.h"
 #include "tracebus-bus.h"
 
@@ -381,160 +382,112 @@ typedef struct Analysis {
         uint64_t first_event_ts, first_started_ts;
 } Analysis;
 
-static size_t varint_size(uint64_t v) {
-        size_t n = 1;
+/* The bytes of the compact_sched columns as the file has them: each field whole, its key
+ * and length included. */
+static void analyze_compact_bytes(const uint8_t *bundle, size_t len, Analysis *a) {
+        const uint8_t *p, *end;
+        TraceField c, f;
 
-        while (v >= 0x80) {
-                v >>= 7;
-                n++;
+        if (trace_field_find(bundle, len, 4, TRACE_WIRE_LEN, &c) <= 0)
+                return;
+        p = c.data;
+        end = c.data + c.len;
+        while (trace_field_next(&p, end, &f) > 0) {
+                if (f.number <= 4 || f.number == 6)         /* switch_* columns */
+                        a->switch_bytes += f.framed_len;
+                else if (f.number >= 7 && f.number <= 12)   /* waking_* columns */
+                        a->waking_bytes += f.framed_len;
         }
-        return n;
 }
 
-static size_t field_size(size_t n) {
-        return n == 0 ? 0 : 1 + varint_size(n) + n;
-}
+static void analyze_events(const Tracebus__FtraceEventBundle *b, const uint8_t *bundle, size_t len, Analysis *a) {
+        const uint8_t *p = bundle, *end = bundle + len;
+        size_t i = 0;
+        TraceField f;
 
-static size_t packed_u64s(const uint64_t *v, size_t n) {
-        size_t s = 0;
+        /* The events in file order, each with the bytes it takes in its bundle. */
+        while (trace_field_next(&p, end, &f) > 0) {
+                const Tracebus__FtraceEvent *e;
 
-        for (size_t i = 0; i < n; i++)
-                s += varint_size(v[i]);
-        return field_size(s);
-}
-
-static size_t packed_i32s(const int32_t *v, size_t n) {
-        size_t s = 0;
-
-        for (size_t i = 0; i < n; i++)
-                s += varint_size((uint64_t) (int64_t) v[i]);
-        return field_size(s);
-}
-
-static size_t packed_u32s(const uint32_t *v, size_t n) {
-        size_t s = 0;
-
-        for (size_t i = 0; i < n; i++)
-                s += varint_size(v[i]);
-        return field_size(s);
-}
-
-static size_t packed_i64s(const int64_t *v, size_t n) {
-        size_t s = 0;
-
-        for (size_t i = 0; i < n; i++)
-                s += varint_size((uint64_t) v[i]);
-        return field_size(s);
-}
-
-static void analyze_bundle(const Tracebus__FtraceEventBundle *b, Analysis *a) {
-        const Tracebus__FtraceEventBundle__CompactSched *c = b->compact_sched;
-
-        a->bundles++;
-        a->lost_bundles += b->lost_events;
-        for (size_t i = 0; i < b->n_event; i++) {
-                const Tracebus__FtraceEvent *e = b->event[i];
-                size_t sz = tracebus__ftrace_event__get_packed_size(e);
-
-                sz = field_size(sz);
+                if (f.number != 2 || f.wire_type != TRACE_WIRE_LEN || i >= b->n_event)
+                        continue;
+                e = b->event[i++];
                 if (!a->first_event_ts || (e->timestamp && e->timestamp < a->first_event_ts))
                         a->first_event_ts = e->timestamp;
                 if (e->sched_switch) {
                         a->n_switch++;
-                        a->switch_bytes += sz;
+                        a->switch_bytes += f.framed_len;
                 } else if (e->sched_waking) {
                         a->n_waking++;
-                        a->waking_bytes += sz;
+                        a->waking_bytes += f.framed_len;
                 } else {
                         a->n_other++;
                         if (e->print && e->print->buf && strstr(e->print->buf, "tbbench-marker-"))
                                 a->markers++;
                 }
         }
-        if (c) {
-                uint64_t ts = 0;
-
-                if (c->n_switch_timestamp > 0) {
-                        ts = c->switch_timestamp[0];
-                        if (!a->first_event_ts || ts < a->first_event_ts)
-                                a->first_event_ts = ts;
-                }
-                if (c->n_waking_timestamp > 0) {
-                        ts = c->waking_timestamp[0];
-                        if (!a->first_event_ts || ts < a->first_event_ts)
-                                a->first_event_ts = ts;
-                }
-                a->n_switch += c->n_switch_timestamp;
-                a->n_waking += c->n_waking_timestamp;
-                a->switch_bytes += packed_u64s(c->switch_timestamp, c->n_switch_timestamp) +
-                        packed_i64s(c->switch_prev_state, c->n_switch_prev_state) +
-                        packed_i32s(c->switch_next_pid, c->n_switch_next_pid) +
-                        packed_i32s(c->switch_next_prio, c->n_switch_next_prio) +
-                        packed_u32s(c->switch_next_comm_index, c->n_switch_next_comm_index);
-                a->waking_bytes += packed_u64s(c->waking_timestamp, c->n_waking_timestamp) +
-                        packed_i32s(c->waking_pid, c->n_waking_pid) +
-                        packed_i32s(c->waking_target_cpu, c->n_waking_target_cpu) +
-                        packed_i32s(c->waking_prio, c->n_waking_prio) +
-                        packed_u32s(c->waking_comm_index, c->n_waking_comm_index) +
-                        packed_u32s(c->waking_common_flags, c->n_waking_common_flags);
-        }
 }
 
+static void analyze_bundle(const Tracebus__FtraceEventBundle *b, const TraceRawPacket *k, Analysis *a) {
+        const Tracebus__FtraceEventBundle__CompactSched *c = b->compact_sched;
+        TraceField raw;
+
+        a->bundles++;
+        a->lost_bundles += b->lost_events;
+        if (trace_field_find(k->data, k->len, 1, TRACE_WIRE_LEN, &raw) > 0) {
+                analyze_events(b, raw.data, raw.len, a);
+                analyze_compact_bytes(raw.data, raw.len, a);
+        }
+        if (!c)
+                return;
+        if (c->n_switch_timestamp > 0 && (!a->first_event_ts || c->switch_timestamp[0] < a->first_event_ts))
+                a->first_event_ts = c->switch_timestamp[0];
+        if (c->n_waking_timestamp > 0 && (!a->first_event_ts || c->waking_timestamp[0] < a->first_event_ts))
+                a->first_event_ts = c->waking_timestamp[0];
+        a->n_switch += c->n_switch_timestamp;
+        a->n_waking += c->n_waking_timestamp;
+}
+
+static void analyze_packet(const TraceRawPacket *k, Analysis *a) {
+        Tracebus__TracePacket *pkt = NULL;
+
+        a->packets++;
+        if (trace_packet_unpack(k, &pkt) < 0)
+                return;
+        if (pkt->ftrace_events) {
+                analyze_bundle(pkt->ftrace_events, k, a);
+                a->ftrace_packet_bytes += k->framed_len;
+                a->bundle_bytes += k->len;
+        }
+        if (pkt->service_event && pkt->service_event->has_tracing_started && !a->first_started_ts)
+                a->first_started_ts = pkt->timestamp;
+        tracebus__trace_packet__free_unpacked(pkt, NULL);
+}
+
+/* With libtracebus's trace reader: compressed_packets are inflated in their place, as
+ * trace_processor reads them; a torn tail ends the analysis. */
 static int analyze_file(const char *file, Analysis *a) {
-        int fd = open(file, O_RDONLY | O_CLOEXEC);
-        struct stat st;
-        const uint8_t *data;
-        size_t off = 0;
+        uint8_t *data = NULL;
+        size_t len = 0;
+        TraceReader reader;
+        TraceRawPacket k;
+        int r;
 
         memset(a, 0, sizeof(*a));
-        if (fd < 0 || fstat(fd, &st) < 0)
-                return -errno;
-        a->file_bytes = (uint64_t) st.st_size;
-        if (st.st_size == 0) {
-                close(fd);
-                return 0;
-        }
-        data = mmap(NULL, (size_t) st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        close(fd);
-        if (data == MAP_FAILED)
-                return -errno;
-        while (off < (size_t) st.st_size) {
-                uint64_t len = 0;
-                unsigned shift = 0;
-                size_t p = off + 1, start;
-                Tracebus__TracePacket *pkt;
-
-                while (p < (size_t) st.st_size) {
-                        len |= (uint64_t) (data[p] & 0x7f) << shift;
-                        shift += 7;
-                        if (!(data[p++] & 0x80))
-                                break;
-                }
-                if (data[off] != 0x0a || p + len > (size_t) st.st_size)
+        r = trace_file_load(file, &data, &len);
+        if (r < 0)
+                return r;
+        a->file_bytes = len;
+        trace_reader_init(&reader, data, len, 0);
+        while ((r = trace_reader_next(&reader, &k)) != 0 && r != -EBADMSG) {
+                if (r == -ENOMEM)
                         break;
-                start = off;
-                off = p + len;
-                a->packets++;
-                pkt = tracebus__trace_packet__unpack(NULL, len, data + p);
-                if (!pkt)
-                        continue;
-                /* Counting nothing inside would pass for a trace without events. */
-                if (pkt->has_compressed_packets) {
-                        tracebus__trace_packet__free_unpacked(pkt, NULL);
-                        munmap((void *) data, (size_t) st.st_size);
-                        return -EPROTONOSUPPORT;
-                }
-                if (pkt->ftrace_events) {
-                        analyze_bundle(pkt->ftrace_events, a);
-                        a->ftrace_packet_bytes += off - start;
-                        a->bundle_bytes += len;
-                }
-                if (pkt->service_event && pkt->service_event->has_tracing_started && !a->first_started_ts)
-                        a->first_started_ts = pkt->timestamp;
-                tracebus__trace_packet__free_unpacked(pkt, NULL);
+                if (r > 0)
+                        analyze_packet(&k, a);
         }
-        munmap((void *) data, (size_t) st.st_size);
-        return 0;
+        trace_reader_done(&reader);
+        free(data);
+        return r == -ENOMEM ? r : 0;
 }
 
 static void print_analysis(const Analysis *a) {

@@ -13,6 +13,8 @@
  *  - trace file assertions (summarise(), assert_trace_complete() ...);
  *  - small helpers around the test stack (wait_state(), open_output() ...).
  *
+ * (tb-client.c: the client; tb-stack.c: busctl, trace files and the stack.)
+ *
  * Everything here runs inside a test case (a g_test_trap_subprocess() child
  * of tb_test_run()), with tb_bus() set.
  */

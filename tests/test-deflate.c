@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The deflate writer against the real zlib: every stream is inflated by zlib (through
- * GIO; the library trace_processor inflates compressed_packets with) and must
+/* The deflate writer against the real zlib: every stream is inflated by zlib (libtracebus's
+ * trace_zlib_inflate(); the library trace_processor inflates compressed_packets with) and must
  * give back exactly what went in, within the size deflate_bound() promised. */
 #include "deflate.h"
 #include "trace-file.h"

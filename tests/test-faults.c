@@ -206,22 +206,9 @@ static void scan_clear(Scan *s) {
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Scan, scan_clear)
 
-static bool varint_at(const guint8 *p, gsize len, gsize *pos, guint64 *ret) {
-        guint64 v = 0;
+static void scan_packet(const Tracebus__TracePacket *p, const TraceRawPacket *raw, guint index, gpointer userdata) {
+        Scan *s = userdata;
 
-        for (unsigned shift = 0; shift < 64; shift += 7) {
-                if (*pos >= len)
-                        return false;
-                v |= (guint64) (p[*pos] & 0x7f) << shift;
-                if (!(p[(*pos)++] & 0x80)) {
-                        *ret = v;
-                        return true;
-                }
-        }
-        return false;
-}
-
-static void scan_packet(Scan *s, const Tracebus__TracePacket *p) {
         if (p->service_event && p->service_event->has_tracing_disabled && p->service_event->tracing_disabled)
                 s->tracing_disabled = true;
         if (p->track_event && p->track_event->name && g_str_equal(p->track_event->name, "periodic write"))
@@ -238,33 +225,17 @@ static void scan_packet(Scan *s, const Tracebus__TracePacket *p) {
         }
 }
 
+/* The whole packets from the start, with the one trace reader (tests/trace-file.h). */
 static void scan_bytes(const guint8 *data, gsize len, Scan *s) {
-        gsize pos = 0;
+        g_autoptr(GError) error = NULL;
 
         s->len = len;
         s->markers = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
         s->periodic = g_array_new(FALSE, FALSE, sizeof(guint64));
-        while (pos < len) {
-                gsize start = pos;
-                guint64 tag, plen;
-                Tracebus__TracePacket *p;
-
-                if (!varint_at(data, len, &pos, &tag) || tag != 0x0a || !varint_at(data, len, &pos, &plen) ||
-                    plen > len - pos) {
-                        s->problem = g_strdup_printf("no whole packet at offset %" G_GSIZE_FORMAT " of %" G_GSIZE_FORMAT,
-                                                     start, len);
-                        return;
-                }
-                p = tracebus__trace_packet__unpack(NULL, (size_t) plen, data + pos);
-                if (!p) {
-                        s->problem = g_strdup_printf("the packet at offset %" G_GSIZE_FORMAT " does not unpack", start);
-                        return;
-                }
-                scan_packet(s, p);
-                tracebus__trace_packet__free_unpacked(p, NULL);
-                pos += (gsize) plen;
-                s->whole_len = pos;
-        }
+        if (!tb_trace_foreach_packet(data, len, scan_packet, s, &s->whole_len, &error))
+                s->problem = g_strdup_printf("no whole packet after offset %" G_GSIZE_FORMAT " of %" G_GSIZE_FORMAT
+                                             ": %s",
+                                             s->whole_len, len, error->message);
 }
 
 static GBytes *read_file(const char *path) {

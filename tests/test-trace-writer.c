@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The trace writer: framing, sequence flags and the file-size limit, checked by reading
- * the bytes back with protobuf-c's own decoder. */
+ * the bytes back with libtracebus's trace reader and protobuf-c's own decoder. */
 #include <glib.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "trace-file.h"
+#include "trace-reader.h"
 #include "trace-writer.h"
 
 typedef struct {
@@ -41,20 +42,22 @@ static void free_packet(gpointer p) {
 /* Splits a Trace into its packets, asserting the framing is exact. */
 static GPtrArray *decode_packets(GBytes *bytes) {
         GPtrArray *packets = g_ptr_array_new_with_free_func((GDestroyNotify) free_packet);
-        Tracebus__Trace *trace;
         gsize len;
         const guint8 *data = g_bytes_get_data(bytes, &len);
+        TraceReader r;
+        TraceRawPacket k;
+        int q;
 
-        trace = tracebus__trace__unpack(NULL, len, data);
-        g_assert_nonnull(trace);
-        for (size_t i = 0; i < trace->n_packet; i++) {
-                size_t plen = tracebus__trace_packet__get_packed_size(trace->packet[i]);
-                guint8 *copy = g_malloc(plen);
-                tracebus__trace_packet__pack(trace->packet[i], copy);
-                g_ptr_array_add(packets, tracebus__trace_packet__unpack(NULL, plen, copy));
-                g_free(copy);
+        /* The packets as written: compressed_packets are the writer's to check, not inflated here. */
+        trace_reader_init(&r, data, len, TRACE_READER_KEEP_COMPRESSED);
+        while ((q = trace_reader_next(&r, &k)) > 0) {
+                Tracebus__TracePacket *p = NULL;
+
+                g_assert_cmpint(trace_packet_unpack(&k, &p), ==, 0);
+                g_ptr_array_add(packets, p);
         }
-        tracebus__trace__free_unpacked(trace, NULL);
+        g_assert_cmpint(q, ==, 0);
+        trace_reader_done(&r);
         return packets;
 }
 

@@ -6,28 +6,13 @@
 #include <gio/gio.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <stdlib.h>
 #include <unistd.h>
 
+#include "trace-reader.h"
 #include "trace.pb-c.h"
 
 #define SEQ_INCREMENTAL_STATE_CLEARED 1u
-
-static bool read_varint(const guint8 *p, gsize len, gsize *pos, guint64 *ret) {
-        guint64 v = 0;
-
-        for (unsigned shift = 0; shift < 64; shift += 7) {
-                guint8 b;
-                if (*pos >= len)
-                        return false;
-                b = p[(*pos)++];
-                v |= (guint64) (b & 0x7f) << shift;
-                if (!(b & 0x80)) {
-                        *ret = v;
-                        return true;
-                }
-        }
-        return false;
-}
 
 static void add_switch(TbTraceSummary *s, int pid, const char *comm) {
         g_hash_table_add(s->switch_pids, g_strdup_printf("%d %s", pid, comm ? comm : ""));
@@ -119,29 +104,16 @@ static void summary_init(TbTraceSummary *s) {
 }
 
 GBytes *tb_zlib_inflate(const guint8 *data, gsize len, GError **error) {
-        g_autoptr(GZlibDecompressor) z = g_zlib_decompressor_new(G_ZLIB_COMPRESSOR_FORMAT_ZLIB);
-        g_autoptr(GByteArray) out = g_byte_array_new();
-        gsize pos = 0;
+        uint8_t *out = NULL;
+        size_t out_len = 0;
+        int r = trace_zlib_inflate(data, len, &out, &out_len);
 
-        for (;;) {
-                guint8 buf[16384];
-                gsize read = 0, written = 0;
-                GConverterResult r = g_converter_convert(G_CONVERTER(z), data + pos, len - pos, buf, sizeof(buf),
-                                                         G_CONVERTER_INPUT_AT_END, &read, &written, error);
-
-                if (r == G_CONVERTER_ERROR)
-                        return NULL;
-                pos += read;
-                g_byte_array_append(out, buf, (guint) written);
-                if (r == G_CONVERTER_FINISHED)
-                        break;
-        }
-        if (pos != len) {
-                g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, "%" G_GSIZE_FORMAT " bytes after the zlib stream",
-                            len - pos);
+        if (r < 0) {
+                g_set_error(error, G_IO_ERROR, g_io_error_from_errno(-r), "not one whole zlib stream: %s",
+                            g_strerror(-r));
                 return NULL;
         }
-        return g_byte_array_free_to_bytes(g_steal_pointer(&out));
+        return g_bytes_new_with_free_func(out, out_len, free, out);
 }
 
 GBytes *tb_zlib_inflate_or_fail(const guint8 *data, gsize len) {
@@ -152,83 +124,73 @@ GBytes *tb_zlib_inflate_or_fail(const guint8 *data, gsize len) {
         return out;
 }
 
-static bool parse_packets(const guint8 *data, gsize len, TbTraceSummary *s, bool inside_compressed, GError **error);
+static bool reader_error(int r, const TraceReader *reader, guint index, GError **error) {
+        if (r == -EPROTO)
+                g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                            "packet %u: compressed_packets do not inflate to whole packets "
+                            "(or hold compressed_packets)", index);
+        else
+                g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                            "offset %" G_GSIZE_FORMAT ": packet %u is torn or not a Trace.packet: %s",
+                            trace_reader_offset(reader), index, g_strerror(-r));
+        return false;
+}
 
-static bool parse_compressed(const Tracebus__TracePacket *p, TbTraceSummary *s, guint index, GError **error) {
-        g_autoptr(GBytes) inner = NULL;
-        gsize len;
-        const guint8 *data;
+static bool foreach_packet(TraceReader *reader, TbPacketFunc fn, gpointer userdata, gsize *ret_whole_len,
+                           GError **error) {
+        TraceRawPacket k;
+        guint index = 0;
+        int r;
 
-        inner = tb_zlib_inflate(p->compressed_packets.data, p->compressed_packets.len, error);
-        if (!inner) {
-                g_prefix_error(error, "packet %u: compressed_packets do not inflate: ", index);
-                return false;
+        while ((r = trace_reader_next(reader, &k)) > 0) {
+                Tracebus__TracePacket *p = NULL;
+
+                if (trace_packet_unpack(&k, &p) < 0) {
+                        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                                    "offset %" G_GSIZE_FORMAT ": packet %u (%" G_GSIZE_FORMAT
+                                    " bytes) does not unpack as TracePacket",
+                                    k.offset, index, k.len);
+                        return false;
+                }
+                fn(p, &k, index++, userdata);
+                tracebus__trace_packet__free_unpacked(p, NULL);
+                if (ret_whole_len)
+                        *ret_whole_len = trace_reader_offset(reader);
         }
-        s->n_compressed_packets++;
-        data = g_bytes_get_data(inner, &len);
-        s->n_inflated_bytes += len;
-        if (!parse_packets(data, len, s, true, error)) {
-                g_prefix_error(error, "packet %u, inflated: ", index);
-                return false;
-        }
+        if (r < 0)
+                return reader_error(r, reader, index, error);
         return true;
 }
 
-static bool parse_packets(const guint8 *data, gsize len, TbTraceSummary *s, bool inside_compressed, GError **error) {
-        gsize pos = 0;
-        guint index = 0;
+bool tb_trace_foreach_packet(const guint8 *data, gsize len, TbPacketFunc fn, gpointer userdata, gsize *ret_whole_len,
+                             GError **error) {
+        TraceReader reader;
+        bool ok;
 
-        while (pos < len) {
-                gsize start = pos;
-                guint64 tag = 0, plen = 0;
-                Tracebus__TracePacket *p;
-                bool ok = true;
+        if (ret_whole_len)
+                *ret_whole_len = 0;
+        trace_reader_init(&reader, data, len, 0);
+        ok = foreach_packet(&reader, fn, userdata, ret_whole_len, error);
+        trace_reader_done(&reader);
+        return ok;
+}
 
-                if (!read_varint(data, len, &pos, &tag) || tag != 0x0A) {
-                        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
-                                    "offset %" G_GSIZE_FORMAT ": expected tag 0x0A (Trace.packet) for packet %u",
-                                    start, index);
-                        return false;
-                }
-                if (!read_varint(data, len, &pos, &plen) || plen > len - pos) {
-                        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
-                                    "offset %" G_GSIZE_FORMAT ": packet %u is torn (length %" G_GUINT64_FORMAT
-                                    ", %" G_GSIZE_FORMAT " bytes left)",
-                                    start, index, plen, len - pos);
-                        return false;
-                }
-                p = tracebus__trace_packet__unpack(NULL, (size_t) plen, data + pos);
-                if (!p) {
-                        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
-                                    "offset %" G_GSIZE_FORMAT ": packet %u (%" G_GUINT64_FORMAT
-                                    " bytes) does not unpack as TracePacket",
-                                    start, index, plen);
-                        return false;
-                }
-                /* Perfetto's service writes compressed_packets alone in their packet, and
-                 * never nested. */
-                if (p->has_compressed_packets && inside_compressed) {
-                        g_set_error(error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
-                                    "packet %u: compressed_packets inside compressed_packets", index);
-                        ok = false;
-                } else if (p->has_compressed_packets)
-                        ok = parse_compressed(p, s, index, error);
-                else
-                        summarise_packet(s, p, index);
-                tracebus__trace_packet__free_unpacked(p, NULL);
-                if (!ok)
-                        return false;
-                pos += (gsize) plen;
-                index++;
-        }
-        return true;
+static void summarise_one(const Tracebus__TracePacket *p, const TraceRawPacket *raw, guint index, gpointer userdata) {
+        summarise_packet(userdata, p, index);
 }
 
 bool tb_trace_parse(const guint8 *data, gsize len, TbTraceSummary *ret, GError **error) {
+        TraceReader reader;
         TbTraceSummary s;
+        bool ok;
 
         summary_init(&s);
-        if (!parse_packets(data, len, &s, false, error)) {
+        trace_reader_init(&reader, data, len, 0);
+        ok = foreach_packet(&reader, summarise_one, &s, NULL, error);
+        s.n_compressed_packets = reader.n_compressed;
+        s.n_inflated_bytes = reader.n_inflated_bytes;
+        trace_reader_done(&reader);
+        if (!ok) {
                 tb_trace_summary_clear(&s);
                 return false;
         }

@@ -2,16 +2,17 @@
 #pragma once
 
 /*
- * Reading trace files in tests. A trace file is a serialized Perfetto Trace:
- * a concatenation of (0x0A, varint length, TracePacket bytes). The reader
- * splits that framing, unpacks every packet with protobuf-c (inflating compressed_packets
- * with zlib, as trace_processor does, and reading the packets inside) and summarises
- * what the bus tests assert on. Torn or invalid files are an error, never a
- * crash.
+ * GLib conveniences over libtracebus's trace reader (lib/include/trace-reader.h) for
+ * the tests: a summary of what the bus tests assert on (every packet unpacked,
+ * compressed_packets inflated in their place, as trace_processor does), zlib
+ * inflation as GBytes, and protoc --decode. Torn or invalid files are an error
+ * (G_IO_ERROR_INVALID_DATA), never a crash.
  */
 
 #include <glib.h>
 #include <stdbool.h>
+
+#include "trace-reader.h"
 
 typedef struct {
         guint n_packets;         /* not counting those that hold compressed_packets */
@@ -38,11 +39,20 @@ typedef struct {
         GHashTable *seen_sequences;
 } TbTraceSummary;
 
-/* Inflates a zlib stream (RFC 1950) with zlib, through GIO, as trace_processor inflates
- * compressed_packets: NULL and an error when it is not one whole stream, nothing after. */
+/* Inflates a zlib stream (RFC 1950) with zlib (trace_zlib_inflate()), as trace_processor
+ * inflates compressed_packets: NULL and an error when it is not one whole stream, nothing after. */
 GBytes *tb_zlib_inflate(const guint8 *data, gsize len, GError **error);
 /* The same, for unit tests: a stream that does not inflate fails the test. */
 GBytes *tb_zlib_inflate_or_fail(const guint8 *data, gsize len);
+
+/* Calls fn on every packet of the trace, unpacked, compressed_packets inflated in their
+ * place. False with G_IO_ERROR_INVALID_DATA at the first packet that is torn, does not
+ * unpack or does not inflate; ret_whole_len (may be NULL) is where the whole outer
+ * packets read end. */
+typedef void (*TbPacketFunc)(const Tracebus__TracePacket *p, const TraceRawPacket *raw, guint index,
+                             gpointer userdata);
+bool tb_trace_foreach_packet(const guint8 *data, gsize len, TbPacketFunc fn, gpointer userdata,
+                             gsize *ret_whole_len, GError **error);
 
 bool tb_trace_parse(const guint8 *data, gsize len, TbTraceSummary *ret, GError **error);
 bool tb_trace_file_read(const char *path, TbTraceSummary *ret, GError **error);

@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Bus suite, the recorder (tests/recorder.h says what every piece checks), part 05:
+ * long trace with max_file_size_bytes, ring buffer wrapped 100 times, DISCARD.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "system-bus.h"
+#include "tb-client.h"
+#include "trace-file.h"
+#include "trace-reader.h"
+#include "trace.pb-c.h"
+#include "recorder.h"
+
+/* ---- 5. buffer modes ---- */
+
+/* write_into_file with max_file_size_bytes: periodic writes, and the session
+ * ends by itself at a packet boundary within the limit. */
+static void test_long_trace_size_limit(void) {
+        const guint64 max = 4 * 1024 * 1024;
+        const char *const events[] = { "sched/sched_switch", "sched/sched_waking", "ftrace/print", NULL };
+        g_autofree char *top = g_strdup_printf("duration_ms: 60000\nwrite_into_file: true\nfile_write_period_ms: 500\n"
+                                               "max_file_size_bytes: %" G_GUINT64_FORMAT "\nbuffers { size_kb: 16384 }\n",
+                                               max);
+        g_autofree char *cfg = ftrace_config(top, events, "  compact_sched { enabled: false }\n");
+        g_autoptr(GHashTable) st = NULL;
+        g_autoptr(GPtrArray) inst = g_ptr_array_new_with_free_func(g_free);
+        g_auto(Trace) mid = { 0 }, t = { 0 };
+        g_auto(Rec) r = { 0 };
+        g_autoptr(GError) error = NULL;
+        struct stat sb;
+        guint n_periodic = 0;
+        TbBusy busy;
+
+        rec_start(&r, "tbuser", "long.pftrace", cfg);
+        tb_sleep_scaled(1200);
+        trace_load(r.out, true, &mid);
+        expect(mid.bundles->len > 0, "after %.1f s with file_write_period_ms 500 the file has no ftrace bundle yet",
+               tb_scaled_ms(1200) / 1000.0);
+        expect(!mid.torn, "the file read while recording is torn: periodic writes are not whole packets");
+        g_assert_true(tb_busy_start("tbbusy-long", &busy, &error));
+        st = rec_wait_end(&r, tb_scaled_ms(30000));
+        tb_busy_stop(&busy);
+        expect(g_strcmp0(g_hash_table_lookup(st, "Reason"), "size-reached") == 0, "the session ended with \"%s\", not "
+               "size-reached", (const char *) g_hash_table_lookup(st, "Reason"));
+        g_assert_cmpint(stat(r.out, &sb), ==, 0);
+        note("file %" G_GINT64_FORMAT " bytes, max_file_size_bytes %" G_GUINT64_FORMAT "\n", (gint64) sb.st_size, max);
+        expect((guint64) sb.st_size <= max, "the file is %" G_GINT64_FORMAT " bytes, above max_file_size_bytes %"
+               G_GUINT64_FORMAT, (gint64) sb.st_size, max);
+        /* Whole packets up to the limit: the next one (a bundle of one drain, which can
+         * be large) did not fit. */
+        expect((guint64) sb.st_size >= max / 4, "the file is only %" G_GINT64_FORMAT " bytes of %" G_GUINT64_FORMAT,
+               (gint64) sb.st_size, max);
+        trace_load(r.out, false, &t);
+        check_trace(&t, &(CheckOpts) { .closed = false, .describe_all = false });
+        check_tracks(&t, inst);
+        for (guint i = 0; i < inst->len; i++) {
+                note("instant: %s\n", (const char *) g_ptr_array_index(inst, i));
+                n_periodic += g_str_has_prefix(g_ptr_array_index(inst, i), "periodic write@");
+        }
+        {
+                /* Data from after ~700 ms means the write at 500 ms was whole, with the
+                 * instant at its end. */
+                guint64 last_ev = 0, started = tracing_started_ts(&t);
+                for (guint i = 0; i < t.evs->len; i++)
+                        last_ev = MAX(last_ev, EV(&t, i)->ts);
+                note("events up to %.2f s after tracing_started\n", (double) (last_ev - started) / 1e9);
+                if (last_ev > started + 700000000ull)
+                        expect(n_periodic >= 1, "%u \"periodic write\" instants, though the file holds data of a later "
+                               "write", n_periodic);
+        }
+        expect(stat_u64(st, "Bytes") == (guint64) sb.st_size, "SessionEnded says Bytes=%s, the file has %" G_GINT64_FORMAT,
+               (const char *) g_hash_table_lookup(st, "Bytes"), (gint64) sb.st_size);
+        verdict();
+}
+
+/* A service-side ring: the oldest packets go, the newest and every name stay. */
+static void test_ring_buffer_wrap(void) {
+        const char *const events[] = { "sched/sched_switch", "sched/sched_waking", "ftrace/print", NULL };
+        g_autofree char *cfg = ftrace_config("buffers { size_kb: 256 fill_policy: RING_BUFFER }\n", events,
+                                             "  buffer_size_kb: 8192\n  compact_sched { enabled: false }\n");
+        g_autoptr(GHashTable) st = NULL;
+        g_auto(Trace) mid = { 0 }, t = { 0 };
+        g_auto(Rec) r = { 0 };
+        g_auto(Described) d = { 0 };
+        g_autoptr(GError) error = NULL;
+        g_autofree char *tag = g_strdup_printf("tb-ring-%d", (int) getpid());
+        g_autofree char *early = g_strdup_printf("%s-early", tag), *late = g_strdup_printf("%s-late", tag);
+        const Tracebus__TraceStats *ts;
+        const Tracebus__ProcessTree__Process *pp;
+        bool early_seen = false, late_seen = false;
+        TbBusy busy;
+        GPid storm;
+        int mfd;
+        pid_t np;
+        int status;
+
+        g_assert_true(tb_busy_start("tbbusy-ring", &busy, &error));
+        rec_start(&r, "tbuser", "ring.pftrace", cfg);
+        mfd = marker_open(&r);
+        marker_write(mfd, early);
+        /* A process that comes and goes while the ring wraps. */
+        fflush(NULL);
+        np = fork();
+        if (np == 0) {
+                (void) prctl(PR_SET_NAME, "tbring-new");
+                usleep(500 * 1000);
+                _exit(0);
+        }
+        /* Some 150 wraps' worth; a slower service may fall behind and the kernel drop
+         * some, so a slower build gets a longer storm. */
+        storm = storm_start(200000 * tb_time_factor(), false);
+        storm_wait(storm);
+        g_assert_cmpint(waitpid(np, &status, 0), ==, np);
+        /* Let the reader catch up with the kernel buffers: data is kept in the order
+         * it is read, so a backlog read after the last marker would push it out. */
+        wait_caught_up(&r, tb_scaled_ms(10000));
+        trace_load(r.out, true, &mid);
+        expect(mid.bundles->len == 0, "a ring buffer (no write_into_file) wrote %u bundles before Stop",
+               mid.bundles->len);
+        /* The last marker right before Stop: among the newest data. */
+        tb_busy_stop(&busy);
+        marker_write(mfd, late);
+        close(mfd);
+        st = rec_stop(&r);
+        trace_load(r.out, false, &t);
+        check_trace(&t, &(CheckOpts) { .closed = true, .wrapped = true, .describe_all = true });
+        check_tracks(&t, NULL);
+        check_stop_stats(st, &t, true);
+        described_collect(&t, &d);
+        for (guint i = 0; i < t.evs->len; i++) {
+                const Ev *e = EV(&t, i);
+                g_autofree char *b = e->kind == EV_PRINT ? ev_str(e, 2) : NULL;
+                if (b && g_str_has_prefix(b, early))
+                        early_seen = true;
+                if (b && g_str_has_prefix(b, late))
+                        late_seen = true;
+        }
+        expect(!early_seen, "the marker written first is still there: the ring did not overwrite the oldest data");
+        expect(late_seen, "the marker written last is gone: a ring keeps the newest data");
+        if (!late_seen)
+                for (guint i = t.bundles->len > 6 ? t.bundles->len - 6 : 0; i < t.bundles->len; i++) {
+                        const Bundle *b = BUNDLE(&t, i);
+                        note("   bundle %u: CPU %u, %u events (%zu full), %zu errors, lost %d, %" G_GUINT64_FORMAT "..%"
+                             G_GUINT64_FORMAT ", %" G_GSIZE_FORMAT " bytes\n", i, b->b->cpu, b->n_ev, b->b->n_event,
+                             b->b->n_error, b->b->lost_events, b->min_ts, b->max_ts, PKT(&t, b->pkt)->raw_len);
+                }
+        ts = last_trace_stats(&t);
+        if (ts && ts->n_buffer_stats) {
+                const Tracebus__TraceStats__BufferStats *b = ts->buffer_stats[0];
+                double wraps = b->buffer_size ? (double) b->bytes_overwritten / (double) b->buffer_size : 0;
+                note("TraceStats: buffer %" G_GUINT64_FORMAT ", written %" G_GUINT64_FORMAT ", overwritten %" G_GUINT64_FORMAT
+                     " bytes in %" G_GUINT64_FORMAT " chunks: %.0f wraps\n", b->buffer_size, b->bytes_written,
+                     b->bytes_overwritten, b->chunks_overwritten, wraps);
+                expect(wraps >= 100, "the ring wrapped only %.0f times (the case wants 100)", wraps);
+                {
+                        gsize data = 0;
+                        for (guint i = 0; i < t.pkts->len; i++)
+                                if (PKT(&t, i)->p->ftrace_events || PKT(&t, i)->p->track_event)
+                                        data += PKT(&t, i)->raw_len;
+                        guint64 avg = b->chunks_overwritten ? b->bytes_overwritten / b->chunks_overwritten : 0;
+                        note("the ring kept %" G_GSIZE_FORMAT " bytes of data of %" G_GUINT64_FORMAT "; overwritten packets "
+                             "averaged %" G_GUINT64_FORMAT " bytes\n", data, b->buffer_size, avg);
+                        /* The ring drops whole packets: packets near its size leave it
+                         * holding a fraction of size_kb (a small last packet pushes out a
+                         * big one and the ring is nearly empty). */
+                        expect(avg <= b->buffer_size / 8, "the packets the ring overwrote average %" G_GUINT64_FORMAT
+                               " bytes, %.0f%% of the %" G_GUINT64_FORMAT "-byte ring: dropping whole packets that big, the "
+                               "ring holds anything from one small packet to size_kb at Stop (%" G_GSIZE_FORMAT
+                               " bytes of data this time)", avg,
+                               100.0 * (double) avg / (double) b->buffer_size, b->buffer_size, data);
+                }
+                expect(b->chunks_overwritten > 0, "TraceStats counts no overwritten chunks");
+        } else
+                shortfall("no TraceStats.buffer_stats");
+        expect(stat_u64(st, "EventsOverwritten") > 0, "Stop's EventsOverwritten is 0 after the ring wrapped");
+        /* Names survive: the test, the busy pair from before the trace, the
+         * process from during it. */
+        expect(g_strcmp0(g_hash_table_lookup(d.threads, GINT_TO_POINTER(busy.pid)), busy.comm) == 0,
+               "after the wrap, the busy thread %d has no name \"%s\"", busy.pid, busy.comm);
+        pp = g_hash_table_lookup(d.processes, GINT_TO_POINTER(getpid()));
+        expect(pp != NULL, "after the wrap, the test process %d is not described", getpid());
+        expect(g_strcmp0(g_hash_table_lookup(d.threads, GINT_TO_POINTER(np)), "tbring-new") == 0,
+               "after the wrap, thread %d \"tbring-new\" (started during the trace) is not named", np);
+        verdict();
+}
+
+/* DISCARD: the service stops accepting when full and counts what it refused. */
+static void test_discard(void) {
+        const char *const events[] = { "sched/sched_switch", "sched/sched_waking", "ftrace/print", NULL };
+        g_autofree char *cfg = ftrace_config("buffers { size_kb: 256 fill_policy: DISCARD }\n", events,
+                                             "  buffer_size_kb: 8192\n");
+        g_autoptr(GHashTable) st = NULL;
+        g_auto(Trace) t = { 0 };
+        g_auto(Rec) r = { 0 };
+        g_autofree char *tag = g_strdup_printf("tb-discard-%d", (int) getpid());
+        g_autofree char *early = g_strdup_printf("%s-early", tag), *late = g_strdup_printf("%s-late", tag);
+        const Tracebus__TraceStats *ts;
+        bool early_seen = false, late_seen = false;
+        GPid storm;
+        int mfd;
+
+        rec_start(&r, "tbuser", "discard.pftrace", cfg);
+        mfd = marker_open(&r);
+        marker_write(mfd, early);
+        storm = storm_start(100000, false);
+        storm_wait(storm);
+        marker_write(mfd, late);
+        close(mfd);
+        g_usleep(200 * 1000);
+        st = rec_stop(&r);
+        trace_load(r.out, false, &t);
+        check_trace(&t, &(CheckOpts) { .closed = true });
+        check_tracks(&t, NULL);
+        check_stop_stats(st, &t, true);
+        for (guint i = 0; i < t.evs->len; i++) {
+                const Ev *e = EV(&t, i);
+                g_autofree char *b = e->kind == EV_PRINT ? ev_str(e, 2) : NULL;
+                early_seen = early_seen || (b && g_str_has_prefix(b, early));
+                late_seen = late_seen || (b && g_str_has_prefix(b, late));
+        }
+        expect(early_seen, "DISCARD lost the first marker: it must keep the oldest data");
+        expect(!late_seen, "DISCARD kept the marker written after the buffer was full");
+        expect(stat_u64(st, "EventsOverwritten") > 0, "Stop's EventsOverwritten (refused by DISCARD) is 0");
+        ts = last_trace_stats(&t);
+        expect(ts && ts->n_buffer_stats && ts->buffer_stats[0]->chunks_discarded > 0,
+               "TraceStats counts no discarded chunks");
+        expect(t.len <= 256 * 1024 + 512 * 1024, "a 256 KiB DISCARD buffer made a %" G_GSIZE_FORMAT " byte file", t.len);
+        verdict();
+}
+
+RECORDER_WRAP(test_long_trace_size_limit)
+RECORDER_WRAP(test_ring_buffer_wrap)
+RECORDER_WRAP(test_discard)
+
+int main(int argc, char **argv) {
+        g_test_init(&argc, &argv, NULL);
+        tb_require_system_bus_environment();
+        RECORDER_CASE("05-long-trace-size-limit", test_long_trace_size_limit);
+        RECORDER_CASE("05-ring-buffer-wrap", test_ring_buffer_wrap);
+        RECORDER_CASE("05-discard", test_discard);
+        return tb_test_run(TB_START_SERVICE);
+}
