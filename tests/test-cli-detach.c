@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Bus suite: the tracebus command line against the real service, polkitd and
- * dbus-daemon (tests/system-bus.h), run as the test users: detached sessions and the exit codes of --is_detached, -D waiting, and Ctrl-C or SIGTERM while recording.
- * The helpers are in tests/cli-util.h.
+ * dbus-daemon (tests/system-bus.h), run as the test users: detached sessions
+ * and the exit codes of --is_detached, -D waiting, and Ctrl-C or SIGTERM while
+ * recording. The helpers are in tests/cli-util.h.
  *
- * What tests/polkit-rules/50-tracebus-test.rules says about org.tracebus.record:
- * tbuser YES, tbadmin YES (and org.tracebus.manage), tbchallenge AUTH_ADMIN,
- * tbother NO.
+ * What tests/polkit-rules/50-tracebus-test.rules says about
+ * org.tracebus.record: tbuser YES, tbadmin YES (and org.tracebus.manage),
+ * tbchallenge AUTH_ADMIN, tbother NO.
  */
 #include <errno.h>
 #include <fcntl.h>

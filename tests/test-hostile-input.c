@@ -2,7 +2,8 @@
 /*
  * Bus suite: hostile input and privacy. Every method gets bad input and must
  * answer with a named error and leave the service unchanged: no session, no
- * tracefs instance, no file. This part: bad input: wrong signatures, unusable Output descriptors, absurd configs, bad keys. The other parts are
+ * tracefs instance, no file. This part: bad input: wrong signatures, unusable
+ * Output descriptors, absurd configs, bad keys. The other parts are
  * tests/test-hostile-*.c.
  *
  * Raw calls go through root's own GDBus connection (tests/root-call.h); the

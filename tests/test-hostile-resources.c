@@ -2,8 +2,9 @@
 /*
  * Bus suite: hostile input and privacy. Every method gets bad input and must
  * answer with a named error and leave the service unchanged: no session, no
- * tracefs instance, no file. This part: planted files in the trace directory, a uid without passwd entry, Start loops and floods, a full disk and killed clients. The other parts are
- * tests/test-hostile-*.c.
+ * tracefs instance, no file. This part: planted files in the trace directory,
+ * a uid without passwd entry, Start loops and floods, a full disk and killed
+ * clients. The other parts are tests/test-hostile-*.c.
  *
  * Raw calls go through root's own GDBus connection (tests/root-call.h); the
  * per-user cases use the sd-bus test client of tb-client.h and busctl.

@@ -2,9 +2,10 @@
 /*
  * Bus suite: sessions that outlive their client (detached mode), one case a
  * rule of the contract in dbus/org.tracebus.Tracebus1.{Manager,Session}.xml.
- * This part: Attach, IsDetached, and detached sessions that end by themselves. The other parts are tests/test-sessions-*.c; the
- * SIGTERM case needs a service of its own: tests/test-shutdown.c. The
- * helpers are in tests/session-util.h.
+ * This part: Attach, IsDetached, and detached sessions that end by themselves.
+ * The other parts are tests/test-sessions-*.c; the SIGTERM case needs a
+ * service of its own: tests/test-shutdown.c. The helpers are in
+ * tests/session-util.h.
  *
  * Users (tests/polkit-rules/50-tracebus-test.rules): tbuser may record,
  * tbadmin (group tbadmins) may record and manage (org.tracebus.manage),

@@ -2,9 +2,9 @@
 /*
  * Bus suite: sessions that outlive their client (detached mode), one case a
  * rule of the contract in dbus/org.tracebus.Tracebus1.{Manager,Session}.xml.
- * This part: what other users may do, and the limits on sessions. The other parts are tests/test-sessions-*.c; the
- * SIGTERM case needs a service of its own: tests/test-shutdown.c. The
- * helpers are in tests/session-util.h.
+ * This part: what other users may do, and the limits on sessions. The other
+ * parts are tests/test-sessions-*.c; the SIGTERM case needs a service of its
+ * own: tests/test-shutdown.c. The helpers are in tests/session-util.h.
  *
  * Users (tests/polkit-rules/50-tracebus-test.rules): tbuser may record,
  * tbadmin (group tbadmins) may record and manage (org.tracebus.manage),
@@ -218,7 +218,7 @@ static void test_limit_total(void) {
 
         g_assert_true(g_file_set_contents_full(
                 rule,
-                "// Added by tests/test-sessions.c for the 16-session limit, removed after.\n"
+                "// Added by tests/test-sessions-limits.c for the 16-session limit, removed after.\n"
                 "polkit.addRule(function(action, subject) {\n"
                 "    if (action.id == \"org.tracebus.record\" && subject.user == \"nobody\")\n"
                 "        return polkit.Result.YES;\n"
