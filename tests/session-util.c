@@ -286,7 +286,7 @@ void wait_no_own_instances(guint timeout_ms) {
 
 /* Before a case: nothing left from an earlier, failed one (that one failed
  * already; this keeps the failure from spreading). */
-void case_begin(void) {
+void session_case_begin(void) {
         g_auto(GStrv) left = all_sessions();
 
         remove_limit_rule();
@@ -298,7 +298,7 @@ void case_begin(void) {
 }
 
 /* After a case: it cleaned up. */
-void case_end(void) {
+void session_case_end(void) {
         g_auto(GStrv) left = all_sessions();
         g_autofree char *prefix = g_strdup_printf("tracebus-%d-", (int) tb_bus()->service_pid);
         g_auto(GStrv) inst = tb_tracebus_instances();

@@ -79,19 +79,19 @@ void remove_limit_rule(void);
 void wait_no_own_instances(guint timeout_ms);
 /* Before a case: nothing left from an earlier, failed one (that one failed
  * already; this keeps the failure from spreading). */
-void case_begin(void);
+void session_case_begin(void);
 /* After a case: it cleaned up. */
-void case_end(void);
+void session_case_end(void);
 /* The service still runs, holds its name, and none of its tracefs instances is left. */
 void assert_service_left_nothing(void);
 /* Last: assert_service_left_nothing(), once the sessions of a failed case had
  * time to end. */
 void session_test_no_leftovers(void);
 
-/* case_fn(): test_fn() between case_begin() and case_end(). */
-#define SESSION_CASE(fn)               \
-        static void case_##fn(void) {  \
-                case_begin();          \
-                test_##fn();           \
-                case_end();            \
+/* case_fn(): test_fn() between session_case_begin() and session_case_end(). */
+#define SESSION_CASE(fn)                      \
+        static void case_##fn(void) {         \
+                session_case_begin();         \
+                test_##fn();                  \
+                session_case_end();           \
         }

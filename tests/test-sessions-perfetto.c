@@ -12,7 +12,7 @@
  * tbother may not record; uid 0 is always authorized by polkit.
  *
  * Every case starts with no session left and must end with none (see
- * case_begin()/case_end()).
+ * session_case_begin()/session_case_end()).
  */
 #include <errno.h>
 #include <fcntl.h>
