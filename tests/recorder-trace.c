@@ -325,7 +325,7 @@ const char *compact_comm(const Tracebus__FtraceEventBundle__CompactSched *c, siz
 }
 
 /* The generic event's field, or NULL. */
-const Tracebus__GenericFtraceEvent__Field *generic_field(const Ev *e, const char *name) {
+const Tracebus__GenericFtraceEvent__Field *ev_generic_field(const Ev *e, const char *name) {
         const Tracebus__GenericFtraceEvent *g = e->e ? e->e->generic : NULL;
 
         for (size_t i = 0; g && i < g->n_field; i++)
@@ -340,7 +340,7 @@ const char *generic_name(const Ev *e) {
 }
 
 bool generic_int(const Ev *e, const char *name, gint64 *ret) {
-        const Tracebus__GenericFtraceEvent__Field *f = generic_field(e, name);
+        const Tracebus__GenericFtraceEvent__Field *f = ev_generic_field(e, name);
 
         if (!f)
                 return false;

@@ -197,7 +197,7 @@ const char *compact_comm(const Tracebus__FtraceEventBundle__CompactSched *c, siz
                                 const guint32 *idx, guint i);
 
 /* The generic event's field, or NULL. */
-const Tracebus__GenericFtraceEvent__Field *generic_field(const Ev *e, const char *name);
+const Tracebus__GenericFtraceEvent__Field *ev_generic_field(const Ev *e, const char *name);
 
 const char *generic_name(const Ev *e);
 

@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "test-util.h"
 #include "tracebus-bus.h"
 
 #define TB_MANAGER_IFACE TB_MANAGER_INTERFACE
@@ -98,21 +99,6 @@ TbSystemBus *tb_bus(void);
 /* Mark the run as failed from parent-side code. */
 void tb_test_note_failure(void);
 
-/* ---- time windows ----
- *
- * The factor by which the bus suites stretch what depends on the service's speed:
- * how long they wait for something that must happen "by now", how long a storm
- * runs, the rate the service must keep up with, a latency bound. A sanitizer build
- * (meson -Db_sanitize=..., which defines TB_TEST_SANITIZED for this harness) runs
- * tracebusd 3-5 times slower: 4 there, 1 in a plain build. TRACEBUS_TEST_TIME_FACTOR=N
- * (1..20) overrides either. Only waits, durations and rates scale, never a check:
- * lower bounds ("not before 2 s") stay as they are. */
-guint tb_time_factor(void);
-/* ms times tb_time_factor(). */
-guint tb_scaled_ms(guint ms);
-/* Sleeps tb_scaled_ms(ms). */
-void tb_sleep_scaled(guint ms);
-
 /* Reads one line (without the newline) from fd within timeout_ms. */
 char *tb_read_line(int fd, guint timeout_ms, GError **error);
 
@@ -124,77 +110,3 @@ bool tb_wait_for_name_gone(GDBusConnection *conn, const char *name, guint timeou
 pid_t tb_name_owner_pid(GDBusConnection *conn, const char *name, char **ret_unique, GError **error);
 /* True when pid exists and is not a zombie. */
 bool tb_pid_alive(pid_t pid);
-
-/* ---- test users ---- */
-
-typedef struct {
-        char *name;
-        uid_t uid;
-        gid_t gid;
-        gid_t *groups;
-        int n_groups;
-} TbUser;
-
-bool tb_user_lookup(const char *name, TbUser *ret, GError **error);
-void tb_user_clear(TbUser *user);
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TbUser, tb_user_clear)
-/* In a forked child only (async-signal-safe): setgroups, setresgid, setresuid
- * to user, then PR_SET_PDEATHSIG (a credential change clears it). _exit(126)
- * on failure. */
-void tb_user_become(const TbUser *user);
-
-typedef struct {
-        int wait_status;
-        char *out;
-        char *err;
-} TbCommandResult;
-
-/* Run argv as user (NULL: stay root) with the current environment
- * (DBUS_SYSTEM_BUS_ADDRESS included), HOME=/, cwd /, under `timeout 120`.
- * Returns false only when it could not be spawned. */
-bool tb_run_as_user(const char *user, const char *const *argv, TbCommandResult *ret, GError **error);
-void tb_command_result_clear(TbCommandResult *res);
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TbCommandResult, tb_command_result_clear)
-/* "exit 0", "exit 3", "signal 9", for messages. */
-char *tb_wait_status_to_string(int wait_status);
-bool tb_command_succeeded(const TbCommandResult *res);
-
-/* ---- a busy process pair the test knows ---- */
-
-typedef struct {
-        pid_t pid;      /* ping */
-        pid_t peer_pid; /* pong */
-        char comm[16];
-        bool stopped;
-} TbBusy;
-
-/* Two children named comm (PR_SET_NAME) ping-pong a byte through pipes, with
- * a short sleep every few rounds, so sched_switch/sched_waking events with
- * their pids keep coming. They die with the caller (PR_SET_PDEATHSIG). */
-bool tb_busy_start(const char *comm, TbBusy *ret, GError **error);
-/* Kills and reaps both; idempotent; keeps the pids for later checks. */
-void tb_busy_stop(TbBusy *busy);
-
-/* ---- tracefs and the trace dir ---- */
-
-/* Sorted names under /sys/kernel/tracing/instances/ that start "tracebus-". */
-char **tb_tracebus_instances(void);
-/* Sorted relative paths of everything under dir ("" entries excluded); an
- * empty list when dir does not exist. */
-char **tb_list_tree(const char *dir);
-/* Elements of b that are not in a (both sorted or not, small lists). */
-char **tb_strv_added(char *const *a, char *const *b);
-
-/* @s with every @what replaced by @with (newly allocated). */
-char *tb_str_replace(const char *s, const char *what, const char *with);
-
-/* ---- D-Bus helpers on root's connection ---- */
-
-GVariant *tb_get_property(GDBusConnection *conn, const char *path, const char *iface,
-                          const char *name, GError **error);
-/* The session's State, or NULL with error (e.g. the object is gone). */
-char *tb_session_state(GDBusConnection *conn, const char *path, GError **error);
-/* Waits until the session is "ended" or gone and no tracefs instance named
- * in instance_names (may be NULL) exists. */
-bool tb_wait_session_over(GDBusConnection *conn, const char *path, char *const *instance_names,
-                          guint timeout_ms, GError **error);

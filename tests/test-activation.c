@@ -52,12 +52,9 @@ static pid_t owner_pid(char **ret_unique) {
         return pid;
 }
 
+/* The instance exited (and was reaped by the bus) within timeout_ms. */
 static void wait_pid_gone(pid_t pid, guint timeout_ms) {
-        gint64 deadline = g_get_monotonic_time() + (gint64) timeout_ms * 1000;
-
-        while (tb_pid_alive(pid) && g_get_monotonic_time() < deadline)
-                g_usleep(20 * 1000);
-        g_assert_false(tb_pid_alive(pid));
+        g_assert_true(tb_wait_pid_gone(pid, timeout_ms));
 }
 
 /* No instance left from an earlier case. */
@@ -158,6 +155,21 @@ static bool wait_blocked_in_send(pid_t pid, guint timeout_ms) {
         return false;
 }
 
+/* With no instance left, a call activates a new one, which becomes ready:
+ * its pid, its notifications on *ret_nfd and its unique name. */
+static pid_t activate_fresh(int *ret_nfd, char **ret_unique) {
+        g_autoptr(GError) error = NULL;
+        pid_t pid;
+
+        wait_no_service();
+        *ret_nfd = notify_bind();
+        g_assert_true(list_sessions(NULL, &error));
+        g_assert_no_error(error);
+        pid = owner_pid(ret_unique);
+        g_assert_true(notify_wait_for(*ret_nfd, "READY=1", 10000));
+        return pid;
+}
+
 /* ---- cases ---- */
 
 static void test_idle_exit_and_reactivation(void) {
@@ -211,12 +223,7 @@ static void test_call_racing_idle_exit_is_answered(void) {
         int nfd;
         pid_t pid;
 
-        wait_no_service();
-        nfd = notify_bind();
-        g_assert_true(list_sessions(NULL, &error));
-        g_assert_no_error(error);
-        pid = owner_pid(&unique);
-        g_assert_true(notify_wait_for(nfd, "READY=1", 10000));
+        pid = activate_fresh(&nfd, &unique);
 
         /* STOPPING=1 will block: the service has decided to exit and still owns the name. */
         senders = notify_fill();
@@ -258,12 +265,7 @@ static void test_calls_at_the_exit_are_answered(void) {
                 pid_t pid;
                 int nfd;
 
-                wait_no_service();
-                nfd = notify_bind();
-                g_assert_true(list_sessions(NULL, &error));
-                g_assert_no_error(error);
-                pid = owner_pid(&unique);
-                g_assert_true(notify_wait_for(nfd, "READY=1", 10000));
+                pid = activate_fresh(&nfd, &unique);
                 g_assert_true(notify_wait_for(nfd, "STOPPING=1", 10000));
                 g_assert_true(list_sessions(&sender, &error));
                 g_assert_no_error(error);

@@ -18,9 +18,70 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "system-bus.h"
-#include "tb-client.h"
-#include "trace-file.h"
+#include "session-util.h"
+
+/* ===================================================================== */
+/* busctl as tbuser                                                       */
+/* ===================================================================== */
+
+/* busctl ... Start as tbuser, which must succeed: its reply's two tokens ("o" PATH). */
+static char **busctl_start(const char *const *argv, const char *what) {
+        g_auto(TbCommandResult) start = { 0 };
+        g_autoptr(GError) error = NULL;
+        char **tok;
+
+        g_assert_true(tb_run_as_user("tbuser", argv, &start, &error));
+        log_command(what, &start);
+        g_assert_true(tb_command_succeeded(&start));
+        tok = busctl_tokens(start.out);
+        g_assert_cmpuint(g_strv_length(tok), ==, 2);
+        return tok;
+}
+
+/* busctl ... Stop PATH as tbuser, then the busy pair stops: Stop's stats name
+ * the trace file, the reason is "stopped", and the session is over. */
+static GHashTable *busctl_stop(const char *path, TbBusy *busy) {
+        const char *stop_argv[] = { "busctl", "--system", "call", TB_BUS_NAME, TB_MANAGER_PATH,
+                                    TB_MANAGER_IFACE, "Stop", "o", path, NULL };
+        g_auto(TbCommandResult) stop = { 0 };
+        g_autoptr(GError) error = NULL;
+        GHashTable *st;
+
+        g_assert_true(tb_run_as_user("tbuser", stop_argv, &stop, &error));
+        tb_busy_stop(busy);
+        log_command("busctl Stop as tbuser", &stop);
+        g_assert_true(tb_command_succeeded(&stop));
+        st = busctl_stats(stop.out);
+        g_assert_nonnull(g_hash_table_lookup(st, "OutputPath"));
+        g_assert_cmpstr(g_hash_table_lookup(st, "Reason"), ==, "stopped");
+        g_assert_true(tb_wait_session_over(tb_bus()->conn, path, NULL, 10000, &error));
+        g_assert_no_error(error);
+        return st;
+}
+
+/* tbuser's held client stops its session and leaves, then the busy pair
+ * stops: Stop's stats. */
+static GHashTable *stop_held(Client *c, TbBusy *busy) {
+        g_autofree char *err = NULL;
+        g_autofree char *stats = client_cmd(c, "stop", 'S', &err);
+
+        client_finish(c, 10000);
+        tb_busy_stop(busy);
+        if (!stats)
+                g_error("tbuser's Stop failed: %s", err);
+        note("Stop stats:%s\n", stats);
+        return parse_stats(stats);
+}
+
+/* The service wrote file for uid, complete, with the busy pair in it. */
+static void assert_user_trace(const char *file, uid_t uid, const TbBusy *busy) {
+        g_auto(TbTraceSummary) s = { 0 };
+
+        assert_service_file(file, uid);
+        summarise(file, &s);
+        assert_trace_complete(&s);
+        assert_busy_seen(&s, busy);
+}
 
 /* ===================================================================== */
 /* Cases                                                                  */
@@ -161,12 +222,10 @@ static void test_busctl_service_file(void) {
         g_autofree char *config = config_text(20000);
         const char *start_argv[] = { "busctl", "--system", "call", TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_IFACE,
                                      "Start", "sa{sv}", config, "0", NULL };
-        g_auto(TbCommandResult) start = { 0 }, stop = { 0 };
         g_autoptr(GError) error = NULL;
         g_autoptr(GHashTable) st = NULL;
         g_auto(GStrv) tok = NULL, inst = NULL, files = NULL;
         g_autofree char *state = NULL, *created = NULL;
-        g_auto(TbTraceSummary) s = { 0 };
         g_auto(TbUser) u = { 0 };
         const char *path, *file;
         TbBusy busy;
@@ -174,11 +233,7 @@ static void test_busctl_service_file(void) {
         g_assert_true(tb_user_lookup("tbuser", &u, NULL));
         snapshot_state(&inst, &files);
         g_assert_true(tb_busy_start("tbbusy-ctl", &busy, &error));
-        g_assert_true(tb_run_as_user("tbuser", start_argv, &start, &error));
-        log_command("busctl Start as tbuser", &start);
-        g_assert_true(tb_command_succeeded(&start));
-        tok = busctl_tokens(start.out);
-        g_assert_cmpuint(g_strv_length(tok), ==, 2);
+        tok = busctl_start(start_argv, "busctl Start as tbuser");
         g_assert_cmpstr(tok[0], ==, "o");
         path = tok[1];
         g_assert_true(g_variant_is_object_path(path));
@@ -188,20 +243,8 @@ static void test_busctl_service_file(void) {
         state = tb_session_state(tb_bus()->conn, path, &error);
         g_assert_no_error(error);
         g_assert_cmpstr(state, ==, "recording");
-        {
-                const char *stop_argv[] = { "busctl", "--system", "call", TB_BUS_NAME, TB_MANAGER_PATH,
-                                            TB_MANAGER_IFACE, "Stop", "o", path, NULL };
-                g_assert_true(tb_run_as_user("tbuser", stop_argv, &stop, &error));
-        }
-        tb_busy_stop(&busy);
-        log_command("busctl Stop as tbuser", &stop);
-        g_assert_true(tb_command_succeeded(&stop));
-        st = busctl_stats(stop.out);
+        st = busctl_stop(path, &busy);
         file = g_hash_table_lookup(st, "OutputPath");
-        g_assert_nonnull(file);
-        g_assert_cmpstr(g_hash_table_lookup(st, "Reason"), ==, "stopped");
-        g_assert_true(tb_wait_session_over(tb_bus()->conn, path, NULL, 10000, &error));
-        g_assert_no_error(error);
         {
                 g_auto(GStrv) now = own_instances(), added = tb_strv_added(inst, now);
                 g_assert_cmpuint(g_strv_length(added), ==, 0);
@@ -210,16 +253,13 @@ static void test_busctl_service_file(void) {
         /* It is the one new file, and the service made it for tbuser. */
         created = new_trace_file(files);
         g_assert_cmpstr(created, ==, file);
-        assert_service_file(file, u.uid);
-        summarise(file, &s);
-        assert_trace_complete(&s);
-        assert_busy_seen(&s, &busy);
+        assert_user_trace(file, u.uid, &busy);
 }
 
 /* (b2) tbuser keeps the connection, then stops: Stop's OutputPath is the
  * file the service chose, and matches the session's OutputPath property. */
 static void test_stop_output_path(void) {
-        g_autofree char *path = NULL, *err = NULL, *state = NULL, *stats = NULL;
+        g_autofree char *path = NULL, *err = NULL, *state = NULL;
         g_autoptr(GHashTable) st = NULL;
         g_autoptr(GVariant) prop = NULL;
         g_autoptr(GError) error = NULL;
@@ -243,13 +283,7 @@ static void test_stop_output_path(void) {
         g_assert_no_error(error);
         g_usleep(500 * 1000);
 
-        stats = client_cmd(&c, "stop", 'S', &err);
-        client_finish(&c, 10000);
-        tb_busy_stop(&busy);
-        if (!stats)
-                g_error("tbuser's Stop failed: %s", err);
-        note("Stop stats:%s\n", stats);
-        st = parse_stats(stats);
+        st = stop_held(&c, &busy);
         file = g_hash_table_lookup(st, "OutputPath");
         g_assert_nonnull(file);
         g_assert_cmpstr(g_variant_get_string(prop, NULL), ==, file);
@@ -268,25 +302,19 @@ static void test_busctl_detached(void) {
                                      "Start", "sa{sv}", config, "1", "DetachKey", "s", "tb-detach-1", NULL };
         const char *is_argv[] = { "busctl", "--system", "call", TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_IFACE,
                                   "IsDetached", "s", "tb-detach-1", NULL };
-        g_auto(TbCommandResult) start = { 0 }, isdet = { 0 }, stop = { 0 };
+        g_auto(TbCommandResult) isdet = { 0 };
         g_autoptr(GError) error = NULL;
         g_autoptr(GHashTable) st = NULL;
         g_autoptr(GVariant) detached = NULL;
         g_auto(GStrv) tok = NULL;
         g_autofree char *state = NULL;
-        g_auto(TbTraceSummary) s = { 0 };
         g_auto(TbUser) u = { 0 };
-        const char *file;
         TbBusy busy;
         const char *path;
 
         g_assert_true(tb_user_lookup("tbuser", &u, NULL));
         g_assert_true(tb_busy_start("tbbusy-det", &busy, &error));
-        g_assert_true(tb_run_as_user("tbuser", start_argv, &start, &error));
-        log_command("busctl Start (DetachKey) as tbuser", &start);
-        g_assert_true(tb_command_succeeded(&start));
-        tok = busctl_tokens(start.out);
-        g_assert_cmpuint(g_strv_length(tok), ==, 2);
+        tok = busctl_start(start_argv, "busctl Start (DetachKey) as tbuser");
         path = tok[1];
 
         /* busctl is gone; the session is not. */
@@ -302,23 +330,8 @@ static void test_busctl_detached(void) {
         g_assert_true(tb_command_succeeded(&isdet));
         g_assert_cmpstr(g_strstrip(isdet.out), ==, "b true");
 
-        {
-                const char *stop_argv[] = { "busctl", "--system", "call", TB_BUS_NAME, TB_MANAGER_PATH,
-                                            TB_MANAGER_IFACE, "Stop", "o", path, NULL };
-                g_assert_true(tb_run_as_user("tbuser", stop_argv, &stop, &error));
-        }
-        tb_busy_stop(&busy);
-        log_command("busctl Stop as tbuser", &stop);
-        g_assert_true(tb_command_succeeded(&stop));
-        st = busctl_stats(stop.out);
-        file = g_hash_table_lookup(st, "OutputPath");
-        g_assert_nonnull(file);
-        g_assert_cmpstr(g_hash_table_lookup(st, "Reason"), ==, "stopped");
-        g_assert_true(tb_wait_session_over(tb_bus()->conn, path, NULL, 10000, &error));
-        assert_service_file(file, u.uid);
-        summarise(file, &s);
-        assert_trace_complete(&s);
-        assert_busy_seen(&s, &busy);
+        st = busctl_stop(path, &busy);
+        assert_user_trace(g_hash_table_lookup(st, "OutputPath"), u.uid, &busy);
 }
 
 /* (c) tbother may not record: AccessDenied, and nothing is created. */
@@ -353,7 +366,7 @@ static void test_challenge(void) {
 
 /* (e) tbother cannot stop tbuser's session; tbuser can. */
 static void test_stop_other_uid(void) {
-        g_autofree char *out_path = NULL, *path = NULL, *err = NULL, *state = NULL, *stats = NULL;
+        g_autofree char *out_path = NULL, *path = NULL, *err = NULL, *state = NULL;
         g_autofree char *e1 = NULL, *e2 = NULL;
         g_auto(GStrv) before = own_instances(), during = NULL, mine = NULL;
         g_autoptr(GHashTable) st = NULL;
@@ -406,13 +419,7 @@ static void test_stop_other_uid(void) {
 
         /* The owner stops it. */
         g_usleep(300 * 1000);
-        stats = client_cmd(&c, "stop", 'S', &err);
-        client_finish(&c, 10000);
-        tb_busy_stop(&busy);
-        if (!stats)
-                g_error("tbuser's Stop failed: %s", err);
-        note("Stop stats:%s\n", stats);
-        st = parse_stats(stats);
+        st = stop_held(&c, &busy);
         g_assert_nonnull(g_hash_table_lookup(st, "Events"));
         g_assert_nonnull(g_hash_table_lookup(st, "Bytes"));
         g_assert_nonnull(g_hash_table_lookup(st, "EventsLost"));
@@ -534,15 +541,7 @@ static void test_bad_input(void) {
 /* (h) After everything: the service still runs and left no instance (of its
  * own: other test runs on the machine may have some). */
 static void test_service_survived(void) {
-        g_auto(GStrv) inst = own_instances();
-        g_autoptr(GError) error = NULL;
-
-        g_assert_true(tb_pid_alive(tb_bus()->service_pid));
-        g_assert_true(tb_wait_for_name(tb_bus()->conn, TB_BUS_NAME, 0, 100, &error));
-        g_assert_no_error(error);
-        for (size_t i = 0; inst[i]; i++)
-                note("left-over instance: %s\n", inst[i]);
-        g_assert_cmpuint(g_strv_length(inst), ==, 0);
+        assert_service_left_nothing();
 }
 
 /* In the parent, last (assertions are non-fatal here): SIGTERM while a

@@ -654,7 +654,7 @@ static void test_typed_events(void) {
                                         g_string_append_printf(generic_typed, " %s", name);
                                 n_generic_typed++;
                         } else if (g_strcmp0(name, "signal_generate") == 0) {
-                                const Tracebus__GenericFtraceEvent__Field *c = generic_field(e, "comm");
+                                const Tracebus__GenericFtraceEvent__Field *c = ev_generic_field(e, "comm");
                                 g_autoptr(GPtrArray) fmt = format_fields("signal", "signal_generate");
                                 g_autofree char *why = generic_mismatch(e, fmt);
                                 if (generic_int(e, "pid", &v) && v == h.sleeper) {
@@ -666,8 +666,8 @@ static void test_typed_events(void) {
                                         expect(!why, "generic signal_generate: %s", why);
                                 }
                         } else if (g_strcmp0(name, "inet_sock_set_state") == 0) {
-                                const Tracebus__GenericFtraceEvent__Field *sa = generic_field(e, "saddr"),
-                                                                          *da = generic_field(e, "daddr");
+                                const Tracebus__GenericFtraceEvent__Field *sa = ev_generic_field(e, "saddr"),
+                                                                          *da = ev_generic_field(e, "daddr");
                                 gint64 sp = 0, dp = 0, fam = 0, proto = 0;
                                 g_autoptr(GPtrArray) fmt = format_fields("sock", "inet_sock_set_state");
                                 g_autofree char *why = generic_mismatch(e, fmt);
@@ -684,9 +684,9 @@ static void test_typed_events(void) {
                                         sock_ok = sock_ok || ok;
                                 }
                         } else if (g_strcmp0(name, "sched_prepare_exec") == 0) {
-                                const Tracebus__GenericFtraceEvent__Field *fn = generic_field(e, "filename"),
-                                                                          *in = generic_field(e, "interp"),
-                                                                          *cm = generic_field(e, "comm");
+                                const Tracebus__GenericFtraceEvent__Field *fn = ev_generic_field(e, "filename"),
+                                                                          *in = ev_generic_field(e, "interp"),
+                                                                          *cm = ev_generic_field(e, "comm");
                                 g_autoptr(GPtrArray) fmt = format_fields("sched", "sched_prepare_exec");
                                 g_autofree char *why = generic_mismatch(e, fmt);
                                 if (generic_int(e, "pid", &v) && v == h.child) {
