@@ -146,21 +146,6 @@ static void child_setup_pdeathsig(gpointer data) {
                 (void) prctl(PR_SET_PDEATHSIG, SIGTERM);
 }
 
-bool tb_pid_alive(pid_t pid) {
-        g_autofree char *path = NULL, *stat = NULL;
-        const char *p;
-
-        if (pid <= 0)
-                return false;
-        path = g_strdup_printf("/proc/%d/stat", (int) pid);
-        if (!g_file_get_contents(path, &stat, NULL, NULL))
-                return false;
-        p = strrchr(stat, ')');
-        if (!p || strlen(p) < 3)
-                return false;
-        return p[2] != 'Z' && p[2] != 'X';
-}
-
 /* waitpid with a timeout. Returns true and the status when pid exited. */
 static bool wait_pid_timeout(pid_t pid, guint timeout_ms, int *ret_status) {
         gint64 deadline = g_get_monotonic_time() + (gint64) timeout_ms * 1000;

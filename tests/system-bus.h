@@ -30,7 +30,6 @@
 
 #define TB_MANAGER_IFACE TB_MANAGER_INTERFACE
 #define TB_SESSION_IFACE TB_SESSION_INTERFACE
-#define TB_INSTANCES_DIR "/sys/kernel/tracing/instances"
 
 /*
  * Every tracebusd the harness starts reads its configuration from the empty
@@ -108,5 +107,3 @@ bool tb_wait_for_name(GDBusConnection *conn, const char *name, GPid watch_pid,
 bool tb_wait_for_name_gone(GDBusConnection *conn, const char *name, guint timeout_ms, GError **error);
 /* The pid (and, if ret_unique, the unique name) of name's owner; 0 with error when none. */
 pid_t tb_name_owner_pid(GDBusConnection *conn, const char *name, char **ret_unique, GError **error);
-/* True when pid exists and is not a zombie. */
-bool tb_pid_alive(pid_t pid);

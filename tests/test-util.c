@@ -4,7 +4,8 @@
  * commands run as them, the busy process pair, tracefs and trace-dir listings,
  * root's D-Bus property reads, and the time windows (see test-util.h).
  */
-#include "system-bus.h"
+#include "test-util.h"
+#include "tracebus-bus.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -290,7 +291,7 @@ GVariant *tb_get_property(GDBusConnection *conn, const char *path, const char *i
 }
 
 char *tb_session_state(GDBusConnection *conn, const char *path, GError **error) {
-        g_autoptr(GVariant) v = tb_get_property(conn, path, TB_SESSION_IFACE, "State", error);
+        g_autoptr(GVariant) v = tb_get_property(conn, path, TB_SESSION_INTERFACE, "State", error);
 
         if (!v)
                 return NULL;
@@ -358,4 +359,19 @@ guint tb_scaled_ms(guint ms) {
 
 void tb_sleep_scaled(guint ms) {
         g_usleep((gulong) tb_scaled_ms(ms) * 1000);
+}
+
+bool tb_pid_alive(pid_t pid) {
+        g_autofree char *path = NULL, *stat = NULL;
+        const char *p;
+
+        if (pid <= 0)
+                return false;
+        path = g_strdup_printf("/proc/%d/stat", (int) pid);
+        if (!g_file_get_contents(path, &stat, NULL, NULL))
+                return false;
+        p = strrchr(stat, ')');
+        if (!p || strlen(p) < 3)
+                return false;
+        return p[2] != 'Z' && p[2] != 'X';
 }

@@ -12,6 +12,11 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#define TB_INSTANCES_DIR "/sys/kernel/tracing/instances"
+
+/* True when pid exists and is not a zombie. */
+bool tb_pid_alive(pid_t pid);
+
 /* ---- time windows ----
  *
  * The factor by which the bus suites stretch what depends on the service's speed:
