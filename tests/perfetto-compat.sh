@@ -3,7 +3,7 @@
 #
 # Scripts written for perfetto, run with tracebus: the examples of Perfetto's
 # documentation with `perfetto` replaced by `tracebus`, and nothing else changed
-# but the places named below. tests/test-cli.c runs each example as a test user
+# but the places named below. tests/test-cli-compat.c runs each example as a test user
 # and checks the trace it leaves behind.
 #
 #   perfetto-compat.sh EXAMPLE
