@@ -8,7 +8,9 @@ Checks a trace decoded by `protoc --decode=tracebus.Trace` (text format):
                   cut short, as when another service switched its instance off);
   --probe COMM    every process-tree entry for a pid that sched_switch shows running
                   as COMM names COMM: pid->name labels use the events' pids, also
-                  when the service runs in a pid namespace of its own.
+                  when the service runs in a pid namespace of its own; and at
+                  most a third of the pids both the tree and the events name
+                  disagree on the name (another numbering gets nearly all wrong).
 Prints what it found; exits 1 when a check fails."""
 import argparse
 import re
@@ -85,7 +87,10 @@ bad = [p for p in both if not agree(names[p], comm_of[p])]
 print(f"check-trace: {len(both)} pids named by both the tree and the events; {len(bad)} disagree")
 for p in bad[:10]:
     print(f"check-trace:   pid {p}: tree {sorted(names[p])}, events {sorted(comm_of[p])}")
-if len(both) < 3 or len(bad) > max(1, len(both) // 20):
+# Some disagree rightly: a process that exec()s runs under its parent's comm until it
+# does and the kernel's tables keep the new one; a thread renames itself (polkitd's
+# "gmain"). Those are short-lived or few; another numbering gets nearly all wrong.
+if len(both) < 3 or 3 * len(bad) > len(both):
     print("check-trace: FAIL: the process tree does not use the events' pids")
     ok = False
 sys.exit(0 if ok else 1)

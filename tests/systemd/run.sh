@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 #
-# tests/systemd/run.sh SOURCE_DIR BUILD_DIR: tracebus under a real systemd as PID 1.
+# tests/systemd/run.sh SOURCE_DIR: tracebus under a real systemd as PID 1.
 #
 # Builds the Debian packages from SOURCE_DIR (build-deb.sh, lintian included), boots
 # a minimal Debian 12 root (make-root.sh, cached) with systemd-nspawn, installs the
@@ -17,8 +17,7 @@
 # It takes /tmp/tb-tracefs.lock for its whole run: tracefs is the machine's.
 set -euo pipefail
 
-src=$(cd "${1:?usage: $0 SOURCE_DIR BUILD_DIR}" && pwd)
-build=$(cd "${2:?usage: $0 SOURCE_DIR BUILD_DIR}" && pwd)
+src=$(cd "${1:?usage: $0 SOURCE_DIR}" && pwd)
 here=$src/tests/systemd
 machine=tbtest
 M="org.tracebus.Tracebus1 /org/tracebus/Tracebus1 org.tracebus.Tracebus1.Manager"
@@ -80,12 +79,22 @@ svc() { tbx systemctl show tracebusd -p "$1" --value; }
 
 cleanup() {
         set +e
-        if [[ -f $W/nspawn.pid ]] && kill -0 "$(cat "$W/nspawn.pid")" 2>/dev/null; then
+        local pid d
+        pid=$(cat "$W/nspawn.pid" 2>/dev/null)
+        if [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null; then
                 tbx systemctl poweroff >/dev/null 2>&1
-                for _ in $(seq 60); do kill -0 "$(cat "$W/nspawn.pid")" 2>/dev/null || break; sleep 0.5; done
-                kill -KILL "$(cat "$W/nspawn.pid")" 2>/dev/null
+                for _ in $(seq 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+                # SIGTERM: nspawn powers the container off itself.
+                kill -TERM "$pid" 2>/dev/null
+                for _ in $(seq 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
         fi
+        # Whatever is left in the container's cgroup is this run's.
+        for d in $(cgroup_dirs); do
+                [[ -d $d ]] && find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -KILL 2>/dev/null
+        done
+        jobs -p | xargs -r kill 2>/dev/null
         [[ -n ${holder:-} ]] && kill "$holder" 2>/dev/null
+        sleep 1
         for d in $(cgroup_dirs); do [[ -d $d ]] && find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null; done
         # Only the instances this run made: the dummies; a service's would be a failure.
         rmdir "$I/tracebus-$dummy_live-1" "$I/tracebus-$dummy_dead-1" 2>/dev/null
@@ -94,6 +103,7 @@ cleanup() {
 dummy_live=999990000
 dummy_dead=999990001
 trap cleanup EXIT
+trap 'exit 1' TERM INT
 
 root=$("$here/make-root.sh")
 note "root: $root (make-root.sh: $(($(date +%s) - start_time)) s so far)"
@@ -110,7 +120,7 @@ boot() {
                 echo "$BASHPID" >"$W/nspawn.pid"
                 exec setsid systemd-nspawn -q -D "$root" -M "$machine" -b --volatile=overlay \
                         --register=no --keep-unit --bind=/sys/kernel/tracing \
-                        --bind-ro="$W/debs:/mnt/debs" --console=read-only
+                        --bind-ro="$W/debs:/mnt/debs" --bind-ro="$here:/mnt/tests" --console=read-only
         ) >"$W/console.log" 2>&1 </dev/null &
         for _ in $(seq 120); do
                 [[ -s $W/nspawn.pid ]] && [[ -n $(leader 2>/dev/null) ]] &&
@@ -139,6 +149,26 @@ tbx sh -c 'mkdir -p /etc/tracebus/tracebusd.conf.d && printf "[Service]\nIdleTim
 
 check "D-Bus activation: ListSessions answers" tbx busctl call $M ListSessions
 check "tracebusd.service is active" test "$(svc ActiveState)" = active
+
+# --- the real sandbox, as the service sees it (tests/sandbox-run.sh imitates it) -------
+# The container's tracebusd, seen from the host: the pgrep match in the container's pid namespace.
+service_host_pid() {
+        local p ns
+        ns=$(readlink /proc/"$(leader)"/ns/pid)
+        for p in $(pgrep -x tracebusd); do
+                [[ $(readlink /proc/"$p"/ns/pid 2>/dev/null) == "$ns" ]] && { echo "$p"; return 0; }
+        done
+        return 1
+}
+tbx busctl call $M ListSessions >/dev/null    # it may have gone idle meanwhile
+status_of() { sed -n "s/^$1:[[:space:]]*//p" /proc/"$(service_host_pid)"/status; }
+mount_opts() { awk -v m="$1" '$5 == m { o = $6 } END { print o }' /proc/"$(service_host_pid)"/mountinfo; }
+note "sandbox: CapBnd $(status_of CapBnd) CapEff $(status_of CapEff) NoNewPrivs $(status_of NoNewPrivs) Seccomp $(status_of Seccomp);" \
+        "/ $(mount_opts /), /sys $(mount_opts /sys), tracefs $(mount_opts /sys/kernel/tracing), state $(mount_opts /var/lib/tracebus)"
+check "the service's capabilities: CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER only" test "$(status_of CapBnd)" = 000000000000000b
+check "NoNewPrivileges= and a seccomp filter" test "$(status_of NoNewPrivs)/$(status_of Seccomp)" = 1/2
+check "/ and /sys read-only, tracefs and the state directory writable" \
+        test "$(mount_opts /| cut -c1-2)$(mount_opts /sys | cut -c1-2)$(mount_opts /sys/kernel/tracing | cut -c1-2)$(mount_opts /var/lib/tracebus | cut -c1-2)" = rororwrw
 check "the instance a live host process owns survived the service's start" test -d "$I/tracebus-$dummy_live-1"
 check "the unowned instance was removed" test ! -e "$I/tracebus-$dummy_dead-1"
 kill "$holder"; wait "$holder" 2>/dev/null || true; holder=
@@ -169,6 +199,14 @@ out=$(asuser tbuser tracebus --no-ask-password -t 2s -o /tmp/user.pftrace sched/
 if [[ $(rc_of <<<"$out") == 0 ]]; then ok "tbuser (polkit rule) records in a logind session"; else not_ok "tbuser records"; sed 's/^/#   /' <<<"$out"; fi
 check "tbuser's trace is complete" trace_ok user --min-span 1.5
 check "tbuser owns the trace" test "$(tbx stat -c %U /tmp/user.pftrace)" = tbuser
+
+# busctl cannot pass a descriptor: the service writes into tbuser's trace directory,
+# which needs its capabilities (CAP_CHOWN and friends) under the real sandbox.
+out=$(asuser tbuser busctl call $M Start "'sa{sv}'" "''" 2 Events as 1 sched/sched_switch DurationMs u 1500)
+sleep 3
+traces_of_tbuser() { tbx find /var/lib/tracebus/traces/1000 -name '*.pftrace' -user tbuser -size +0 | grep -q .; }
+if [[ $(rc_of <<<"$out") == 0 ]] && traces_of_tbuser; then ok "busctl Start without Output: a trace in tbuser's trace directory, tbuser's"
+else not_ok "busctl Start without Output writes into the trace directory"; sed 's/^/#   /' <<<"$out"; fi
 
 denied_uid=$(tbx id -u tbdenied)
 out=$(asuser tbdenied tracebus --no-ask-password -t 1s -o /tmp/denied.pftrace sched/sched_switch)
@@ -231,17 +269,29 @@ check "the CLI finishes" timeout 20 tail --pid="$cli" -f /dev/null
 check "the stopped recording's trace is complete" trace_ok stopped --min-span 3
 check "no tracefs instance is left behind" test "$(ls "$I" | grep '^tracebus-' || true)" = "$before"
 
-# --- pid namespaces: another tracebusd starting elsewhere does not touch a live session ---
-tbx tracebus -t 8s -o /tmp/pidns.pftrace sched/sched_switch >"$W/pidns.log" 2>&1 &
-cli=$!
+# --- pid namespaces: two services record at the same time ------------------------------
+# The container's tracebusd (systemd's, the container's pid namespace) and a second one
+# on a private bus in a pid namespace of its own (second-service.sh), each started while
+# the other records: its clean-up at start must leave the other's instance alone. Then a
+# third start in the container's namespace (tracebusd without a bus: it cleans up, then
+# exits) while the second records. Both traces must span their whole time.
+tbx systemctl stop tracebusd
+tbx tracebus -t 12s -o /tmp/first.pftrace sched/sched_switch >"$W/first.log" 2>&1 &
+first=$!
 sleep 2
-# A tracebusd on the host, in a pid namespace of its own: it cleans up at start, then
-# finds no bus (none there) and exits. Its pid namespace cannot see the container's.
-DBUS_SYSTEM_BUS_ADDRESS=unix:path=$W/no-bus STATE_DIRECTORY=$W/hoststate \
-        timeout 10 unshare --pid --fork --mount-proc "$build/service/tracebusd" >"$W/host-tracebusd.log" 2>&1 || true
-wait "$cli" || true
-check "a tracebusd starting in another pid namespace leaves a live session alone" trace_ok pidns --min-span 7
-check "... and says nothing of removing it" sh -c "! grep -q Removed '$W/host-tracebusd.log'"
+tbx timeout 60 unshare --pid --fork --mount-proc sh /mnt/tests/second-service.sh /tmp/second 12 >"$W/second.log" 2>&1 &
+second=$!
+sleep 4
+tbx env DBUS_SYSTEM_BUS_ADDRESS=unix:path=/tmp/no-bus STATE_DIRECTORY=/tmp/third \
+        timeout 10 /usr/libexec/tracebusd >"$W/third.log" 2>&1 || true
+check "the container's service records while a second one starts in another pid namespace" wait "$first"
+check "the second service, in its own pid namespace, records while the first records" wait "$second"
+note "$(grep second-service: "$W/second.log")"
+check "the first trace is complete" trace_ok first --min-span 11
+tbx cp /tmp/second/second.pftrace /tmp/second.pftrace || true
+check "the second trace is complete, and names processes by the events' pids" trace_ok second --min-span 11
+tbx cat /tmp/second/tracebusd.log >"$W/second-tracebusd.log" || true
+check "no service removed the other's instance" not grep -h Removed "$W/third.log" "$W/second-tracebusd.log"
 
 # --- a read-only tracefs ---------------------------------------------------------------
 tbx sh -c 'mkdir -p /etc/systemd/system/tracebusd.service.d &&
