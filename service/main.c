@@ -105,6 +105,23 @@ static int load_configuration(DaemonConfig *c) {
         return 0;
 }
 
+/* Says once, at start, why recording cannot work here, rather than only with each Start's
+ * error: a unit or drop-in that leaves tracefs read-only, or a container without it. */
+static void check_tracefs(void) {
+        int r = trace_instance_check_writable();
+
+        if (r == -ENODEV)
+                log_warning("tracefs is not mounted (no /sys/kernel/tracing); recording will fail until it is.");
+        else if (r == -EROFS)
+                log_error("tracefs is read-only in this sandbox: %s/instances is on a read-only mount "
+                          "(ProtectKernelTunables=yes or ReadOnlyPaths= in the unit or a drop-in?); "
+                          "every recording will fail.", trace_instance_tracefs_root());
+        else if (r < 0)
+                log_warning_errno(r, "Cannot check tracefs at %s: %m", trace_instance_tracefs_root());
+        else
+                (void) trace_instance_remove_stale();
+}
+
 /* Settings for the whole process: how malloc gives memory back, and how signals arrive. */
 static int setup_process(void) {
         sigset_t mask;
@@ -154,10 +171,7 @@ static int run(int argc, char *argv[]) {
         if (r < 0)
                 return log_error_errno(r, "Failed to watch for signals: %m");
 
-        if (!trace_instance_tracefs_root())
-                log_warning("tracefs is not mounted; recording will fail until it is.");
-        else
-                (void) trace_instance_remove_stale();
+        check_tracefs();
 
         r = manager_dbus_connect(m, &bus);
         if (r < 0)

@@ -236,10 +236,9 @@ static void on_start_result(BusRequest *req, int result) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         int r;
 
-        if (result < 0) {
-                log_info("UID %u may not record (%s).", (unsigned) req->uid, strerror(-result));
+        /* polkit.c has logged the refusal, in words. */
+        if (result < 0)
                 return bus_request_reply_refusal(req, result, ACTION_RECORD, "Recording kernel traces");
-        }
         r = start_session(req, &error);
         if (r < 0 && sd_bus_error_is_set(&error))
                 (void) sd_bus_reply_method_error(req->message, &error);

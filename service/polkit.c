@@ -7,6 +7,7 @@
 
 /* CheckAuthorization flag: AllowUserInteraction. */
 #define POLKIT_ALLOW_USER_INTERACTION 1u
+#define UID_INVALID ((uid_t) -1)
 /* An authentication dialog can take a person a while; sd-bus's default 25 s is too short. */
 #define POLKIT_INTERACTIVE_TIMEOUT_USEC (5ull * 60 * 1000 * 1000)
 
@@ -15,6 +16,7 @@ struct PolkitQuery {
         polkit_callback_t callback;
         void *userdata;
         char *action;
+        uid_t uid;              /* the caller's, for the log; UID_INVALID if unknown */
 };
 
 PolkitQuery *polkit_query_free(PolkitQuery *q) {
@@ -47,7 +49,32 @@ static int parse_reply(sd_bus_message *reply, const char *action) {
                 return r;
         if (authorized)
                 return 1;
-        return challenge ? -EBADR : -EACCES;
+        if (challenge)
+                return -EBADR;
+        r = sd_bus_message_enter_container(reply, 'a', "{ss}");
+        if (r < 0)
+                return r;
+        /* polkit's answer when the authentication agent's dialog was cancelled. */
+        for (const char *k, *v; (r = sd_bus_message_read(reply, "{ss}", &k, &v)) > 0;)
+                if (strcmp(k, "polkit.dismissed") == 0 && strcmp(v, "true") == 0)
+                        return -ECANCELED;
+        return r < 0 ? r : -EACCES;
+}
+
+/* One line per refusal, in words: the result codes' strerror() texts ("Invalid request
+ * descriptor" for -EBADR) say nothing to an administrator. */
+static void log_refusal(int r, const PolkitQuery *q) {
+        if (r == -EACCES)
+                log_notice("polkit refused %s to UID %u.", q->action, (unsigned) q->uid);
+        else if (r == -ECANCELED)
+                log_notice("polkit: UID %u dismissed the authentication for %s; refused.",
+                           (unsigned) q->uid, q->action);
+        else if (r == -EBADR)
+                log_notice("polkit wants UID %u to authenticate for %s, but the call did not "
+                           "allow interactive authorization; refused.", (unsigned) q->uid, q->action);
+        else if (r < 0 && r != -EHOSTDOWN)
+                log_warning_errno(r, "Failed to read polkit's answer on %s for UID %u; refused: %m",
+                                  q->action, (unsigned) q->uid);
 }
 
 static int on_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
@@ -57,10 +84,24 @@ static int on_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_err
         int r;
 
         r = parse_reply(reply, q->action);
+        log_refusal(r, q);
+        /* A dismissed dialog is a refusal like any other to the caller. */
+        if (r == -ECANCELED)
+                r = -EACCES;
         /* The query is done: the callback owns what happens next, including freeing q. */
         q->slot = sd_bus_slot_unref(q->slot);
         callback(r, cb_data);
         return 0;
+}
+
+static uid_t sender_uid(sd_bus_message *m) {
+        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+        uid_t uid;
+
+        if (sd_bus_query_sender_creds(m, SD_BUS_CREDS_EUID, &creds) < 0 ||
+            sd_bus_creds_get_euid(creds, &uid) < 0)
+                return UID_INVALID;
+        return uid;
 }
 
 int polkit_check_async(sd_bus_message *m, const char *action, bool allow_interaction,
@@ -70,6 +111,7 @@ int polkit_check_async(sd_bus_message *m, const char *action, bool allow_interac
         sd_bus *bus = sd_bus_message_get_bus(m);
         const char *sender = sd_bus_message_get_sender(m);
         bool interactive = allow_interaction && sd_bus_message_get_allow_interactive_authorization(m) > 0;
+        uid_t uid;
         int r;
 
         assert(action);
@@ -78,10 +120,12 @@ int polkit_check_async(sd_bus_message *m, const char *action, bool allow_interac
 
         if (!sender)
                 return -EBADMSG;
+        uid = sender_uid(m);
 
         q = calloc(1, sizeof(*q));
         if (!q)
                 return -ENOMEM;
+        q->uid = uid;
         q->callback = callback;
         q->userdata = userdata;
         q->action = strdup(action);

@@ -5,8 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fd-util.h"
+#include "log.h"
 #include "macro.h"
 #include "process-scan.h"
 #include "tracefs-instance.h"
@@ -30,6 +32,9 @@ typedef struct SavedTask {
 struct ProcessTreeBuilder {
         PidSet processes, threads;
         const char *tracefs_root;
+        /* /proc numbers processes in a pid namespace other than the kernel's events (the
+         * initial one): its pids would name the wrong processes. */
+        bool proc_foreign;
         SavedTask *saved;          /* the pending threads and their processes, sorted by pid */
         size_t n_saved, saved_allocated;
         bool saved_loaded;
@@ -82,6 +87,46 @@ static int pid_set_add(PidSet *s, int32_t pid) {
         }
 }
 
+/* Trace events carry pids of the initial pid namespace; /proc names processes by the
+ * pids of the namespace it was mounted in, which the first entry of NSpid in
+ * /proc/self/status gives (one entry per level from there down to ours). In a
+ * container with its own /proc that is its own namespace, and a host pid cannot be
+ * learnt from inside at all: so only whether the two numberings agree matters. */
+static const char *status_field(const char *status, const char *field);
+
+/* The number of pids on the rest of the line at @s ("\t4711\t12\n": 2). */
+static unsigned nspid_entries(const char *s) {
+        unsigned n = 0;
+
+        for (s += strspn(s, " \t"); *s && *s != '\n'; s += strspn(s, " \t")) {
+                n++;
+                s += strcspn(s, " \t\n");
+        }
+        return n;
+}
+
+#define PID_NS_INIT_INO 0xEFFFFFFCu  /* the kernel's fixed inode of the initial pid namespace */
+static bool proc_pids_foreign(void) {
+        _cleanup_free_ char *status = NULL;
+        char link[64];
+        unsigned long ino;
+        ssize_t n;
+        const char *nspid;
+
+        n = readlink("/proc/self/ns/pid", link, sizeof(link) - 1);
+        if (n < 0)
+                return false;
+        link[n] = 0;
+        if (sscanf(link, "pid:[%lu]", &ino) != 1 || ino == PID_NS_INIT_INO)
+                return false;
+        /* Not in the initial namespace: /proc is foreign unless it is an ancestor's (more
+         * than one NSpid entry), as with unshare --pid without a /proc of its own. */
+        if (read_full_file("/proc/self/status", 64 * 1024, &status, NULL) < 0)
+                return false;
+        nspid = status_field(status, "NSpid");
+        return !nspid || nspid_entries(nspid) <= 1;
+}
+
 int process_tree_builder_new(ProcessTreeBuilder **ret) {
         ProcessTreeBuilder *b = calloc(1, sizeof(*b));
 
@@ -89,6 +134,10 @@ int process_tree_builder_new(ProcessTreeBuilder **ret) {
                 return -ENOMEM;
         tracebus__process_tree__init(&b->tree);
         b->tracefs_root = trace_instance_tracefs_root();
+        b->proc_foreign = proc_pids_foreign();
+        if (b->proc_foreign)
+                log_info("/proc counts pids in a pid namespace of its own, not as the kernel's events do: "
+                         "processes are described from the kernel's saved tables only.");
         *ret = b;
         return 0;
 }
@@ -198,6 +247,13 @@ static int read_status(pid_t pid, ProcStatus *ret) {
         return 0;
 }
 
+/* The status of @pid from /proc, unless /proc's pids are not the events' (see
+ * proc_pids_foreign()): then every pid counts as gone from /proc, and the kernel's saved
+ * tables, which use the events' pids, describe it. */
+static int proc_status(const ProcessTreeBuilder *b, pid_t pid, ProcStatus *ret) {
+        return b->proc_foreign ? -ESRCH : read_status(pid, ret);
+}
+
 
 /* The comm of @tid in process @pid: @known if the status read gave it, else from comm. */
 static int read_comm(pid_t pid, pid_t tid, const char *known, char **ret) {
@@ -276,7 +332,7 @@ static int add_process(ProcessTreeBuilder *b, pid_t pid, const ProcStatus *known
                 return 0;
         if (known)
                 st = *known;
-        else if (read_status(pid, &st) < 0)
+        else if (proc_status(b, pid, &st) < 0)
                 return 0;  /* gone already */
 
         p = calloc(1, sizeof(*p));
@@ -544,7 +600,7 @@ static int describe_saved_thread(ProcessTreeBuilder *b, pid_t tid, const SavedTa
         ProcStatus st;
         int r;
 
-        r = read_status(s->tgid, &st) >= 0 ? add_process(b, s->tgid, &st) : add_gone_process(b, s->tgid);
+        r = proc_status(b, s->tgid, &st) >= 0 ? add_process(b, s->tgid, &st) : add_gone_process(b, s->tgid);
         if (r < 0)
                 return r;
 
@@ -572,7 +628,7 @@ int process_tree_builder_add_thread(ProcessTreeBuilder *b, pid_t tid) {
 
         if (tid <= 0 || pid_set_contains(&b->threads, tid))
                 return 0;
-        if (read_status(tid, &st) < 0)
+        if (proc_status(b, tid, &st) < 0)
                 return add_gone_thread(b, tid);
         /* A process's main thread: its status is the process's. */
         added = add_process(b, (pid_t) st.tgid, st.tgid == tid ? &st : NULL);
@@ -587,7 +643,7 @@ int process_tree_builder_add_thread(ProcessTreeBuilder *b, pid_t tid) {
 int process_tree_builder_redescribe_thread(ProcessTreeBuilder *b, pid_t tid) {
         ProcStatus st;
 
-        if (tid <= 0 || read_status(tid, &st) < 0)
+        if (tid <= 0 || proc_status(b, tid, &st) < 0)
                 return 0;
         return add_thread_of(b, (pid_t) st.tgid, tid, /* again= */ true, st.name);
 }
@@ -628,6 +684,9 @@ int process_tree_builder_add_all(ProcessTreeBuilder *b) {
         _cleanup_(closedirp) DIR *d = NULL;
         int r;
 
+        if (b->proc_foreign)
+                return 0;  /* threads are described from the saved tables as events name them */
+
         d = opendir("/proc");
         if (!d)
                 return -errno;
@@ -635,7 +694,7 @@ int process_tree_builder_add_all(ProcessTreeBuilder *b) {
                 ProcStatus st;
                 pid_t pid;
 
-                if (!parse_pid(de->d_name, &pid) || read_status(pid, &st) < 0)
+                if (!parse_pid(de->d_name, &pid) || proc_status(b, pid, &st) < 0)
                         continue;
                 r = add_process(b, pid, &st);
                 if (r < 0)

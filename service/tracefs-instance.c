@@ -7,8 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <tracefs.h>
+#include <unistd.h>
 
 #include "fd-util.h"
 #include "log.h"
@@ -19,11 +22,64 @@ struct TraceInstance {
         struct tracefs_instance *instance;
         char *name;
         char *dir;
+        /* The instance directory, flock()ed for the instance's whole life: see below. */
+        int lock_fd;
 };
+
+/*
+ * Who owns an instance. tracefs instances are global, but pids are per pid namespace: a
+ * service in a container cannot tell from a name's pid whether the host's service (or
+ * another container's) is alive. So ownership is a lock, not a pid: the owner holds an
+ * exclusive flock() on the instance's own directory while it exists, and clean-up
+ * removes only instances whose lock it can take. Locks are on the inode, and every
+ * mount of tracefs (a bind mount into a container, a mount in another mount namespace)
+ * shows the same inodes, so the lock is seen from every namespace, and the kernel
+ * drops it when its owner dies, however it dies.
+ *
+ * Between mkdir and flock an instance would look unowned, so the instances directory
+ * is locked too: shared while creating (mkdir + flock), exclusive while cleaning up.
+ */
+static int lock_dir(const char *path, int operation) {
+        _cleanup_close_ int fd = -EBADF;
+
+        fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        if (flock(fd, operation) < 0)
+                return -errno;
+        return TAKE_FD(fd);
+}
+
+static char *instances_dir(void) {
+        const char *root = tracefs_tracing_dir();
+        char *dir;
+
+        if (!root || asprintf(&dir, "%s/instances", root) < 0)
+                return NULL;
+        return dir;
+}
 
 const char *trace_instance_tracefs_root(void) {
         /* tracefs_tracing_dir() may mount tracefs by itself; that is fine for a root service. */
         return tracefs_tracing_dir();
+}
+
+int trace_instance_check_writable(void) {
+        _cleanup_free_ char *dir = NULL;
+        struct statvfs st;
+
+        if (!trace_instance_tracefs_root())
+                return -ENODEV;
+        dir = instances_dir();
+        if (!dir)
+                return -ENOMEM;
+        if (statvfs(dir, &st) < 0)
+                return -errno;
+        /* A sandbox's read-only bind mount (ProtectKernelTunables=, ReadOnlyPaths=) is
+         * not a permission problem: root could write, the mount says no. */
+        if (st.f_flag & ST_RDONLY)
+                return -EROFS;
+        return 0;
 }
 
 static int instance_write(TraceInstance *t, const char *file, const char *value) {
@@ -32,26 +88,20 @@ static int instance_write(TraceInstance *t, const char *file, const char *value)
         return 0;
 }
 
-int trace_instance_new(const char *name, uint32_t buffer_size_kb, TraceInstance **ret) {
-        _cleanup_(trace_instance_freep) TraceInstance *t = NULL;
-        char size[32];
-        int r;
+/* Makes the instance directory and takes its lock, under a shared lock of the
+ * instances directory, so that no clean-up sees the instance unlocked. */
+static int instance_create_locked(TraceInstance *t) {
+        _cleanup_free_ char *dir = instances_dir();
+        _cleanup_close_ int dir_lock = -EBADF;
 
-        assert(name);
-        assert(ret);
-
-        if (!trace_instance_tracefs_root())
-                return -ENODEV;
-
-        t = calloc(1, sizeof(*t));
-        if (!t)
+        if (!dir)
                 return -ENOMEM;
-        t->name = strdup(name);
-        if (!t->name)
-                return -ENOMEM;
+        dir_lock = lock_dir(dir, LOCK_SH);
+        if (dir_lock < 0)
+                return dir_lock;
 
         errno = 0;
-        t->instance = tracefs_instance_create(name);
+        t->instance = tracefs_instance_create(t->name);
         if (!t->instance)
                 return negative_errno();
         if (!tracefs_instance_is_new(t->instance)) {
@@ -63,6 +113,33 @@ int trace_instance_new(const char *name, uint32_t buffer_size_kb, TraceInstance 
         t->dir = tracefs_instance_get_dir(t->instance);
         if (!t->dir)
                 return -ENOMEM;
+        t->lock_fd = lock_dir(t->dir, LOCK_EX | LOCK_NB);
+        return t->lock_fd < 0 ? t->lock_fd : 0;
+}
+
+int trace_instance_new(const char *name, uint32_t buffer_size_kb, TraceInstance **ret) {
+        _cleanup_(trace_instance_freep) TraceInstance *t = NULL;
+        char size[32];
+        int r;
+
+        assert(name);
+        assert(ret);
+
+        r = trace_instance_check_writable();
+        if (r < 0)
+                return r;
+
+        t = calloc(1, sizeof(*t));
+        if (!t)
+                return -ENOMEM;
+        t->lock_fd = -EBADF;
+        t->name = strdup(name);
+        if (!t->name)
+                return -ENOMEM;
+
+        r = instance_create_locked(t);
+        if (r < 0)
+                return r;
 
         r = trace_instance_set_tracing(t, false);
         if (r < 0)
@@ -95,6 +172,8 @@ TraceInstance *trace_instance_free(TraceInstance *t) {
                         log_warning_errno(negative_errno(), "Failed to remove tracefs instance %s, ignoring: %m", t->name);
                 tracefs_instance_free(t->instance);
         }
+        /* Only now: the instance is gone, or it stays locked as a live one would. */
+        safe_close(t->lock_fd);
         free(t->dir);
         free(t->name);
         return mfree(t);
@@ -225,58 +304,67 @@ int trace_instance_n_cpus(TraceInstance *t) {
         return n > 0 ? n : -ENODEV;
 }
 
-/* Whether @pid is gone or a zombie. A killed service whose parent does not reap it
- * (it was reparented to an init that reaps late, as in containers) stays a zombie, and
- * kill(pid, 0) still succeeds on it; but a zombie holds no session any more. */
-static bool process_gone(pid_t pid) {
-        _cleanup_free_ char *path = NULL, *stat = NULL;
-        const char *p;
-
-        if (kill(pid, 0) < 0 && errno == ESRCH)
-                return true;
-        if (asprintf(&path, "/proc/%d/stat", (int) pid) < 0)
-                return false;
-        if (read_full_file(path, 4096, &stat, NULL) < 0)
-                return false;
-        /* "pid (comm) S ...": comm may hold spaces and parentheses, so from the last ')'. */
-        p = strrchr(stat, ')');
-        return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
-}
-
-static bool stale_instance_name(const char *name) {
+static bool tracebus_instance_name(const char *name) {
         unsigned pid;
         char tail;
 
-        if (sscanf(name, "tracebus-%u-%*u%c", &pid, &tail) < 1)
-                return false;
-        if (pid == (unsigned) getpid())
-                return false;
-        /* A running tracebusd owns it (tests run several side by side). */
-        return process_gone((pid_t) pid);
+        return sscanf(name, "tracebus-%u-%*u%c", &pid, &tail) == 1;
+}
+
+/* Removes @name if nobody holds its lock; holds the lock itself while it does. */
+static int remove_if_unowned(const char *name) {
+        _cleanup_close_ int fd = -EBADF;
+        struct tracefs_instance *inst;
+        char *dir;
+        int r;
+
+        inst = tracefs_instance_alloc(NULL, name);
+        if (!inst)
+                return -ENOMEM;
+        dir = tracefs_instance_get_dir(inst);
+        fd = dir ? lock_dir(dir, LOCK_EX | LOCK_NB) : -ENOMEM;
+        tracefs_put_tracing_file(dir);
+        if (fd == -EWOULDBLOCK)
+                r = 0;  /* a live service's, in whatever pid namespace */
+        else if (fd < 0)
+                r = fd;
+        else {
+                (void) tracefs_trace_off(inst);
+                (void) tracefs_event_disable(inst, NULL, NULL);
+                r = tracefs_instance_destroy(inst) < 0 ? negative_errno() : 1;
+        }
+        tracefs_instance_free(inst);
+        return r;
 }
 
 int trace_instance_remove_stale(void) {
+        _cleanup_free_ char *dir = instances_dir();
+        _cleanup_close_ int dir_lock = -EBADF;
         char **names;
         int removed = 0;
 
+        if (!dir)
+                return -ENOMEM;
+        /* Waits for services that are between mkdir and flock (a moment). */
+        dir_lock = lock_dir(dir, LOCK_EX);
+        if (dir_lock < 0)
+                return log_warning_errno(dir_lock, "Cannot lock %s, not removing stale instances: %m", dir);
+
         /* No regex: libtracefs 1.6.4's tracefs_instances() never regfree()s the one it
-         * compiles. stale_instance_name() picks ours. */
+         * compiles. tracebus_instance_name() picks ours. */
         names = tracefs_instances(NULL);
         for (char **n = names; n && *n; n++) {
-                struct tracefs_instance *inst;
+                int r;
 
-                if (!stale_instance_name(*n))
+                if (!tracebus_instance_name(*n))
                         continue;
-                inst = tracefs_instance_alloc(NULL, *n);
-                if (!inst)
-                        continue;
-                (void) tracefs_trace_off(inst);
-                (void) tracefs_event_disable(inst, NULL, NULL);
-                if (tracefs_instance_destroy(inst) >= 0) {
+                r = remove_if_unowned(*n);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to remove the unowned tracefs instance %s, ignoring: %m", *n);
+                else if (r > 0) {
                         log_info("Removed tracefs instance %s left by a service that is gone.", *n);
                         removed++;
                 }
-                tracefs_instance_free(inst);
         }
         tracefs_list_free(names);
         return removed;

@@ -23,8 +23,12 @@ typedef struct TraceCpuStats {
 
 /* The tracefs mount point, or NULL if tracefs is not mounted. */
 const char *trace_instance_tracefs_root(void);
+/* 0 if instances can be made; -ENODEV without tracefs, -EROFS if this process sees
+ * tracefs read-only (a sandbox's mount, not the kernel's say). */
+int trace_instance_check_writable(void);
 
-/* Creates a fresh instance with tracing off, no events enabled and the boot clock. */
+/* Creates a fresh instance with tracing off, no events enabled and the boot clock, and
+ * holds its lock (see trace_instance_remove_stale()) until trace_instance_free(). */
 int trace_instance_new(const char *name, uint32_t buffer_size_kb, TraceInstance **ret);
 /* Disables every event and removes the instance. NULL-safe. */
 TraceInstance *trace_instance_free(TraceInstance *t);
@@ -48,6 +52,7 @@ int trace_instance_read_cpu_stats_fd(int fd, TraceCpuStats *ret);
 /* The number of CPUs the kernel keeps ring buffers for (per_cpu/cpuN). */
 int trace_instance_n_cpus(TraceInstance *t);
 
-/* Removes instances named tracebus-<pid>-* whose service process no longer exists:
- * left behind by a service that crashed. Returns how many were removed. */
+/* Removes instances named tracebus-<pid>-<id> that no live service holds locked: left
+ * behind by a service that crashed. Safe across pid and mount namespaces: an instance of
+ * a live service in another container is never touched. Returns how many were removed. */
 int trace_instance_remove_stale(void);

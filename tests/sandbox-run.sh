@@ -4,8 +4,9 @@
 # tests/sandbox-run.sh UNIT STATE_DIR COMMAND [ARGS...]
 #
 # Runs COMMAND (tracebusd) with as much of UNIT's sandbox as can be had without
-# systemd as PID 1, so that the bus suite can show that the service still records
-# under it. Read from UNIT, so that the test follows the unit:
+# systemd as PID 1. The real sandbox is checked under systemd by tests/systemd/run.sh
+# (the systemd suite); this imitation remains for tests/test-faults.c, which needs a
+# service without tracefs and without the capability to mount it. Read from UNIT:
 #   CapabilityBoundingSet=  setpriv --bounding-set, inheritable and ambient sets empty
 #   NoNewPrivileges=yes     setpriv --no-new-privs
 #   ProtectSystem=strict, ProtectKernelTunables=yes, ReadWritePaths=, StateDirectory=

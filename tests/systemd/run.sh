@@ -1,0 +1,315 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# tests/systemd/run.sh SOURCE_DIR: tracebus under a real systemd as PID 1.
+#
+# Builds the Debian packages from SOURCE_DIR (build-deb.sh, lintian included), boots
+# a minimal Debian 12 root (make-root.sh, cached) with systemd-nspawn, installs the
+# package in it with apt-get, and checks, as root through nsenter and as users in
+# real logind sessions through "machinectl shell": D-Bus activation, recording, a
+# refusal, idle exit and re-activation, the capture timer's service and retention,
+# a detached session outliving the idle timeout, "systemctl stop" during a
+# recording, a read-only tracefs, tracefs instances across pid namespaces, process
+# names in a container's trace, systemd-analyze verify and security.
+#
+# Needs root. Exit status: 0 all checks passed, 1 a check failed, 77 skipped (not
+# root, or tools missing; in CI, with $CI set, that is a failure instead).
+# It takes /tmp/tb-tracefs.lock for its whole run: tracefs is the machine's.
+set -euo pipefail
+
+src=$(cd "${1:?usage: $0 SOURCE_DIR}" && pwd)
+here=$src/tests/systemd
+machine=tbtest
+M="org.tracebus.Tracebus1 /org/tracebus/Tracebus1 org.tracebus.Tracebus1.Manager"
+I=/sys/kernel/tracing/instances
+start_time=$(date +%s)
+
+skip() {
+        if [[ -n ${CI:-} ]]; then
+                echo "systemd test: cannot run in CI: $*" >&2
+                exit 1
+        fi
+        echo "systemd test: skipped: $*" >&2
+        exit 77
+}
+[[ $(id -u) -eq 0 ]] || skip "needs root"
+for tool in systemd-nspawn mmdebstrap dpkg-buildpackage lintian protoc nsenter python3; do
+        command -v "$tool" >/dev/null || skip "$tool is missing (tools/setup-debian installs it)"
+done
+mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
+
+exec 9>/tmp/tb-tracefs.lock
+flock -w 1800 9 || { echo "systemd test: /tmp/tb-tracefs.lock stays taken" >&2; exit 1; }
+
+W=$(mktemp -d /tmp/tracebus-systemd.XXXXXX)
+failures=0
+n=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+not_ok() { n=$((n + 1)); failures=$((failures + 1)); echo "not ok $n - $*"; }
+# check DESCRIPTION COMMAND...: one numbered result; the command's output on failure.
+check() {
+        local what=$1; shift
+        if "$@" >"$W/check.out" 2>&1; then ok "$what"; else not_ok "$what"; sed 's/^/#   /' "$W/check.out"; fi
+}
+note() { echo "# $*"; }
+not() { ! "$@"; }
+
+# --- the container ----------------------------------------------------------------
+cgroup=tracebus-test-$$
+cgroup_dirs() {
+        if [[ -d /sys/fs/cgroup/unified ]]; then echo /sys/fs/cgroup/systemd/$cgroup /sys/fs/cgroup/unified/$cgroup
+        elif [[ -f /sys/fs/cgroup/cgroup.controllers ]]; then echo /sys/fs/cgroup/$cgroup
+        else echo /sys/fs/cgroup/systemd/$cgroup; fi
+}
+leader() { pgrep -P "$(cat "$W/nspawn.pid")" -x systemd | head -1; }
+# Root inside: every namespace of the container's PID 1.
+tbx() {
+        nsenter -t "$(leader)" -a env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin TERM=dumb LANG=C.UTF-8 \
+                SYSTEMD_PAGER= SYSTEMD_COLORS=0 "$@"
+}
+# asuser USER COMMAND: USER in a real logind session (machinectl shell through the
+# container's own machined); prints the output, then "[rc=N]".
+asuser() {
+        local user=$1; shift
+        timeout 120 nsenter -t "$(leader)" -a env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin TERM=dumb \
+                machinectl -q shell "$user@.host" /bin/sh -c "$* ; echo \"[rc=\$?]\"" 2>&1 | tr -d '\r'
+}
+rc_of() { sed -n 's/.*\[rc=\([0-9]*\)\].*/\1/p' | tail -1; }
+svc() { tbx systemctl show tracebusd -p "$1" --value; }
+
+cleanup() {
+        set +e
+        local pid d
+        pid=$(cat "$W/nspawn.pid" 2>/dev/null)
+        if [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null; then
+                tbx systemctl poweroff >/dev/null 2>&1
+                for _ in $(seq 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+                # SIGTERM: nspawn powers the container off itself.
+                kill -TERM "$pid" 2>/dev/null
+                for _ in $(seq 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+        fi
+        # Whatever is left in the container's cgroup is this run's.
+        for d in $(cgroup_dirs); do
+                [[ -d $d ]] && find "$d" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -KILL 2>/dev/null
+        done
+        jobs -p | xargs -r kill 2>/dev/null
+        [[ -n ${holder:-} ]] && kill "$holder" 2>/dev/null
+        sleep 1
+        for d in $(cgroup_dirs); do [[ -d $d ]] && find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null; done
+        # Only the instances this run made: the dummies; a service's would be a failure.
+        rmdir "$I/tracebus-$dummy_live-1" "$I/tracebus-$dummy_dead-1" 2>/dev/null
+        rm -rf "$W"
+}
+dummy_live=999990000
+dummy_dead=999990001
+trap cleanup EXIT
+trap 'exit 1' TERM INT
+
+root=$("$here/make-root.sh")
+note "root: $root (make-root.sh: $(($(date +%s) - start_time)) s so far)"
+t=$(date +%s)
+"$here/build-deb.sh" "$src" "$W/debs" >"$W/deb.log" 2>&1 || { cat "$W/deb.log"; not_ok "the Debian packages build with 0 lintian errors"; exit 1; }
+ok "the Debian packages build with 0 lintian errors ($(grep -c '^W:' "$W/debs/lintian.log" || true) warnings; $(($(date +%s) - t)) s)"
+
+boot() {
+        local d
+        for d in $(cgroup_dirs); do mkdir -p "$d"; done
+        (
+                # nspawn makes payload/ and supervisor/ under its own cgroup: not the root one.
+                for d in $(cgroup_dirs); do echo "$BASHPID" >"$d/cgroup.procs"; done
+                echo "$BASHPID" >"$W/nspawn.pid"
+                exec setsid systemd-nspawn -q -D "$root" -M "$machine" -b --volatile=overlay \
+                        --register=no --keep-unit --bind=/sys/kernel/tracing \
+                        --bind-ro="$W/debs:/mnt/debs" --bind-ro="$here:/mnt/tests" --console=read-only
+        ) >"$W/console.log" 2>&1 </dev/null &
+        for _ in $(seq 120); do
+                [[ -s $W/nspawn.pid ]] && [[ -n $(leader 2>/dev/null) ]] &&
+                        [[ $(tbx systemctl is-system-running 2>/dev/null) =~ ^(running|degraded)$ ]] && return 0
+                sleep 0.5
+        done
+        cat "$W/console.log"
+        return 1
+}
+t=$(date +%s)
+boot || { not_ok "the container boots"; exit 1; }
+ok "the container boots systemd $(tbx systemctl --version | head -1 | cut -d' ' -f2) ($(($(date +%s) - t)) s): $(tbx systemctl is-system-running)"
+
+# A dummy instance that a live host process owns (holds its lock, as a service does),
+# and one nobody owns: the container's tracebusd must keep the first, remove the second.
+mkdir "$I/tracebus-$dummy_live-1" "$I/tracebus-$dummy_dead-1"
+flock -n "$I/tracebus-$dummy_live-1" sleep 600 &
+holder=$!
+
+deb=$(cd "$W/debs" && ls tracebus_*_*.deb)
+check "apt-get installs the package ($deb)" tbx apt-get install -y "/mnt/debs/$deb"
+activatable() { tbx busctl call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus ListActivatableNames | grep -q org.tracebus.Tracebus1; }
+check "the bus knows the service right after installation (dbus's trigger reloaded it)" activatable
+# A short idle timeout, so that idle exit can be watched.
+tbx sh -c 'mkdir -p /etc/tracebus/tracebusd.conf.d && printf "[Service]\nIdleTimeoutSec=4s\n" > /etc/tracebus/tracebusd.conf.d/50-test.conf' || true
+
+check "D-Bus activation: ListSessions answers" tbx busctl call $M ListSessions
+check "tracebusd.service is active" test "$(svc ActiveState)" = active
+
+# --- the real sandbox, as the service sees it (tests/sandbox-run.sh imitates it) -------
+# The container's tracebusd, seen from the host: the pgrep match in the container's pid namespace.
+service_host_pid() {
+        local p ns
+        ns=$(readlink /proc/"$(leader)"/ns/pid)
+        for p in $(pgrep -x tracebusd); do
+                [[ $(readlink /proc/"$p"/ns/pid 2>/dev/null) == "$ns" ]] && { echo "$p"; return 0; }
+        done
+        return 1
+}
+tbx busctl call $M ListSessions >/dev/null    # it may have gone idle meanwhile
+status_of() { sed -n "s/^$1:[[:space:]]*//p" /proc/"$(service_host_pid)"/status; }
+mount_opts() { awk -v m="$1" '$5 == m { o = $6 } END { print o }' /proc/"$(service_host_pid)"/mountinfo; }
+note "sandbox: CapBnd $(status_of CapBnd) CapEff $(status_of CapEff) NoNewPrivs $(status_of NoNewPrivs) Seccomp $(status_of Seccomp);" \
+        "/ $(mount_opts /), /sys $(mount_opts /sys), tracefs $(mount_opts /sys/kernel/tracing), state $(mount_opts /var/lib/tracebus)"
+check "the service's capabilities: CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER only" test "$(status_of CapBnd)" = 000000000000000b
+check "NoNewPrivileges= and a seccomp filter" test "$(status_of NoNewPrivs)/$(status_of Seccomp)" = 1/2
+check "/ and /sys read-only, tracefs and the state directory writable" \
+        test "$(mount_opts /| cut -c1-2)$(mount_opts /sys | cut -c1-2)$(mount_opts /sys/kernel/tracing | cut -c1-2)$(mount_opts /var/lib/tracebus | cut -c1-2)" = rororwrw
+check "the instance a live host process owns survived the service's start" test -d "$I/tracebus-$dummy_live-1"
+check "the unowned instance was removed" test ! -e "$I/tracebus-$dummy_dead-1"
+kill "$holder"; wait "$holder" 2>/dev/null || true; holder=
+rmdir "$I/tracebus-$dummy_live-1"
+
+# --- security and unit checks -------------------------------------------------------
+score=$(tbx systemd-analyze security tracebusd.service --no-pager | sed -n 's/.*Overall exposure level for tracebusd.service: \([0-9.]*\).*/\1/p')
+if [[ -n $score ]] && awk "BEGIN { exit !($score <= 2.0) }"; then ok "systemd-analyze security: exposure $score (at most 2.0)"
+else not_ok "systemd-analyze security: exposure '$score' (at most 2.0)"; fi
+check "systemd-analyze verify of every unit" tbx systemd-analyze verify --man=no \
+        tracebusd.service tracebus-capture@nightly.service tracebus-capture@nightly.timer
+
+# --- recording ---------------------------------------------------------------------
+# decode NAME: the trace /tmp/NAME.pftrace in the container, decoded on the host.
+decode() {
+        tbx cat "/tmp/$1.pftrace" >"$W/$1.pftrace" &&
+                protoc --decode=tracebus.Trace -I "$src/protos" "$src/protos/trace.proto" <"$W/$1.pftrace" >"$W/$1.txt"
+}
+trace_ok() { local name=$1; shift; decode "$name" && python3 "$here/check-trace.py" "$W/$name.txt" "$@"; }
+
+# A probe with a name of its own runs in the container while root records: the trace
+# must name it by the pid the events carry (the host's), not the container's.
+tbx sh -c 'cp /usr/bin/yes /tmp/tbprobe; (timeout 4 /tmp/tbprobe >/dev/null &)'
+check "root records in the container" tbx tracebus -t 2s -o /tmp/root.pftrace sched/sched_switch
+check "root's trace is complete, and names processes by the events' pids" trace_ok root --min-span 1.5 --probe tbprobe
+
+out=$(asuser tbuser tracebus --no-ask-password -t 2s -o /tmp/user.pftrace sched/sched_switch)
+if [[ $(rc_of <<<"$out") == 0 ]]; then ok "tbuser (polkit rule) records in a logind session"; else not_ok "tbuser records"; sed 's/^/#   /' <<<"$out"; fi
+check "tbuser's trace is complete" trace_ok user --min-span 1.5
+check "tbuser owns the trace" test "$(tbx stat -c %U /tmp/user.pftrace)" = tbuser
+
+# busctl cannot pass a descriptor: the service writes into tbuser's trace directory,
+# which needs its capabilities (CAP_CHOWN and friends) under the real sandbox.
+out=$(asuser tbuser busctl call $M Start "'sa{sv}'" "''" 2 Events as 1 sched/sched_switch DurationMs u 1500)
+sleep 3
+traces_of_tbuser() { tbx find /var/lib/tracebus/traces/1000 -name '*.pftrace' -user tbuser -size +0 | grep -q .; }
+if [[ $(rc_of <<<"$out") == 0 ]] && traces_of_tbuser; then ok "busctl Start without Output: a trace in tbuser's trace directory, tbuser's"
+else not_ok "busctl Start without Output writes into the trace directory"; sed 's/^/#   /' <<<"$out"; fi
+
+denied_uid=$(tbx id -u tbdenied)
+out=$(asuser tbdenied tracebus --no-ask-password -t 1s -o /tmp/denied.pftrace sched/sched_switch)
+if [[ $(rc_of <<<"$out") != 0 ]] && grep -q "org.tracebus.record" <<<"$out"; then ok "tbdenied is refused, naming the polkit action: $(grep -m1 -i 'auth\|polkit' <<<"$out")"
+else not_ok "tbdenied is refused clearly"; sed 's/^/#   /' <<<"$out"; fi
+journal_has() { tbx journalctl -u "$1" -b --no-pager | grep -qE "$2"; }
+check "the refusal is logged in words with the UID and the action" \
+        journal_has tracebusd "polkit (wants|refused).*(UID $denied_uid.*org.tracebus.record|org.tracebus.record.*UID $denied_uid)"
+check "no 'Invalid request descriptor' in the log" not journal_has tracebusd 'Invalid request descriptor'
+
+
+# --- idle exit and re-activation ------------------------------------------------------
+pid1=$(svc MainPID)
+idle_gone() { for _ in $(seq 60); do [[ $(svc ActiveState) == inactive ]] && return 0; sleep 0.5; done; return 1; }
+check "idle exit: the service stops by itself after IdleTimeoutSec=4s" idle_gone
+check "re-activation: the next call starts it again" tbx busctl call $M ListSessions
+check "... as a new process" test "$(svc MainPID)" != "$pid1" -a "$(svc ActiveState)" = active
+
+# --- a detached session outlives the idle timeout ---------------------------------------
+out=$(asuser tbuser tracebus --no-ask-password --detach=k2 -t 60s -o /tmp/detached.pftrace sched/sched_switch)
+[[ $(rc_of <<<"$out") == 0 ]] && ok "tbuser starts a detached session" || { not_ok "tbuser starts a detached session"; sed 's/^/#   /' <<<"$out"; }
+pid2=$(svc MainPID)
+sleep 9
+check "the service with a detached session outlives twice the idle timeout" test "$(svc MainPID)" = "$pid2" -a "$(svc ActiveState)" = active
+out=$(asuser tbuser tracebus --is_detached=k2)
+[[ $(rc_of <<<"$out") == 0 ]] && ok "--is_detached=k2: yes" || { not_ok "--is_detached=k2"; sed 's/^/#   /' <<<"$out"; }
+out=$(asuser tbuser tracebus --attach=k2 --stop)
+[[ $(rc_of <<<"$out") == 0 ]] && ok "--attach=k2 --stop" || { not_ok "--attach=k2 --stop"; sed 's/^/#   /' <<<"$out"; }
+check "the detached session's trace is complete" trace_ok detached --min-span 8
+
+# --- scheduled captures and retention --------------------------------------------------
+tbx sh -c 'cd /etc/tracebus/captures && sed "s/duration_ms: [0-9]*/duration_ms: 1000/" nightly.pbtxt > tbt.pbtxt &&
+        grep -q duration_ms tbt.pbtxt || echo "duration_ms: 1000" >> tbt.pbtxt; echo KeepTraces=2 > tbt.conf'
+for _ in 1 2 3; do tbx systemctl start tracebus-capture@tbt.service || true; sleep 1.1; done
+captures() { tbx sh -c 'ls /var/lib/tracebus/captures/tbt-*.pftrace 2>/dev/null | wc -l'; }
+check "the capture service wrote traces and kept 2 (KeepTraces=2)" test "$(captures)" = 2
+check "its journal says what it kept and removed" journal_has tracebus-capture@tbt 'keeping 2 trace\(s\).*removed 1'
+
+# The timer itself: fire once soon, through a drop-in instead of the nightly calendar.
+tbx sh -c 'mkdir -p /etc/systemd/system/tracebus-capture@tbt.timer.d &&
+        printf "[Timer]\nOnCalendar=\nOnActiveSec=1s\nRandomizedDelaySec=0\nAccuracySec=1s\n" > /etc/systemd/system/tracebus-capture@tbt.timer.d/50-test.conf &&
+        systemctl daemon-reload && systemctl enable --now tracebus-capture@tbt.timer' >/dev/null 2>&1
+fired() {
+        for _ in $(seq 40); do
+                [[ $(tbx journalctl -u tracebus-capture@tbt -b --no-pager | grep -c 'tbt: wrote') == 4 ]] &&
+                        [[ $(captures) == 2 ]] && return 0
+                sleep 0.5
+        done
+        return 1
+}
+check "the timer runs the capture service, and retention still keeps 2" fired
+
+# --- systemctl stop during a recording -------------------------------------------------
+before=$(ls "$I" | grep '^tracebus-' || true)
+tbx tracebus -t 30s -o /tmp/stopped.pftrace sched/sched_switch >"$W/stopped.log" 2>&1 &
+cli=$!
+sleep 4
+check "systemctl stop tracebusd during a recording" tbx systemctl stop tracebusd
+check "the CLI finishes" timeout 20 tail --pid="$cli" -f /dev/null
+check "the stopped recording's trace is complete" trace_ok stopped --min-span 3
+check "no tracefs instance is left behind" test "$(ls "$I" | grep '^tracebus-' || true)" = "$before"
+
+# --- pid namespaces: two services record at the same time ------------------------------
+# The container's tracebusd (systemd's, the container's pid namespace) and a second one
+# on a private bus in a pid namespace of its own (second-service.sh), each started while
+# the other records: its clean-up at start must leave the other's instance alone. Then a
+# third start in the container's namespace (tracebusd without a bus: it cleans up, then
+# exits) while the second records. Both traces must span their whole time.
+tbx systemctl stop tracebusd
+tbx tracebus -t 12s -o /tmp/first.pftrace sched/sched_switch >"$W/first.log" 2>&1 &
+first=$!
+sleep 2
+tbx timeout 60 unshare --pid --fork --mount-proc sh /mnt/tests/second-service.sh /tmp/second 12 >"$W/second.log" 2>&1 &
+second=$!
+sleep 4
+tbx env DBUS_SYSTEM_BUS_ADDRESS=unix:path=/tmp/no-bus STATE_DIRECTORY=/tmp/third \
+        timeout 10 /usr/libexec/tracebusd >"$W/third.log" 2>&1 || true
+check "the container's service records while a second one starts in another pid namespace" wait "$first"
+check "the second service, in its own pid namespace, records while the first records" wait "$second"
+note "$(grep second-service: "$W/second.log")"
+check "the first trace is complete" trace_ok first --min-span 11
+tbx cp /tmp/second/second.pftrace /tmp/second.pftrace || true
+check "the second trace is complete, and names processes by the events' pids" trace_ok second --min-span 11
+tbx cat /tmp/second/tracebusd.log >"$W/second-tracebusd.log" || true
+check "no service removed the other's instance" not grep -h Removed "$W/third.log" "$W/second-tracebusd.log"
+
+# --- a read-only tracefs ---------------------------------------------------------------
+tbx sh -c 'mkdir -p /etc/systemd/system/tracebusd.service.d &&
+        printf "[Service]\nProtectKernelTunables=yes\n" > /etc/systemd/system/tracebusd.service.d/90-ro.conf &&
+        systemctl daemon-reload && systemctl stop tracebusd'
+tbx tracebus -t 1s -o /tmp/ro.pftrace sched/sched_switch >"$W/ro.log" 2>&1 && not_ok "Start fails when tracefs is read-only" ||
+        { grep -qi "read-only" "$W/ro.log" && ok "Start fails clearly when tracefs is read-only: $(head -1 "$W/ro.log")" ||
+                { not_ok "Start fails clearly when tracefs is read-only"; sed 's/^/#   /' "$W/ro.log"; }; }
+check "the service said at start: tracefs is read-only in this sandbox" \
+        journal_has tracebusd 'tracefs is read-only in this sandbox'
+
+tbx sh -c 'rm /etc/systemd/system/tracebusd.service.d/90-ro.conf; systemctl daemon-reload; systemctl stop tracebusd'
+
+tbx journalctl -b --no-pager -u tracebusd >"$W/journal.log" 2>&1 || true
+if [[ $failures -gt 0 ]]; then
+        echo "# the service's journal:"
+        sed 's/^/#   /' "$W/journal.log" | tail -80
+fi
+echo "1..$n"
+echo "# systemd test: $failures of $n checks failed; $(($(date +%s) - start_time)) s in all"
+[[ $failures -eq 0 ]]
