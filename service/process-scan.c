@@ -10,49 +10,21 @@
 #include "fd-util.h"
 #include "log.h"
 #include "macro.h"
-#include "process-scan.h"
+#include "process-scan-local.h"
 #include "tracefs-instance.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC_VOID(DIR *, closedir);
 
 #define MAX_CMDLINE 4096
 
-/* An open-addressing set of pids: what the trace already describes. */
-typedef struct PidSet {
-        int32_t *slots;    /* 0: empty (pid 0 is never described: it is the idle task) */
-        size_t n, allocated;
-} PidSet;
 
-/* pid -> tgid and pid -> comm, as the kernel saved them for recorded events. */
-typedef struct SavedTask {
-        int32_t pid, tgid;
-        char comm[16];
-} SavedTask;
 
-struct ProcessTreeBuilder {
-        PidSet processes, threads;
-        const char *tracefs_root;
-        /* /proc numbers processes in a pid namespace other than the kernel's events (the
-         * initial one): its pids would name the wrong processes. */
-        bool proc_foreign;
-        SavedTask *saved;          /* the pending threads and their processes, sorted by pid */
-        size_t n_saved, saved_allocated;
-        bool saved_loaded;
-        uint64_t saved_loaded_ns;  /* CLOCK_MONOTONIC */
-        uint64_t saved_reload_ns;  /* the wait before the next read, doubling */
-        int32_t *pending;          /* gone threads the saved tables read before did not know */
-        size_t n_pending, pending_allocated;
-        Tracebus__ProcessTree tree;
-        Tracebus__ProcessTree__Process **procs;
-        Tracebus__ProcessTree__Thread **thrs;
-        size_t procs_allocated, thrs_allocated;
-};
 
 static size_t pid_hash(int32_t pid, size_t allocated) {
         return ((uint32_t) pid * 2654435761u) & (allocated - 1);
 }
 
-static bool pid_set_contains(const PidSet *s, int32_t pid) {
+bool pid_set_contains(const PidSet *s, int32_t pid) {
         if (s->allocated == 0)
                 return false;
         for (size_t i = pid_hash(pid, s->allocated);; i = (i + 1) & (s->allocated - 1)) {
@@ -63,7 +35,7 @@ static bool pid_set_contains(const PidSet *s, int32_t pid) {
         }
 }
 
-static int pid_set_add(PidSet *s, int32_t pid) {
+int pid_set_add(PidSet *s, int32_t pid) {
         if ((s->n + 1) * 2 > s->allocated) {
                 PidSet bigger = { .allocated = MAX(s->allocated * 2, (size_t) 1024) };
 
@@ -191,11 +163,6 @@ static int read_proc_file(pid_t pid, const char *file, char **ret, size_t *ret_l
         return read_full_file(path, MAX_CMDLINE, ret, ret_len);
 }
 
-/* What the tree needs from /proc/PID/status. */
-typedef struct ProcStatus {
-        long tgid, ppid, uid;
-        char name[16];            /* the task's comm; "" when it must be read from comm */
-} ProcStatus;
 
 static const char *status_field(const char *status, const char *field) {
         size_t flen = strlen(field);
@@ -250,7 +217,7 @@ static int read_status(pid_t pid, ProcStatus *ret) {
 /* The status of @pid from /proc, unless /proc's pids are not the events' (see
  * proc_pids_foreign()): then every pid counts as gone from /proc, and the kernel's saved
  * tables, which use the events' pids, describe it. */
-static int proc_status(const ProcessTreeBuilder *b, pid_t pid, ProcStatus *ret) {
+int proc_status(const ProcessTreeBuilder *b, pid_t pid, ProcStatus *ret) {
         return b->proc_foreign ? -ESRCH : read_status(pid, ret);
 }
 
@@ -309,7 +276,7 @@ static int fill_cmdline(Tracebus__ProcessTree__Process *p, pid_t pid, const char
         return 0;
 }
 
-static int append_entry(void ***array, size_t *n, size_t *allocated, void *entry) {
+int append_entry(void ***array, size_t *n, size_t *allocated, void *entry) {
         if (*n >= *allocated) {
                 size_t a = MAX(*allocated * 2, (size_t) 64);
                 void **p = realloc(*array, a * sizeof(void *));
@@ -323,7 +290,7 @@ static int append_entry(void ***array, size_t *n, size_t *allocated, void *entry
 }
 
 /* Process @pid, whose status is @known if the caller read it already (NULL: read here). */
-static int add_process(ProcessTreeBuilder *b, pid_t pid, const ProcStatus *known) {
+int add_process(ProcessTreeBuilder *b, pid_t pid, const ProcStatus *known) {
         Tracebus__ProcessTree__Process *p;
         ProcStatus st;
         int r;
@@ -355,6 +322,18 @@ static int add_process(ProcessTreeBuilder *b, pid_t pid, const ProcStatus *known
         return r < 0 ? r : 1;
 }
 
+int add_entry_process(ProcessTreeBuilder *b, Tracebus__ProcessTree__Process *p) {
+        int r = append_entry((void ***) &b->procs, &b->tree.n_processes, &b->procs_allocated, p);
+        if (r < 0) {
+                for (size_t j = 0; j < p->n_cmdline; j++)
+                        free(p->cmdline[j]);
+                free(p->cmdline);
+                free(p);
+                return r;
+        }
+        return pid_set_add(&b->processes, p->pid);
+}
+
 /* Thread @tid of @tgid, named @name if its status read gave it (NULL or "": read comm). */
 static int add_thread_of(ProcessTreeBuilder *b, pid_t tgid, pid_t tid, bool again, const char *name_known) {
         Tracebus__ProcessTree__Thread *t;
@@ -378,243 +357,6 @@ static int add_thread_of(ProcessTreeBuilder *b, pid_t tgid, pid_t tid, bool agai
         r = append_entry((void ***) &b->thrs, &b->tree.n_threads, &b->thrs_allocated, t);
         if (r < 0) {
                 free(name);
-                free(t);
-                return r;
-        }
-        r = pid_set_add(&b->threads, tid);
-        return r < 0 ? r : 1;
-}
-
-static int saved_task_cmp(const void *a, const void *b) {
-        int32_t x = ((const SavedTask *) a)->pid, y = ((const SavedTask *) b)->pid;
-
-        return x < y ? -1 : x > y;
-}
-
-/* b->saved is sorted by pid: a binary search. */
-static SavedTask *saved_task(ProcessTreeBuilder *b, int32_t pid) {
-        SavedTask key = { .pid = pid };
-
-        if (b->n_saved == 0)
-                return NULL;
-        return bsearch(&key, b->saved, b->n_saved, sizeof(SavedTask), saved_task_cmp);
-}
-
-/* Makes room for @n entries in b->saved. */
-static int saved_reserve(ProcessTreeBuilder *b, size_t n) {
-        SavedTask *p;
-
-        if (n <= b->saved_allocated)
-                return 0;
-        n = MAX(n, b->saved_allocated * 2);
-        p = realloc(b->saved, n * sizeof(SavedTask));
-        if (!p)
-                return -ENOMEM;
-        b->saved = p;
-        b->saved_allocated = n;
-        return 0;
-}
-
-static uint64_t monotonic_ns(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
-}
-
-/* Reading saved_tgids and saved_cmdlines costs 10-20 ms of the kernel's formatting
- * (they list tens of thousands of tasks on a busy machine), so the second read
- * comes a second after the first and every further one waits twice as long, up to 16
- * s: a machine that keeps starting short-lived tasks (a build) would otherwise pay it
- * every second. Threads the tables did not know yet wait in b->pending; a last read at
- * the end describes whatever is still waiting. */
-#define SAVED_RELOAD_FIRST_NS (1000ull * 1000ull * 1000ull)
-#define SAVED_RELOAD_MAX_NS (16ull * SAVED_RELOAD_FIRST_NS)
-#define PENDING_MAX 4096
-
-static bool saved_reload_due(const ProcessTreeBuilder *b) {
-        return !b->saved_loaded || monotonic_ns() - b->saved_loaded_ns >= b->saved_reload_ns;
-}
-
-/* Fills in, from one of the kernel's saved tables ("pid tgid" or "pid comm" lines), the
- * entries of b->saved, which holds only the tasks looked for: the tables list tens of
- * thousands of tasks, and keeping them all meant allocating and sorting them all. */
-static int read_saved_table(ProcessTreeBuilder *b, const char *file, bool tgids) {
-        _cleanup_free_ char *path = NULL, *text = NULL;
-
-        if (asprintf(&path, "%s/%s", b->tracefs_root, file) < 0)
-                return -ENOMEM;
-        if (read_full_file(path, 4 * 1024 * 1024, &text, NULL) < 0)
-                return 0;   /* an older kernel without the table: nothing to learn */
-        for (char *line = text, *next; line && *line; line = next) {
-                SavedTask *t;
-                char *end;
-                long pid;
-
-                next = strchr(line, '\n');
-                if (next)
-                        *next++ = 0;
-                pid = strtol(line, &end, 10);
-                if (end == line || *end != ' ' || pid <= 0 || pid > INT32_MAX)
-                        continue;
-                t = saved_task(b, (int32_t) pid);
-                if (!t)
-                        continue;
-                if (tgids)
-                        t->tgid = (int32_t) strtol(end + 1, NULL, 10);
-                else
-                        snprintf(t->comm, sizeof(t->comm), "%s", end + 1);
-        }
-        return 0;
-}
-
-/* What the kernel saved of the pending threads: their tgids from saved_tgids, then
- * their comms and their processes' from saved_cmdlines. */
-static int load_saved_tasks(ProcessTreeBuilder *b) {
-        size_t n;
-        int r;
-
-        b->saved_reload_ns = b->saved_loaded ? MIN(b->saved_reload_ns * 2, SAVED_RELOAD_MAX_NS) :
-                                               SAVED_RELOAD_FIRST_NS;
-        b->saved_loaded = true;
-        b->saved_loaded_ns = monotonic_ns();
-
-        r = saved_reserve(b, 2 * b->n_pending);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < b->n_pending; i++)
-                b->saved[i] = (SavedTask) { .pid = b->pending[i] };
-        b->n_saved = b->n_pending;
-        qsort(b->saved, b->n_saved, sizeof(SavedTask), saved_task_cmp);
-        n = 0;
-        for (size_t i = 0; i < b->n_saved; i++)
-                if (n == 0 || b->saved[n - 1].pid != b->saved[i].pid)
-                        b->saved[n++] = b->saved[i];
-        b->n_saved = n;
-        r = read_saved_table(b, "saved_tgids", /* tgids= */ true);
-        if (r < 0)
-                return r;
-
-        /* The processes of those threads are looked for too, for their names. */
-        n = b->n_saved;
-        for (size_t i = 0; i < n; i++)
-                if (b->saved[i].tgid > 0 && !saved_task(b, b->saved[i].tgid))
-                        b->saved[b->n_saved++] = (SavedTask) { .pid = b->saved[i].tgid };
-        if (b->n_saved > n)
-                qsort(b->saved, b->n_saved, sizeof(SavedTask), saved_task_cmp);
-        return read_saved_table(b, "saved_cmdlines", /* tgids= */ false);
-}
-
-static int add_entry_process(ProcessTreeBuilder *b, Tracebus__ProcessTree__Process *p) {
-        int r = append_entry((void ***) &b->procs, &b->tree.n_processes, &b->procs_allocated, p);
-        if (r < 0) {
-                for (size_t j = 0; j < p->n_cmdline; j++)
-                        free(p->cmdline[j]);
-                free(p->cmdline);
-                free(p);
-                return r;
-        }
-        return pid_set_add(&b->processes, p->pid);
-}
-
-/* A process gone from /proc: its pid and the comm the kernel saved, marked as a comm. */
-static int add_gone_process(ProcessTreeBuilder *b, int32_t pid) {
-        Tracebus__ProcessTree__Process *p;
-        SavedTask *t = saved_task(b, pid);
-
-        if (pid_set_contains(&b->processes, pid))
-                return 0;
-        p = calloc(1, sizeof(*p));
-        if (!p)
-                return -ENOMEM;
-        tracebus__process_tree__process__init(p);
-        p->has_pid = true;
-        p->pid = pid;
-        if (t && t->comm[0]) {
-                p->cmdline = calloc(1, sizeof(char *));
-                if (p->cmdline && (p->cmdline[0] = strdup(t->comm)))
-                        p->n_cmdline = 1;
-                p->has_cmdline_is_comm = p->cmdline_is_comm = true;
-        }
-        return add_entry_process(b, p);
-}
-
-/* A thread gone from /proc before we looked: described from what the kernel saved, when
- * it saved the tgid. Nothing is guessed. */
-static int describe_saved_thread(ProcessTreeBuilder *b, pid_t tid, const SavedTask *s);
-
-/* Duplicates are dropped when the tables are read (a scan here would be quadratic in a
- * storm of short-lived threads). */
-static int pending_add(ProcessTreeBuilder *b, pid_t tid) {
-        if (b->n_pending >= b->pending_allocated) {
-                size_t n = MAX(b->pending_allocated * 2, (size_t) 64);
-                int32_t *p = realloc(b->pending, n * sizeof(int32_t));
-
-                if (!p)
-                        return -ENOMEM;
-                b->pending = p;
-                b->pending_allocated = n;
-        }
-        b->pending[b->n_pending++] = tid;
-        return 0;
-}
-
-/* A thread gone from /proc before we looked waits for the next read of the kernel's
- * saved tables, which comes at once the first time. */
-static int add_gone_thread(ProcessTreeBuilder *b, pid_t tid) {
-        int r;
-
-        if (!b->tracefs_root)
-                return 0;
-        r = pending_add(b, tid);
-        if (r < 0)
-                return r;
-        /* Bounded: so many waiting make the read worth it now. */
-        return process_tree_builder_retry_gone(b, /* force= */ b->n_pending >= PENDING_MAX);
-}
-
-int process_tree_builder_retry_gone(ProcessTreeBuilder *b, bool force) {
-        int r, n = 0;
-
-        if (b->n_pending == 0 || (!force && !saved_reload_due(b)))
-                return 0;
-        r = load_saved_tasks(b);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < b->n_pending; i++) {
-                SavedTask *s = saved_task(b, b->pending[i]);
-
-                if (!s || s->tgid <= 0 || pid_set_contains(&b->threads, b->pending[i]))
-                        continue;
-                r = describe_saved_thread(b, b->pending[i], s);
-                if (r < 0)
-                        return r;
-                n += r > 0;
-        }
-        b->n_pending = 0;
-        return n;
-}
-
-static int describe_saved_thread(ProcessTreeBuilder *b, pid_t tid, const SavedTask *s) {
-        Tracebus__ProcessTree__Thread *t;
-        ProcStatus st;
-        int r;
-
-        r = proc_status(b, s->tgid, &st) >= 0 ? add_process(b, s->tgid, &st) : add_gone_process(b, s->tgid);
-        if (r < 0)
-                return r;
-
-        t = calloc(1, sizeof(*t));
-        if (!t)
-                return -ENOMEM;
-        tracebus__process_tree__thread__init(t);
-        t->has_tid = t->has_tgid = true;
-        t->tid = tid;
-        t->tgid = s->tgid;
-        t->name = s->comm[0] ? strdup(s->comm) : NULL;
-        r = append_entry((void ***) &b->thrs, &b->tree.n_threads, &b->thrs_allocated, t);
-        if (r < 0) {
-                free(t->name);
                 free(t);
                 return r;
         }
