@@ -562,15 +562,12 @@ static bool start_polkitd(TbSystemBus *bus, GError **error) {
         return true;
 }
 
-static bool start_service(TbSystemBus *bus, bool sandboxed, GError **error) {
+static bool start_service(TbSystemBus *bus, GError **error) {
         g_autofree char *exe = g_build_filename(bus->build_dir, "service", "tracebusd", NULL);
         g_autofree char *log = g_build_filename(bus->log_dir, "service.log", NULL);
         g_autofree char *config_dir = g_build_filename(bus->tmpdir, "config", NULL);
-        g_autofree char *sandbox = g_build_filename(bus->source_dir, "tests", "sandbox-run.sh", NULL);
-        g_autofree char *unit = g_build_filename(bus->build_dir, "systemd", "tracebusd.service", NULL);
         g_auto(GStrv) envp = g_get_environ();
         char *plain_argv[] = { exe, NULL };
-        char *sandbox_argv[] = { "/bin/sh", sandbox, unit, bus->state_dir, exe, NULL };
 
         if (access(exe, X_OK) < 0) {
                 g_set_error(error, G_IO_ERROR, G_IO_ERROR_NOT_FOUND, "%s is not built", exe);
@@ -580,7 +577,7 @@ static bool start_service(TbSystemBus *bus, bool sandboxed, GError **error) {
         envp = g_environ_setenv(envp, "STATE_DIRECTORY", bus->state_dir, TRUE);
         envp = g_environ_setenv(envp, "TRACEBUS_CONFIG_DIR", config_dir, TRUE);
         envp = g_environ_setenv(envp, "TRACEBUS_IDLE_TIMEOUT_SEC", "0", FALSE);
-        if (!spawn_logged(sandboxed ? sandbox_argv : plain_argv, envp, log, false, &bus->service_pid, NULL, error))
+        if (!spawn_logged(plain_argv, envp, log, false, &bus->service_pid, NULL, error))
                 return false;
         set_emergency_pids(bus);
         if (!tb_wait_for_name(bus->conn, TB_BUS_NAME, bus->service_pid, 15000, error)) {
@@ -622,7 +619,7 @@ TbSystemBus *tb_system_bus_start(TbStartFlags flags, GError **error) {
         set_emergency_pids(bus);
         if (!connect_bus(bus, error) || !start_polkitd(bus, error))
                 goto fail;
-        if ((flags & TB_START_SERVICE) && !start_service(bus, flags & TB_START_SANDBOXED, error))
+        if ((flags & TB_START_SERVICE) && !start_service(bus, error))
                 goto fail;
 
         /* For attached subprocesses (no setenv() now: GDBus has threads). */

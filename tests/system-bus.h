@@ -44,9 +44,6 @@ typedef enum {
          * logs/service.log, NOTIFY_SOCKET=TMP/notify). Activated instances are the
          * bus's children: tb_system_bus_stop() stops them by their pids. */
         TB_START_ACTIVATABLE = 1 << 1,
-        /* With TB_START_SERVICE: run tracebusd under tests/sandbox-run.sh, which
-         * applies what it can of the installed unit's sandbox (see there). */
-        TB_START_SANDBOXED = 1 << 2,
 } TbStartFlags;
 
 typedef struct {

@@ -14,7 +14,7 @@
  *     instance), and once an administrator disables it in the instance the event is
  *     gone; the session records on and ends complete, and a Start naming it is
  *     UnknownEvent. (b) a tracebusd in a mount namespace without tracefs, under the
- *     unit's sandbox (no CAP_SYS_ADMIN, so it cannot mount tracefs itself): Start and
+ *     unit's capabilities (no CAP_SYS_ADMIN, so it cannot mount tracefs itself): Start and
  *     ListEvents answer TracingUnavailable, other calls are answered, and once tracefs
  *     is mounted in its namespace Start records without a restart.
  *  3. polkitd gone (killed; then an activation file that points at nothing; then
@@ -676,9 +676,11 @@ static void child_die_with_parent(gpointer data) {
 }
 
 /* tracebusd in a mount namespace of its own where tracefs (and debugfs, where libtracefs
- * would look next) are unmounted, under tests/sandbox-run.sh: the unit's capabilities,
- * without CAP_SYS_ADMIN, so that it cannot mount tracefs itself, as under systemd. The
- * machine's tracefs stays: the umounts happen in the new namespace only. */
+ * would look next) are unmounted, with only the capabilities of the unit's
+ * CapabilityBoundingSet= and no new privileges, as under systemd: without CAP_SYS_ADMIN it
+ * cannot mount tracefs itself. The machine's tracefs stays: the umounts happen in the new
+ * namespace only. (The rest of the unit's sandbox is checked under a real systemd, in
+ * tests/systemd/.) */
 static GPid spawn_service_without_tracefs(void) {
         const char *script =
                 "for m in /sys/kernel/debug/tracing /sys/kernel/debug /sys/kernel/tracing; do\n"
@@ -687,15 +689,16 @@ static GPid spawn_service_without_tracefs(void) {
                 "if grep -qE ' (tracefs|debugfs) ' /proc/self/mounts; then\n"
                 "        echo 'test-faults: tracefs is still mounted in the namespace' >&2; exit 99\n"
                 "fi\n"
-                "exec /bin/sh \"$@\"\n";
+                "caps=$(sed -n 's/^CapabilityBoundingSet=//p' \"$1\" | tail -n 1 | tr 'A-Z ' 'a-z,' | sed 's/cap_/+/g')\n"
+                "shift\n"
+                "exec setpriv --bounding-set=-all,\"$caps\" --inh-caps=-all --ambient-caps=-all --no-new-privs \"$@\"\n";
         TbSystemBus *bus = tb_bus();
-        g_autofree char *sandbox = g_build_filename(bus->source_dir, "tests", "sandbox-run.sh", NULL);
         g_autofree char *unit = g_build_filename(bus->build_dir, "systemd", "tracebusd.service", NULL);
         g_autofree char *exe = g_build_filename(bus->build_dir, "service", "tracebusd", NULL);
         g_autofree char *config = g_build_filename(bus->tmpdir, "config", NULL);
         g_autofree char *log = g_build_filename(bus->log_dir, "service.log", NULL);
         const char *argv[] = { "unshare", "--mount", "--propagation", "private", "/bin/sh", "-c", script, "sh",
-                               sandbox, unit, bus->state_dir, exe, NULL };
+                               unit, exe, NULL };
         g_auto(GStrv) envp = g_get_environ();
         g_autoptr(GError) error = NULL;
         int log_fd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);

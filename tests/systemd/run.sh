@@ -150,7 +150,7 @@ tbx sh -c 'mkdir -p /etc/tracebus/tracebusd.conf.d && printf "[Service]\nIdleTim
 check "D-Bus activation: ListSessions answers" tbx busctl call $M ListSessions
 check "tracebusd.service is active" test "$(svc ActiveState)" = active
 
-# --- the real sandbox, as the service sees it (tests/sandbox-run.sh imitates it) -------
+# --- the real sandbox, as the service sees it -------
 # The container's tracebusd, seen from the host: the pgrep match in the container's pid namespace.
 service_host_pid() {
         local p ns
