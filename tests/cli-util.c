@@ -15,25 +15,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* A file copied from the build or source tree where every test user can read
- * and run it: those trees may sit under a directory they cannot traverse. */
-char *copy_executable(const char *src, const char *name) {
-        g_autofree char *bindir = g_build_filename(tb_bus()->tmpdir, "bin", NULL);
-        char *dst = g_build_filename(bindir, name, NULL);
-        g_autofree char *contents = NULL;
-        g_autoptr(GError) error = NULL;
-        gsize len;
-
-        if (access(dst, X_OK) == 0)
-                return dst;
-        g_assert_cmpint(g_mkdir_with_parents(bindir, 0755), ==, 0);
-        g_assert_true(g_file_get_contents(src, &contents, &len, &error));
-        g_assert_no_error(error);
-        g_assert_true(g_file_set_contents_full(dst, contents, (gssize) len, G_FILE_SET_CONTENTS_NONE, 0755, &error));
-        g_assert_no_error(error);
-        return dst;
-}
-
 /* A file of user's in dir. */
 char *user_file(const char *user, const char *dir, const char *name, const char *contents, gssize len) {
         g_auto(TbUser) u = { 0 };

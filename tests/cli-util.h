@@ -18,10 +18,6 @@
 #include "tb-client.h"
 #include "trace-file.h"
 
-/* A file copied from the build or source tree where every test user can read
- * and run it (TMP/bin/name): those trees may sit under a directory they cannot
- * traverse. */
-char *copy_executable(const char *src, const char *name);
 /* A file of user's in dir, with contents. */
 char *user_file(const char *user, const char *dir, const char *name, const char *contents, gssize len);
 

@@ -167,6 +167,9 @@ char *traces_dir(void);
 /* A 0700 directory of user in the tmpdir. */
 char *make_user_dir(const char *user, const char *name);
 /* The CLI, copied where every test user can execute it. */
+/* A file copied from the build or source tree where every test user can read and run
+ * it: those trees may sit under a directory they cannot traverse (e.g. /root). */
+char *copy_executable(const char *src, const char *name);
 char *cli_path(void);
 /* The tracefs instances of this stack's tracebusd (tracebus-<its pid>-*):
  * other test runs on the machine may have instances of their own. */

@@ -196,15 +196,14 @@ char *make_user_dir(const char *user, const char *name) {
         return dir;
 }
 
-/* The build tree may sit under a directory the test users cannot traverse
- * (e.g. /root). */
-char *cli_path(void) {
-        g_autofree char *src = g_build_filename(tb_bus()->build_dir, "client", "cli", "tracebus", NULL);
+/* A file copied from the build or source tree where every test user can read
+ * and run it: those trees may sit under a directory they cannot traverse. */
+char *copy_executable(const char *src, const char *name) {
         g_autofree char *bindir = g_build_filename(tb_bus()->tmpdir, "bin", NULL);
-        char *dst = g_build_filename(bindir, "tracebus", NULL);
+        char *dst = g_build_filename(bindir, name, NULL);
         g_autofree char *contents = NULL;
-        gsize len;
         g_autoptr(GError) error = NULL;
+        gsize len;
 
         if (access(dst, X_OK) == 0)
                 return dst;
@@ -214,6 +213,13 @@ char *cli_path(void) {
         g_assert_true(g_file_set_contents_full(dst, contents, (gssize) len, G_FILE_SET_CONTENTS_NONE, 0755, &error));
         g_assert_no_error(error);
         return dst;
+}
+
+/* The CLI, where the test users can run it. */
+char *cli_path(void) {
+        g_autofree char *src = g_build_filename(tb_bus()->build_dir, "client", "cli", "tracebus", NULL);
+
+        return copy_executable(src, "tracebus");
 }
 
 char **own_instances(void) {
