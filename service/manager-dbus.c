@@ -209,6 +209,12 @@ static int start_error(Manager *m, const StartRequest *req, int r, StartFailure 
                 return sd_bus_error_set_errnof(error, r, "Failed to create a trace file in %s: %m", m->state_dir);
         case START_FAILURE_TRACING:
         default:
+                /* The unit's sandbox (or a drop-in) left tracefs read-only: the log said so
+                 * at start; the caller hears it in the same words. */
+                if (r == -EROFS)
+                        return sd_bus_error_set(error, TB_ERROR_TRACING_UNAVAILABLE,
+                                                "tracefs is read-only in this service's sandbox; "
+                                                "an administrator must allow writing to /sys/kernel/tracing.");
                 return sd_bus_error_set_errnof(error, r, "Failed to start tracing: %m");
         }
 }
