@@ -137,7 +137,7 @@ ok "the container boots systemd $(tbx systemctl --version | head -1 | cut -d' ' 
 # A dummy instance that a live host process owns (holds its lock, as a service does),
 # and one nobody owns: the container's tracebusd must keep the first, remove the second.
 mkdir "$I/tracebus-$dummy_live-1" "$I/tracebus-$dummy_dead-1"
-flock -n "$I/tracebus-$dummy_live-1" sleep 600 &
+flock -n "$I/tracebus-$dummy_live-1" sleep 600 9>&- &   # not holding the machine lock
 holder=$!
 
 deb=$(cd "$W/debs" && ls tracebus_*_*.deb)
