@@ -137,7 +137,10 @@ ok "the container boots systemd $(tbx systemctl --version | head -1 | cut -d' ' 
 # A dummy instance that a live host process owns (holds its lock, as a service does),
 # and one nobody owns: the container's tracebusd must keep the first, remove the second.
 mkdir "$I/tracebus-$dummy_live-1" "$I/tracebus-$dummy_dead-1"
-flock -n "$I/tracebus-$dummy_live-1" sleep 600 9>&- &   # not holding the machine lock
+# The holder is one process (the subshell execs sleep with the lock's fd), so that killing it
+# releases the lock; it keeps neither the machine lock (9) nor meson's output pipes.
+( exec 7<"$I/tracebus-$dummy_live-1" 9>&- >/dev/null 2>&1 </dev/null
+  flock -n 7 && exec sleep 600 ) &
 holder=$!
 
 deb=$(cd "$W/debs" && ls tracebus_*_*.deb)
