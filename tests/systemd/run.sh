@@ -301,7 +301,7 @@ tbx sh -c 'mkdir -p /etc/systemd/system/tracebusd.service.d &&
         printf "[Service]\nProtectKernelTunables=yes\n" > /etc/systemd/system/tracebusd.service.d/90-ro.conf &&
         systemctl daemon-reload && systemctl stop tracebusd'
 tbx tracebus -t 1s -o /tmp/ro.pftrace sched/sched_switch >"$W/ro.log" 2>&1 && not_ok "Start fails when tracefs is read-only" ||
-        { grep -qi "read-only" "$W/ro.log" && ok "Start fails clearly when tracefs is read-only: $(head -1 "$W/ro.log")" ||
+        { grep -q "tracefs is read-only in this service's sandbox" "$W/ro.log" && ok "Start fails clearly when tracefs is read-only: $(head -1 "$W/ro.log")" ||
                 { not_ok "Start fails clearly when tracefs is read-only"; sed 's/^/#   /' "$W/ro.log"; }; }
 check "the service said at start: tracefs is read-only in this sandbox" \
         journal_has tracebusd 'tracefs is read-only in this sandbox'
