@@ -29,3 +29,5 @@
 #define TB_ERROR_TRACING_UNAVAILABLE    TB_ERROR_PREFIX "TracingUnavailable"
 /* polkit gave no answer: the request is refused, but nobody decided it. */
 #define TB_ERROR_AUTHORIZATION_UNAVAILABLE TB_ERROR_PREFIX "AuthorizationUnavailable"
+/* A request over a size or count cap, refused before polkit is asked. */
+#define TB_ERROR_REQUEST_TOO_LARGE      TB_ERROR_PREFIX "RequestTooLarge"

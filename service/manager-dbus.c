@@ -7,109 +7,10 @@
 #include "bus-errors.h"
 #include "log.h"
 #include "manager-dbus.h"
+#include "manager-start-dbus.h"
 #include "session-dbus.h"
 #include "strv.h"
 #include "tracefs-instance.h"
-
-typedef struct StartOptions {
-        int output_fd;              /* borrowed from the message */
-        char **events;
-        uint32_t duration_ms;
-        uint32_t buffer_size_kb;
-        const char *detach_key;     /* borrowed from the message */
-        const void *binary_config;  /* a binary TraceConfig, borrowed from the message */
-        size_t binary_config_size;
-        bool has_events, has_duration, has_buffer, has_output, has_binary, has_key;
-} StartOptions;
-
-static void start_options_done(StartOptions *o) {
-        o->events = strv_free(o->events);
-}
-
-/* A copy of @s in printable ASCII (other bytes as '?'), for error messages that echo
- * what a caller sent: an error text must be valid UTF-8, or sd-bus cannot send the
- * reply at all and the caller waits for its timeout. */
-static char *printable_copy(const char *s) {
-        char *copy = strdup(strempty(s));
-
-        if (!copy)
-                return NULL;
-        for (char *p = copy; *p; p++)
-                if (*p < 0x20 || *p > 0x7e)
-                        *p = '?';
-        return copy;
-}
-
-/* Each option at most once: a second Events would silently replace the first. */
-static int check_option_once(StartOptions *o, const char *key, sd_bus_error *error) {
-        static const char *const names[] = { "Output", "Events", "DurationMs", "BinaryConfig", "DetachKey", "BufferSizeKb" };
-        bool *seen[] = { &o->has_output, &o->has_events, &o->has_duration, &o->has_binary, &o->has_key, &o->has_buffer };
-
-        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
-                if (strcmp(key, names[i]) != 0)
-                        continue;
-                if (*seen[i])
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Option '%s' is given twice.", key);
-                *seen[i] = true;
-                return 0;
-        }
-        return 0;
-}
-
-static int read_start_options(sd_bus_message *m, StartOptions *o, sd_bus_error *error) {
-        const char *key;
-        int r;
-
-        r = sd_bus_message_enter_container(m, 'a', "{sv}");
-        if (r < 0)
-                return r;
-        while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
-                r = sd_bus_message_read(m, "s", &key);
-                if (r < 0)
-                        return r;
-                r = check_option_once(o, key, error);
-                if (r < 0)
-                        return r;
-                if (strcmp(key, "Output") == 0)
-                        r = sd_bus_message_read(m, "v", "h", &o->output_fd);
-                else if (strcmp(key, "Events") == 0) {
-                        r = sd_bus_message_enter_container(m, 'v', "as");
-                        if (r >= 0)
-                                r = sd_bus_message_read_strv(m, &o->events);
-                        if (r >= 0)
-                                r = sd_bus_message_exit_container(m);
-                        o->has_events = true;
-                } else if (strcmp(key, "DurationMs") == 0) {
-                        r = sd_bus_message_read(m, "v", "u", &o->duration_ms);
-                        o->has_duration = true;
-                } else if (strcmp(key, "BinaryConfig") == 0) {
-                        r = sd_bus_message_enter_container(m, 'v', "ay");
-                        if (r >= 0)
-                                r = sd_bus_message_read_array(m, 'y', &o->binary_config, &o->binary_config_size);
-                        if (r >= 0)
-                                r = sd_bus_message_exit_container(m);
-                } else if (strcmp(key, "DetachKey") == 0) {
-                        r = sd_bus_message_read(m, "v", "s", &o->detach_key);
-                } else if (strcmp(key, "BufferSizeKb") == 0) {
-                        r = sd_bus_message_read(m, "v", "u", &o->buffer_size_kb);
-                        o->has_buffer = true;
-                } else {
-                        _cleanup_free_ char *shown = printable_copy(key);
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                 "Unknown option '%.64s'; known: Output, DetachKey, BinaryConfig, Events, DurationMs, BufferSizeKb.",
-                                                 strempty(shown));
-                }
-                if (r < 0)
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                 "Option '%s' has the wrong type.", key);
-                r = sd_bus_message_exit_container(m);
-                if (r < 0)
-                        return r;
-        }
-        if (r < 0)
-                return r;
-        return sd_bus_message_exit_container(m);
-}
 
 /* The Output fd must be something we can write a trace into. */
 static int take_output_fd(int fd, int *ret, sd_bus_error *error) {
@@ -129,53 +30,6 @@ static int take_output_fd(int fd, int *ret, sd_bus_error *error) {
         if (copy < 0)
                 return -errno;
         *ret = copy;
-        return 0;
-}
-
-static int config_error(int r, const char *raw_msg, sd_bus_error *error) {
-        _cleanup_free_ char *msg = raw_msg ? printable_copy(raw_msg) : NULL;
-
-        if (raw_msg && !msg)
-                return -ENOMEM;
-        if (r == -ENOENT)
-                return sd_bus_error_setf(error, TB_ERROR_UNKNOWN_EVENT,
-                                         "This kernel has no such trace events: %s (the kernel lists its events in available_events under tracefs).",
-                                         strempty(msg));
-        if (r == -EINVAL)
-                return sd_bus_error_setf(error, TB_ERROR_INVALID_CONFIG, "Invalid trace config: %s",
-                                         msg ?: "bad value");
-        return r;
-}
-
-static int load_config(Manager *m, const char *text, const StartOptions *o, SessionConfig *ret, sd_bus_error *error) {
-        _cleanup_(trace_config_freep) Tracebus__TraceConfig *tc = NULL;
-        _cleanup_free_ char *msg = NULL;
-        int r;
-
-        int ways = !isempty_str(text) + !!o->binary_config + (o->has_events || o->has_duration || o->has_buffer);
-
-        if (ways > 1)
-                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS,
-                                        "Pass one of a text config, the BinaryConfig option, or the Events, "
-                                        "DurationMs and BufferSizeKb options.");
-        if (o->has_buffer && o->buffer_size_kb == 0)
-                return sd_bus_error_set(error, TB_ERROR_INVALID_CONFIG,
-                                        "Invalid trace config: BufferSizeKb must be at least 1 (leave it out for the default).");
-        if (!isempty_str(text))
-                r = session_config_parse_text(text, &tc, &msg);
-        else if (o->binary_config)
-                r = session_config_parse_binary(o->binary_config, o->binary_config_size, &tc, &msg);
-        else
-                r = session_config_from_options(o->events, o->duration_ms, o->buffer_size_kb, &tc);
-        if (r < 0)
-                return config_error(r, msg, error);
-
-        r = manager_load_session_config(m, tc, ret, &msg);
-        if (r == -ENOMEDIUM)
-                return sd_bus_error_set(error, TB_ERROR_TRACING_UNAVAILABLE,
-                                        "tracefs is not mounted at /sys/kernel/tracing.");
-        if (r < 0)
-                return config_error(r, msg, error);
         return 0;
 }
 
@@ -245,7 +99,9 @@ static void on_start_result(BusRequest *req, int result) {
         /* polkit.c has logged the refusal, in words. */
         if (result < 0)
                 return bus_request_reply_refusal(req, result, ACTION_RECORD, "Recording kernel traces");
-        r = start_session(req, &error);
+        r = start_load_config(req->message, req->context->manager, &req->start.config, &error);
+        if (r >= 0)
+                r = start_session(req, &error);
         if (r < 0 && sd_bus_error_is_set(&error))
                 (void) sd_bus_reply_method_error(req->message, &error);
         else if (r < 0)
@@ -256,14 +112,12 @@ static int method_start(sd_bus_message *message, void *userdata, sd_bus_error *e
         BusContext *c = ASSERT_PTR(userdata);
         _cleanup_(start_options_done) StartOptions o = { .output_fd = -EBADF };
         _cleanup_(bus_request_freep) BusRequest *req = NULL;
-        const char *text;
         int r;
 
-        /* Validate everything first: nothing is created before polkit says yes. */
-        r = sd_bus_message_read(message, "s", &text);
-        if (r < 0)
-                return r;
-        r = read_start_options(message, &o, error);
+        /* Before polkit, only what costs the same whatever the caller sent: the message's
+         * caps, the key, the fd. Parsing and the kernel's events come once polkit said
+         * yes (start_load_config()), so a refused caller cannot keep the loop busy. */
+        r = start_read_arguments(message, &o, error);
         if (r < 0)
                 return r;
         r = bus_request_new(message, &req);
@@ -282,10 +136,6 @@ static int method_start(sd_bus_message *message, void *userdata, sd_bus_error *e
                 if (r < 0)
                         return r;
         }
-        r = load_config(c->manager, text, &o, &req->start.config, error);
-        if (r < 0)
-                return r;
-
         return bus_request_authorize(c, &req, ACTION_RECORD, /* interactive= */ true, on_start_result);
 }
 
@@ -428,8 +278,35 @@ static int reply_strv(sd_bus_message *message, char **l) {
         return sd_bus_send(NULL, reply, NULL);
 }
 
-static int method_list_events(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+static void on_list_events_result(BusRequest *req, int result) {
         _cleanup_strv_free_ char **events = NULL;
+        const char *glob;
+        int r;
+
+        /* Asked without interaction: a challenge is a refusal here, said as one. */
+        if (result == -EBADR)
+                result = -EACCES;
+        if (result < 0)
+                return bus_request_reply_refusal(req, result, ACTION_RECORD, "Listing the trace events");
+        r = sd_bus_message_rewind(req->message, /* complete= */ true);
+        if (r >= 0)
+                r = sd_bus_message_read(req->message, "s", &glob);
+        if (r >= 0 && !trace_instance_tracefs_root()) {
+                (void) sd_bus_reply_method_errorf(req->message, TB_ERROR_TRACING_UNAVAILABLE,
+                                                  "tracefs is not mounted at /sys/kernel/tracing.");
+                return;
+        }
+        if (r >= 0)
+                r = session_config_list_events(trace_instance_tracefs_root(), isempty_str(glob) ? "*" : glob, &events);
+        if (r >= 0)
+                r = reply_strv(req->message, events);
+        if (r < 0)
+                (void) sd_bus_reply_method_errnof(req->message, r, "Failed to list the trace events: %m");
+}
+
+static int method_list_events(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        BusContext *c = ASSERT_PTR(userdata);
+        _cleanup_(bus_request_freep) BusRequest *req = NULL;
         const char *glob;
         int r;
 
@@ -439,11 +316,12 @@ static int method_list_events(sd_bus_message *message, void *userdata, sd_bus_er
         if (!trace_instance_tracefs_root())
                 return sd_bus_error_set(error, TB_ERROR_TRACING_UNAVAILABLE,
                                         "tracefs is not mounted at /sys/kernel/tracing.");
-        /* Which events the kernel offers is no secret: tracefs is just root-only. */
-        r = session_config_list_events(trace_instance_tracefs_root(), isempty_str(glob) ? "*" : glob, &events);
+        r = bus_request_new(message, &req);
         if (r < 0)
                 return r;
-        return reply_strv(message, events);
+        /* The events are for those who may enable them: polkit's record right, asked
+         * without a dialog (a listing is no reason to authenticate). */
+        return bus_request_authorize(c, &req, ACTION_RECORD, /* interactive= */ false, on_list_events_result);
 }
 
 static const sd_bus_vtable manager_vtable[] = {

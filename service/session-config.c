@@ -1,20 +1,30 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include <dirent.h>
-#include <fnmatch.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 
+#include "event-index.h"
 #include "session-config.h"
 #include "strv.h"
 #include "textproto.h"
 
-#define MAX_CONFIG_TEXT (1024u * 1024u)
+/* An error lists this many unknown names at most: a caller may send thousands. */
+#define UNKNOWN_EVENTS_SHOWN 32u
 
-DEFINE_TRIVIAL_CLEANUP_FUNC_VOID(DIR *, closedir);
+/* Where the events a config names are resolved, and the names that resolved to none. */
+typedef struct EventResolution {
+        EventIndex *index;
+        EventSelection selection;
+        char **unknown;          /* the first UNKNOWN_EVENTS_SHOWN */
+        size_t n_unknown;
+} EventResolution;
+
+static void event_resolution_reset(EventResolution *res) {
+        event_selection_done(&res->selection);
+        res->unknown = strv_free(res->unknown);
+        res->n_unknown = 0;
+}
 
 void session_config_done(SessionConfig *c) {
         c->events = strv_free(c->events);
@@ -26,7 +36,7 @@ int session_config_parse_text(const char *text, Tracebus__TraceConfig **ret, cha
         size_t len = strlen(text);
         int r;
 
-        if (len > MAX_CONFIG_TEXT) {
+        if (len > SESSION_MAX_CONFIG_BYTES) {
                 if (ret_error)
                         *ret_error = strdup("config: the configuration is larger than 1 MiB");
                 return -EINVAL;
@@ -41,7 +51,7 @@ int session_config_parse_text(const char *text, Tracebus__TraceConfig **ret, cha
 int session_config_parse_binary(const void *data, size_t size, Tracebus__TraceConfig **ret, char **ret_error) {
         Tracebus__TraceConfig *tc;
 
-        if (size > MAX_CONFIG_TEXT) {
+        if (size > SESSION_MAX_CONFIG_BYTES) {
                 if (ret_error)
                         *ret_error = strdup("the binary configuration is larger than 1 MiB");
                 return -EINVAL;
@@ -86,93 +96,6 @@ int session_config_from_options(char **events, uint32_t duration_ms, uint32_t bu
         return session_config_parse_text(text, ret, NULL);
 }
 
-static bool event_name_valid(const char *s, size_t len) {
-        if (len == 0 || len > 128)
-                return false;
-        for (size_t i = 0; i < len; i++)
-                if (!(s[i] == '_' || s[i] == '-' || (s[i] >= '0' && s[i] <= '9') ||
-                      (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z')))
-                        return false;
-        return true;
-}
-
-static bool event_exists(const char *root, const char *group, const char *name) {
-        _cleanup_free_ char *path = NULL;
-        struct stat st;
-
-        if (asprintf(&path, "%s/events/%s/%s/format", root, group, name) < 0)
-                return false;
-        return stat(path, &st) >= 0 && S_ISREG(st.st_mode);
-}
-
-static int add_event(char ***events, const char *group, const char *name) {
-        _cleanup_free_ char *e = NULL;
-
-        if (asprintf(&e, "%s/%s", group, name) < 0)
-                return -ENOMEM;
-        return strv_extend_unique(events, e);
-}
-
-/* Calls add_event() for every entry of events/@group (or of every group, with @group NULL)
- * that is an event matching @name (every event, with @name NULL). */
-static int scan_events(const char *root, const char *group, const char *name, char ***events) {
-        _cleanup_(closedirp) DIR *d = NULL;
-        _cleanup_free_ char *path = NULL;
-        int found = 0, r;
-
-        if (asprintf(&path, "%s/events%s%s", root, group ? "/" : "", strempty(group)) < 0)
-                return -ENOMEM;
-        d = opendir(path);
-        if (!d)
-                return errno == ENOENT ? 0 : -errno;
-
-        for (struct dirent *de; (de = readdir(d));) {
-                if (de->d_name[0] == '.' || de->d_type != DT_DIR)
-                        continue;
-                if (!group) {
-                        r = scan_events(root, de->d_name, name, events);
-                } else if (!name || (strcmp(name, de->d_name) == 0 && event_exists(root, group, de->d_name))) {
-                        /* Every directory in a group is an event: a listing needs no stat() of
-                         * each format, which costs tens of microseconds apiece on tracefs. */
-                        r = add_event(events, group, de->d_name);
-                        r = r < 0 ? r : 1;
-                } else
-                        continue;
-                if (r < 0)
-                        return r;
-                found += r;
-        }
-        return found;
-}
-
-int session_config_resolve_event(const char *root, const char *pattern, char ***events) {
-        const char *slash = strchr(pattern, '/');
-        _cleanup_free_ char *group = NULL;
-        const char *name;
-        int r;
-
-        if (!slash) {
-                if (!event_name_valid(pattern, strlen(pattern)))
-                        return -EINVAL;
-                return scan_events(root, NULL, pattern, events);
-        }
-
-        group = strndup(pattern, slash - pattern);
-        if (!group)
-                return -ENOMEM;
-        name = slash + 1;
-        if (!event_name_valid(group, strlen(group)))
-                return -EINVAL;
-        if (strcmp(name, "*") == 0)
-                return scan_events(root, group, NULL, events);
-        if (!event_name_valid(name, strlen(name)))
-                return -EINVAL;
-        if (!event_exists(root, group, name))
-                return 0;
-        r = add_event(events, group, name);
-        return r < 0 ? r : 1;
-}
-
 static int set_error(char **ret_error, const char *fmt, ...) _printf_(2, 3);
 static int set_error(char **ret_error, const char *fmt, ...) {
         va_list ap;
@@ -186,11 +109,35 @@ static int set_error(char **ret_error, const char *fmt, ...) {
         return -EINVAL;
 }
 
-/* Takes the ftrace data sources' settings: events are the union, sizes the largest. */
-static int load_ftrace_config(const Tracebus__FtraceConfig *fc, const char *root, SessionConfig *c,
-                              char ***unknown, char **ret_error) {
+static int resolve_events(const Tracebus__FtraceConfig *fc, EventResolution *res, char **ret_error) {
         int r;
 
+        for (size_t i = 0; i < fc->n_ftrace_events; i++) {
+                const char *e = fc->ftrace_events[i];
+
+                r = event_index_select(res->index, e, &res->selection);
+                if (r == -EINVAL)
+                        return set_error(ret_error, "'%.128s' is not an event name (expected group/name, group/* or name)", e);
+                if (r < 0)
+                        return r;
+                /* A name asked for twice is listed once: the shown ones are few. */
+                if (r == 0 && res->n_unknown < UNKNOWN_EVENTS_SHOWN) {
+                        r = strv_extend_unique(&res->unknown, e);
+                        if (r < 0)
+                                return r;
+                        res->n_unknown += r;
+                } else if (r == 0)
+                        res->n_unknown++;
+                if (res->selection.n_order > SESSION_MAX_EVENTS)
+                        return set_error(ret_error, "the events requested expand to more than %u events",
+                                         SESSION_MAX_EVENTS);
+        }
+        return 0;
+}
+
+/* Takes the ftrace data sources' settings: events are the union, sizes the largest. */
+static int load_ftrace_config(const Tracebus__FtraceConfig *fc, SessionConfig *c, EventResolution *res,
+                              char **ret_error) {
         if (fc->has_buffer_size_kb && fc->buffer_size_kb > SESSION_MAX_BUFFER_SIZE_KB)
                 return set_error(ret_error, "buffer_size_kb %u is above the limit of %u KiB per CPU",
                                  fc->buffer_size_kb, SESSION_MAX_BUFFER_SIZE_KB);
@@ -207,21 +154,84 @@ static int load_ftrace_config(const Tracebus__FtraceConfig *fc, const char *root
         if (fc->n_ftrace_events > SESSION_MAX_EVENTS)
                 return set_error(ret_error, "%zu events requested, at most %u are allowed",
                                  fc->n_ftrace_events, SESSION_MAX_EVENTS);
-        for (size_t i = 0; i < fc->n_ftrace_events; i++) {
-                const char *e = fc->ftrace_events[i];
+        return resolve_events(fc, res, ret_error);
+}
 
-                r = session_config_resolve_event(root, e, &c->events);
-                if (r == -EINVAL)
-                        return set_error(ret_error, "'%.128s' is not an event name (expected group/name, group/* or name)", e);
+static const Tracebus__FtraceConfig *ftrace_config_of(const Tracebus__TraceConfig__DataSource *source) {
+        const Tracebus__DataSourceConfig *ds = source->config;
+
+        if (!ds || !ds->name || strcmp(ds->name, "linux.ftrace") != 0)
+                return NULL;
+        return ds->ftrace_config;
+}
+
+/* The caps on the work a config asks for, checked before any of it is done. */
+static int check_config_size(const Tracebus__TraceConfig *tc, char **ret_error) {
+        size_t names = 0;
+
+        if (tc->n_data_sources > SESSION_MAX_DATA_SOURCES)
+                return set_error(ret_error, "%zu data sources, at most %u are allowed",
+                                 tc->n_data_sources, SESSION_MAX_DATA_SOURCES);
+        for (size_t i = 0; i < tc->n_data_sources; i++) {
+                const Tracebus__FtraceConfig *fc = ftrace_config_of(tc->data_sources[i]);
+
+                names += fc ? fc->n_ftrace_events : 0;
+        }
+        if (names > SESSION_MAX_CONFIG_EVENT_NAMES)
+                return set_error(ret_error, "the linux.ftrace data sources name %zu events together, at most %u are allowed",
+                                 names, SESSION_MAX_CONFIG_EVENT_NAMES);
+        return 0;
+}
+
+static int load_data_sources(const Tracebus__TraceConfig *tc, SessionConfig *c, EventResolution *res,
+                             char **ret_error) {
+        int r;
+
+        for (size_t i = 0; i < tc->n_data_sources; i++) {
+                const Tracebus__FtraceConfig *fc = ftrace_config_of(tc->data_sources[i]);
+
+                if (!fc)
+                        continue;
+                r = load_ftrace_config(fc, c, res, ret_error);
                 if (r < 0)
                         return r;
-                if (r == 0 && strv_extend_unique(unknown, e) < 0)
-                        return -ENOMEM;
-                if (strv_length(c->events) > SESSION_MAX_EVENTS)
-                        return set_error(ret_error, "the events requested expand to more than %u events",
-                                         SESSION_MAX_EVENTS);
         }
         return 0;
+}
+
+/* Resolves the data sources' events; names the index lacks may be new (a module loaded
+ * since it was read): then, at most once a second, it is re-read and the names resolved
+ * again. */
+static int load_events(const Tracebus__TraceConfig *tc, const char *root, SessionConfig *c,
+                       EventResolution *res, char **ret_error) {
+        int r;
+
+        r = event_index_get(root, &res->index);
+        if (r < 0)
+                return r;
+        r = load_data_sources(tc, c, res, ret_error);
+        if (r >= 0 && res->n_unknown > 0 && event_index_refresh(res->index) > 0) {
+                event_resolution_reset(res);
+                r = load_data_sources(tc, c, res, ret_error);
+        }
+        if (r < 0)
+                return r;
+        return event_selection_names(&res->selection, &c->events);
+}
+
+static int unknown_events_error(const EventResolution *res, char **ret_error) {
+        _cleanup_free_ char *list = strv_join(res->unknown, ", ");
+
+        if (!list)
+                return -ENOMEM;
+        if (!ret_error)
+                return -ENOENT;
+        if (res->n_unknown > UNKNOWN_EVENTS_SHOWN) {
+                if (asprintf(ret_error, "%s and %zu more", list, res->n_unknown - UNKNOWN_EVENTS_SHOWN) < 0)
+                        *ret_error = NULL;
+        } else
+                *ret_error = TAKE_PTR(list);
+        return -ENOENT;
 }
 
 /* How long, and how the trace reaches its file: periods, size, compression. */
@@ -268,7 +278,7 @@ static int pack_config(const Tracebus__TraceConfig *tc, SessionConfig *c) {
 }
 
 int session_config_load(const Tracebus__TraceConfig *tc, const char *root, SessionConfig *ret, char **ret_error) {
-        _cleanup_strv_free_ char **unknown = NULL;
+        _cleanup_(event_resolution_reset) EventResolution res = {};
         _cleanup_(session_config_done) SessionConfig c = {
                 .drain_period_ms = SESSION_DEFAULT_DRAIN_PERIOD_MS,
                 .compact_sched = true,
@@ -278,6 +288,9 @@ int session_config_load(const Tracebus__TraceConfig *tc, const char *root, Sessi
         assert(tc);
         assert(root);
 
+        r = check_config_size(tc, ret_error);
+        if (r < 0)
+                return r;
         r = load_duration_and_output(tc, &c, ret_error);
         if (r < 0)
                 return r;
@@ -288,24 +301,11 @@ int session_config_load(const Tracebus__TraceConfig *tc, const char *root, Sessi
                 return set_error(ret_error, "output_path is not supported: the service never opens a path a caller "
                                  "names; pass a file descriptor as the Output option instead");
 
-        for (size_t i = 0; i < tc->n_data_sources; i++) {
-                const Tracebus__DataSourceConfig *ds = tc->data_sources[i]->config;
-
-                if (!ds || !ds->name || strcmp(ds->name, "linux.ftrace") != 0 || !ds->ftrace_config)
-                        continue;
-                r = load_ftrace_config(ds->ftrace_config, root, &c, &unknown, ret_error);
-                if (r < 0)
-                        return r;
-        }
-
-        if (unknown) {
-                _cleanup_free_ char *list = strv_join(unknown, ", ");
-                if (!list)
-                        return -ENOMEM;
-                if (ret_error && asprintf(ret_error, "%s", list) < 0)
-                        *ret_error = NULL;
-                return -ENOENT;
-        }
+        r = load_events(tc, root, &c, &res, ret_error);
+        if (r < 0)
+                return r;
+        if (res.n_unknown > 0)
+                return unknown_events_error(&res, ret_error);
         if (!c.events)
                 return set_error(ret_error, "no ftrace events to record: add a linux.ftrace data source with "
                                  "ftrace_events, or pass the Events option");
@@ -320,72 +320,14 @@ int session_config_load(const Tracebus__TraceConfig *tc, const char *root, Sessi
         return 0;
 }
 
-static int compare_strings(const void *a, const void *b) {
-        return strcmp(*(char * const *) a, *(char * const *) b);
-}
-
-/* ListEvents needs no authorization, and a scan of tracefs (a stat() of every
- * event's format, thousands) takes milliseconds of the event loop: a client
- * calling it in a loop would delay everyone's calls by seconds. So the list is
- * scanned at most once per EVENT_CACHE_USEC; events that a module adds show up
- * that much later. */
-#define EVENT_CACHE_USEC (2 * 1000000ULL)
-
-static struct {
-        char *root;
-        char **all;
-        uint64_t scanned_usec;
-} event_cache;
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
-}
-
-static int all_events(const char *root, char ***ret) {
-        _cleanup_strv_free_ char **all = NULL;
-        _cleanup_free_ char *copy = NULL;
-        uint64_t now = now_usec();
-        int r;
-
-        if (event_cache.root && strcmp(event_cache.root, root) == 0 &&
-            now - event_cache.scanned_usec < EVENT_CACHE_USEC) {
-                *ret = event_cache.all;
-                return 0;
-        }
-        r = scan_events(root, NULL, NULL, &all);
-        if (r < 0)
-                return r;
-        copy = strdup(root);
-        if (!copy)
-                return -ENOMEM;
-        free(event_cache.root);
-        strv_free(event_cache.all);
-        event_cache.root = TAKE_PTR(copy);
-        event_cache.all = TAKE_PTR(all);
-        event_cache.scanned_usec = now;
-        *ret = event_cache.all;
-        return 0;
-}
-
 int session_config_list_events(const char *root, const char *glob, char ***ret) {
-        _cleanup_strv_free_ char **matching = NULL;
-        char **all = NULL;
+        EventIndex *idx;
         int r;
 
-        r = all_events(root, &all);
+        r = event_index_get(root, &idx);
         if (r < 0)
                 return r;
-        STRV_FOREACH(e, all)
-                if (fnmatch(glob, *e, 0) == 0 || fnmatch(glob, strchr(*e, '/') + 1, 0) == 0) {
-                        r = strv_extend(&matching, *e);
-                        if (r < 0)
-                                return r;
-                }
-        if (matching)
-                qsort(matching, strv_length(matching), sizeof(char *), compare_strings);
-        *ret = TAKE_PTR(matching);
-        return 0;
+        /* The list a caller sees is at most a second old: a module loaded since shows up. */
+        (void) event_index_refresh(idx);
+        return event_index_list(idx, glob, ret);
 }

@@ -26,6 +26,25 @@
 #define SESSION_DEFAULT_WRITE_PERIOD_MS 5000u
 #define SESSION_MIN_WRITE_PERIOD_MS 100u
 
+/*
+ * What one Start may carry. The first caps are checked from the message alone, before
+ * polkit is asked, so that a caller polkit refuses costs the service a constant amount
+ * of work (RequestTooLarge). The others bound the work after polkit (InvalidConfig).
+ * Real Perfetto configs are a few KiB, with a handful of data sources and at most a few
+ * hundred ftrace_events: every cap is far above what one needs.
+ */
+#define SESSION_MAX_CONFIG_BYTES (1024u * 1024u)         /* text config, BinaryConfig */
+#define SESSION_MAX_OPTION_EVENTS SESSION_MAX_EVENTS     /* entries of the Events option */
+/* All the Events option's names together: 4096 names of 64 bytes. A valid name
+ * ("group/name") has at most 257. */
+#define SESSION_MAX_OPTION_EVENTS_BYTES (256u * 1024u)
+/* After polkit: data sources in a config (Perfetto's own configs use under 30), and
+ * ftrace_events entries of all its linux.ftrace data sources together (twice the
+ * events a session may record, so that a list repeated in a second data source fits).
+ * The text format's nesting is capped by the parser (TEXTPROTO_MAX_DEPTH). */
+#define SESSION_MAX_DATA_SOURCES 256u
+#define SESSION_MAX_CONFIG_EVENT_NAMES (2u * SESSION_MAX_EVENTS)
+
 typedef struct SessionConfig {
         char **events;                 /* "group/name", wildcards and bare names resolved */
         uint32_t buffer_size_kb;       /* kernel buffer per CPU */
@@ -55,20 +74,17 @@ int session_config_parse_text(const char *text, Tracebus__TraceConfig **ret, cha
 /* Unpacks a binary TraceConfig (what `perfetto -c FILE` without --txt reads). */
 int session_config_parse_binary(const void *data, size_t size, Tracebus__TraceConfig **ret, char **ret_error);
 
-/* Every event under @tracefs_root whose "group/name" matches the shell glob @glob, sorted. */
+/* Every event under @tracefs_root whose "group/name" or name matches the shell glob @glob,
+ * sorted, from the event index (service/event-index.c), re-read if older than a second. */
 int session_config_list_events(const char *tracefs_root, const char *glob, char ***ret);
 
 /* Builds the TraceConfig that Start's Events/DurationMs/BufferSizeKb options describe. */
 int session_config_from_options(char **events, uint32_t duration_ms, uint32_t buffer_size_kb,
                                 Tracebus__TraceConfig **ret);
 
-/* Validates @tc against the limits and the kernel's events under @tracefs_root.
- * -EINVAL: bad value (message in *ret_error); -ENOENT: unknown events (their names,
- * comma-separated, in *ret_error). */
+/* Validates @tc against the limits and the kernel's events under @tracefs_root, which
+ * the event index resolves ("group/name", "group/ *", a bare "name"): no tracefs walk per
+ * name. -EINVAL: bad value (message in *ret_error); -ENOENT: unknown events (their
+ * names, comma-separated, in *ret_error). */
 int session_config_load(const Tracebus__TraceConfig *tc, const char *tracefs_root,
                         SessionConfig *ret, char **ret_error);
-
-/* Expands one event pattern ("group/name", "group/ *", "name") against @tracefs_root.
- * Returns the number of events added to *events (0: nothing matched), or -EINVAL for a
- * name that is not a plain event name. */
-int session_config_resolve_event(const char *tracefs_root, const char *pattern, char ***events);

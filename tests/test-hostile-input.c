@@ -300,15 +300,15 @@ static void case_bad_configs(void) {
                         g_assert_true(g_strcmp0(e, ERR_INVALID_CONFIG) == 0 || g_strcmp0(e, ERR_UNKNOWN_EVENT) == 0);
                 }
         }
-        /* A text config over 1 MiB, and a binary one. */
+        /* A text config over 1 MiB, and a binary one: over a cap, refused before polkit. */
         {
                 g_autofree char *big = g_strnfill(1024 * 1024 + 16, ' ');
                 g_autofree guint8 *bin = g_malloc0(1024 * 1024 + 16);
-                expect_err("1 MiB text", start_text(big), ERR_INVALID_CONFIG);
+                expect_err("1 MiB text", start_text(big), TB_ERROR_REQUEST_TOO_LARGE);
                 expect_err("1 MiB binary", manager_call("Start", g_variant_new("(s@a{sv})", "",
                            options_with("BinaryConfig", g_variant_new_fixed_array(G_VARIANT_TYPE_BYTE, bin,
                                                                                    1024 * 1024 + 16, 1))), NULL),
-                           ERR_INVALID_CONFIG);
+                           TB_ERROR_REQUEST_TOO_LARGE);
                 /* Garbage protobuf: a field with a length past the end. */
                 static const guint8 junk[] = { 0x12, 0xff, 0xff, 0xff, 0x0f, 0x01 };
                 expect_err("binary junk", manager_call("Start", g_variant_new("(s@a{sv})", "",

@@ -216,7 +216,12 @@ static void on_list_events(GObject *source, GAsyncResult *res, gpointer user_dat
 
         if (!tracebus_dbus_manager_call_list_events_finish(TRACEBUS_DBUS_MANAGER(source), &app->available_events, res,
                                                            &error)) {
-                app_emit_error(app, error, _("Could not ask the tracing service which events this kernel offers."));
+                g_autofree char *name = tb_error_get_dbus_name(error);
+
+                /* The events are listed only to those who may record: a refusal here is said
+                 * once, when the user asks to record, not at startup. */
+                if (g_strcmp0(name, "org.freedesktop.DBus.Error.AccessDenied") != 0)
+                        app_emit_error(app, error, _("Could not ask the tracing service which events this kernel offers."));
                 app->available_events = NULL;
         }
         app->events_done = TRUE;

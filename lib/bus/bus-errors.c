@@ -15,6 +15,7 @@ const sd_bus_error_map tracebus_error_map[] = {
         SD_BUS_ERROR_MAP(TB_ERROR_QUOTA_EXCEEDED,      EDQUOT),
         SD_BUS_ERROR_MAP(TB_ERROR_TRACING_UNAVAILABLE, ENODEV),
         SD_BUS_ERROR_MAP(TB_ERROR_AUTHORIZATION_UNAVAILABLE, EHOSTDOWN),
+        SD_BUS_ERROR_MAP(TB_ERROR_REQUEST_TOO_LARGE,   EMSGSIZE),
         SD_BUS_ERROR_MAP_END
 };
 
@@ -32,6 +33,7 @@ static const struct {
         { TB_ERROR_TRACING_UNAVAILABLE,  "Kernel tracing (tracefs) is not available on this machine" },
         { TB_ERROR_AUTHORIZATION_UNAVAILABLE,
           "Authorization could not be checked: polkit is not running; try again later" },
+        { TB_ERROR_REQUEST_TOO_LARGE,    "The request is larger than the service accepts" },
         { SD_BUS_ERROR_ACCESS_DENIED,    "Not authorized: polkit refused this action" },
         { SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED,
           "Authentication is required, but no authentication agent may ask for it" },

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <systemd/sd-bus.h>
+
+#include "manager.h"
+
+/*
+ * Manager.Start's arguments, in two steps around polkit. Before it, only what costs the
+ * same whatever a caller sends: the sizes and counts the message carries, against the
+ * caps in session-config.h (RequestTooLarge). After it, the config parsed and checked
+ * against the limits and the kernel's events. A caller polkit refuses never makes the
+ * service parse or resolve anything.
+ */
+
+typedef struct StartOptions {
+        const char *text;           /* the config argument, borrowed from the message */
+        int output_fd;              /* borrowed from the message */
+        bool collect_events;        /* read Events into events, not just check its caps */
+        char **events;
+        uint32_t duration_ms;
+        uint32_t buffer_size_kb;
+        const char *detach_key;     /* borrowed from the message */
+        const void *binary_config;  /* a binary TraceConfig, borrowed from the message */
+        size_t binary_config_size;
+        bool has_events, has_duration, has_buffer, has_output, has_binary, has_key;
+} StartOptions;
+
+void start_options_done(StartOptions *o);
+
+/* Reads Start's arguments (s config, a{sv} options) from @m, checking each option's type
+ * and the caps on its size while reading (an Events array over a cap is left unread).
+ * Nothing is parsed. */
+int start_read_arguments(sd_bus_message *m, StartOptions *o, sd_bus_error *error);
+
+/* After polkit: reads @m again and turns its config (text, BinaryConfig, or Events,
+ * DurationMs and BufferSizeKb) into @ret: InvalidArgs, InvalidConfig, UnknownEvent or
+ * TracingUnavailable when it cannot. */
+int start_load_config(sd_bus_message *m, Manager *manager, SessionConfig *ret, sd_bus_error *error);
+
+/* RequestTooLarge, naming the cap and its value. */
+int start_request_too_large(sd_bus_error *error, const char *what, size_t value, unsigned cap, const char *unit);
