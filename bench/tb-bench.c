@@ -18,6 +18,10 @@
  *                                                        (compressed_packets inflated in their
  *                                                        place by libtracebus's trace reader)
  *   tb-bench control --runs N --full-runs M --dir DIR    control-plane latencies
+ *   tb-bench hostile [--victim U] [--attacker U] [--probes N]
+ *                                                        IsDetached latency under a refused
+ *                                                        user's hostile Starts / quiet
+ *                                                        (tb-bench-hostile.c)
  *
  * Every subcommand prints one JSON object on stdout. floor lives in tb-bench-floor.c, record
  * and control in tb-bench-control.c; this file has storm, marker, analyze and the helpers
@@ -313,6 +317,8 @@ int main(int argc, char **argv) {
                 return cmd_record(argc, argv);
         if (strcmp(argv[1], "control") == 0)
                 return cmd_control(argc, argv);
+        if (strcmp(argv[1], "hostile") == 0)
+                return cmd_hostile(argc, argv);
         fprintf(stderr, "tb-bench: unknown command %s\n", argv[1]);
         return 2;
 }
