@@ -17,13 +17,19 @@
 #include "tracebus-bus.h"
 
 #define PROBE_KEY "hostile-probe"
-#define PROBE_GAP_US 10000u
+#define PROBE_GAP_US 15000u
+/* Between one hostile Start's answer and the next: a flood still (dozens a second, each
+ * one the most a message can ask for), but one that leaves the machine's CPUs to the
+ * service to show what its event loop does, rather than how busy dbus-daemon and polkitd
+ * can make two shared vCPUs. Before the fix a single Start stalled the loop for seconds. */
+#define ATTACK_GAP_US 20000u
 /* Bounds on one measurement, not limits it is judged by: a service that stalls for
  * minutes (as before the fix) is measured on the probes answered, or given up, by then. */
 #define PROBE_WINDOW_US (30u * 1000000u)
 #define PROBE_TIMEOUT_USEC (20u * 1000000u)
 #define ATTACK_TIMEOUT_USEC (120u * 1000000u)
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
 
 static uint64_t now_us(void) {
         struct timespec ts;
@@ -79,79 +85,132 @@ static void put_varint(uint8_t **p, uint64_t v) {
         *(*p)++ = (uint8_t) v;
 }
 
-static void put_len_field(uint8_t **p, uint32_t field, const void *data, size_t len) {
+static size_t varint_size(uint64_t v) {
+        size_t n = 1;
+
+        for (; v >= 0x80; v >>= 7)
+                n++;
+        return n;
+}
+
+static size_t len_field_size(uint32_t field, size_t len) {
+        return varint_size((uint64_t) field << 3 | 2) + varint_size(len) + len;
+}
+
+static void put_len_header(uint8_t **p, uint32_t field, size_t len) {
         put_varint(p, (uint64_t) field << 3 | 2);
         put_varint(p, len);
-        memcpy(*p, data, len);
-        *p += len;
 }
 
-/* One DataSource { config { name: "linux.ftrace" ftrace_config { ftrace_events: ... } } }
- * into @out, naming events from @names[*next] on until about @budget bytes. */
-static size_t encode_data_source(uint8_t *out, char *const *names, size_t *next, size_t budget) {
-        static uint8_t ftrace[64 * 1024], config[66 * 1024];
-        uint8_t *p = ftrace, *c = config, *o = out;
+/* FtraceConfig.ftrace_events, from @names[*next] on: @count names, or fewer once @bytes
+ * are written. Returns the end. */
+static uint8_t *put_ftrace_events(uint8_t *p, char *const *names, size_t *next, size_t count, size_t bytes) {
+        uint8_t *begin = p;
 
-        while ((size_t) (p - ftrace) + 300 < MIN(budget, sizeof(ftrace))) {
+        for (size_t i = 0; i < count && (size_t) (p - begin) < bytes; i++, (*next)++) {
                 if (!names[*next])
                         *next = 0;
-                put_len_field(&p, 1, names[*next], strlen(names[*next]));
-                (*next)++;
+                put_len_header(&p, 1, strlen(names[*next]));
+                p = mempcpy(p, names[*next], strlen(names[*next]));
         }
-        put_len_field(&c, 1, "linux.ftrace", strlen("linux.ftrace"));
-        put_len_field(&c, 100, ftrace, p - ftrace);
-        put_len_field(&o, 1, config, c - config);
-        return o - out;
+        return p;
 }
 
-static int append_binary_config(sd_bus_message *m, char *const *names) {
-        static uint8_t source[68 * 1024];
-        size_t budget = HOSTILE_MAX_CONFIG_BYTES / HOSTILE_DATA_SOURCE_COUNT - 64, next = 0;
-        uint8_t *tc = malloc(HOSTILE_MAX_CONFIG_BYTES), *p = tc;
+void *hostile_binary_config(char *const *names, unsigned n_sources, size_t per_source, size_t source_bytes,
+                            size_t *ret_size) {
+        static const char name[] = "linux.ftrace";
+        size_t longest = 0, bound, next = 0;
+        uint8_t *events, *tc, *p;
+
+        for (char *const *n = names; *n; n++)
+                longest = MAX(longest, strlen(*n));
+        /* A name takes a byte at least: no source holds more names than @source_bytes. */
+        bound = MIN(per_source, source_bytes) * (longest + 4) + 64;
+        events = malloc(bound);
+        p = tc = malloc((size_t) n_sources * (bound + 64));
+        if (!events || !tc)
+                abort();
+        for (unsigned i = 0; i < n_sources; i++) {
+                /* DataSource { config { name: "linux.ftrace" ftrace_config { ftrace_events ... } } } */
+                size_t events_len = put_ftrace_events(events, names, &next, per_source, source_bytes) - events;
+                size_t config_len = len_field_size(1, strlen(name)) + len_field_size(100, events_len);
+
+                put_len_header(&p, 2, len_field_size(1, config_len));
+                put_len_header(&p, 1, config_len);
+                put_len_header(&p, 1, strlen(name));
+                p = mempcpy(p, name, strlen(name));
+                put_len_header(&p, 100, events_len);
+                p = mempcpy(p, events, events_len);
+        }
+        free(events);
+        *ret_size = p - tc;
+        return tc;
+}
+
+/* Start(@text, {@key: @value}), the option's value appended by @append (none without @key). */
+static int start_message(sd_bus *bus, const char *text, const char *key, const char *signature,
+                         int (*append)(sd_bus_message *m, const void *a, size_t n), const void *a, size_t n,
+                         sd_bus_message **ret) {
+        sd_bus_message *m = NULL;
         int r;
 
-        if (!tc)
-                return -ENOMEM;
-        for (unsigned i = 0; i < HOSTILE_DATA_SOURCE_COUNT; i++) {
-                size_t len = encode_data_source(source, names, &next, budget);
-
-                put_len_field(&p, 2, source, len);
+        r = sd_bus_message_new_method_call(bus, &m, TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_INTERFACE, "Start");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "s", text);
+        if (r >= 0)
+                r = sd_bus_message_open_container(m, 'a', "{sv}");
+        if (r >= 0 && key) {
+                r = sd_bus_message_open_container(m, 'e', "sv");
+                if (r >= 0)
+                        r = sd_bus_message_append(m, "s", key);
+                if (r >= 0)
+                        r = sd_bus_message_open_container(m, 'v', signature);
+                if (r >= 0)
+                        r = append(m, a, n);
+                for (int i = 0; i < 2 && r >= 0; i++)
+                        r = sd_bus_message_close_container(m);
         }
-        r = sd_bus_message_open_container(m, 'e', "sv");
-        if (r >= 0)
-                r = sd_bus_message_append(m, "s", "BinaryConfig");
-        if (r >= 0)
-                r = sd_bus_message_open_container(m, 'v', "ay");
-        if (r >= 0)
-                r = sd_bus_message_append_array(m, 'y', tc, p - tc);
         if (r >= 0)
                 r = sd_bus_message_close_container(m);
-        if (r >= 0)
-                r = sd_bus_message_close_container(m);
-        free(tc);
-        return r;
+        if (r < 0) {
+                sd_bus_message_unref(m);
+                return r;
+        }
+        *ret = m;
+        return 0;
 }
 
-/* Events: @count names from @names, in turn. */
-static int append_events(sd_bus_message *m, char *const *names, size_t count) {
+/* @n names from @a, in turn. */
+static int append_names(sd_bus_message *m, const void *a, size_t n) {
+        char *const *names = a;
         size_t next = 0;
         int r;
 
-        r = sd_bus_message_open_container(m, 'e', "sv");
-        if (r >= 0)
-                r = sd_bus_message_append(m, "s", "Events");
-        if (r >= 0)
-                r = sd_bus_message_open_container(m, 'v', "as");
-        if (r >= 0)
-                r = sd_bus_message_open_container(m, 'a', "s");
-        for (size_t i = 0; r >= 0 && i < count; i++, next++) {
+        r = sd_bus_message_open_container(m, 'a', "s");
+        for (size_t i = 0; r >= 0 && i < n; i++, next++) {
                 if (!names[next])
                         next = 0;
                 r = sd_bus_message_append_basic(m, 's', names[next]);
         }
-        for (int i = 0; i < 3 && r >= 0; i++)
+        if (r >= 0)
                 r = sd_bus_message_close_container(m);
         return r;
+}
+
+static int append_bytes(sd_bus_message *m, const void *a, size_t n) {
+        return sd_bus_message_append_array(m, 'y', a, n);
+}
+
+int hostile_start_with_events(sd_bus *bus, char *const *names, size_t count, sd_bus_message **ret) {
+        return start_message(bus, "", "Events", "as", append_names, names, count, ret);
+}
+
+int hostile_start_with_binary(sd_bus *bus, const void *config, size_t size, sd_bus_message **ret) {
+        return start_message(bus, "", "BinaryConfig", "ay", append_bytes, config, size, ret);
+}
+
+int hostile_start_with_text(sd_bus *bus, const char *text, sd_bus_message **ret) {
+        return start_message(bus, text, NULL, NULL, NULL, NULL, 0, ret);
 }
 
 /* One linux.ftrace data source naming events from @names until the text is one byte
@@ -192,29 +251,30 @@ static char *nested_text(unsigned depth) {
 }
 
 int hostile_start_message(sd_bus *bus, HostileKind kind, char *const *names, sd_bus_message **ret) {
-        sd_bus_message *m = NULL;
-        char *text = kind == HOSTILE_NESTING ? nested_text(HOSTILE_NESTING_DEPTH) :
-                     kind == HOSTILE_MAX_TEXT ? max_text(names) : NULL;
+        /* Each of the 80 data sources as large as the cap allows them together. */
+        size_t source_bytes = HOSTILE_MAX_CONFIG_BYTES / HOSTILE_DATA_SOURCE_COUNT - 128, size;
+        char *text = NULL;
+        void *binary;
         int r;
 
-        r = sd_bus_message_new_method_call(bus, &m, TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_INTERFACE, "Start");
-        if (r >= 0)
-                r = sd_bus_message_append(m, "s", text ? text : "");
-        if (r >= 0)
-                r = sd_bus_message_open_container(m, 'a', "{sv}");
-        if (r >= 0 && kind == HOSTILE_BARE_NAMES)
-                r = append_events(m, names, HOSTILE_NAMES);
-        else if (r >= 0 && kind == HOSTILE_DATA_SOURCES)
-                r = append_binary_config(m, names);
-        if (r >= 0)
-                r = sd_bus_message_close_container(m);
-        free(text);
-        if (r < 0) {
-                sd_bus_message_unref(m);
+        switch (kind) {
+        case HOSTILE_BARE_NAMES:
+                return hostile_start_with_events(bus, names, HOSTILE_NAMES, ret);
+        case HOSTILE_DATA_SOURCES:
+                binary = hostile_binary_config(names, HOSTILE_DATA_SOURCE_COUNT, SIZE_MAX, source_bytes, &size);
+                r = hostile_start_with_binary(bus, binary, size, ret);
+                free(binary);
+                return r;
+        case HOSTILE_NESTING:
+        case HOSTILE_MAX_TEXT:
+        default:
+                text = kind == HOSTILE_NESTING ? nested_text(HOSTILE_NESTING_DEPTH) : max_text(names);
+                if (!text)
+                        return -ENOMEM;
+                r = hostile_start_with_text(bus, text, ret);
+                free(text);
                 return r;
         }
-        *ret = m;
-        return 0;
 }
 
 /* ---- the processes ---- */
@@ -274,6 +334,8 @@ static _Noreturn void victim_main(const char *user, unsigned probes, int ctl, in
 
         if (become(user) < 0 || sd_bus_open_system(&bus) < 0)
                 _exit(3);
+        /* The first calls of a connection are slower (the bus and the service learn of it). */
+        (void) probe_median(bus, 5);
         dprintf(report, "ready\n");
         while (read(ctl, &c, 1) == 1)
                 if (c == '\n')
@@ -281,7 +343,7 @@ static _Noreturn void victim_main(const char *user, unsigned probes, int ctl, in
         _exit(0);
 }
 
-/* Sends hostile Starts of every kind in turn, each after the last was answered; reports
+/* Sends hostile Starts of every kind in turn, each ATTACK_GAP_US after the last was answered; reports
  * "sending" once, then each answer: "ok" or the error's name. The messages are built
  * once and sent again (sd-bus keeps a sealed message's serial, which the bus allows):
  * the flood measures the service, not how fast this process builds MiB of config. */
@@ -302,6 +364,7 @@ static _Noreturn void attacker_main(const char *user, char *const *names, int re
                 r = sd_bus_call(bus, messages[i % _HOSTILE_KIND_MAX], ATTACK_TIMEOUT_USEC, &error, NULL);
                 dprintf(report, "%s\n", r >= 0 ? "ok" : error.name ? error.name : "(no name)");
                 sd_bus_error_free(&error);
+                usleep(ATTACK_GAP_US);
         }
 }
 

@@ -31,6 +31,18 @@ typedef enum HostileKind {
 char **hostile_kernel_names(const char *tracefs);
 void hostile_names_free(char **names);
 
+/* Start calls to the tracebus Manager: with the Events option (@count names from @names,
+ * in turn), with the BinaryConfig option, or with a text config. */
+int hostile_start_with_events(sd_bus *bus, char *const *names, size_t count, sd_bus_message **ret);
+int hostile_start_with_binary(sd_bus *bus, const void *config, size_t size, sd_bus_message **ret);
+int hostile_start_with_text(sd_bus *bus, const char *text, sd_bus_message **ret);
+
+/* A binary TraceConfig of @n_sources linux.ftrace data sources, each naming events from
+ * @names in turn: @per_source of them, or fewer once a source's names fill @source_bytes.
+ * Freed with free(). */
+void *hostile_binary_config(char *const *names, unsigned n_sources, size_t per_source, size_t source_bytes,
+                            size_t *ret_size);
+
 /* A Start call of @kind to the tracebus Manager, cycling through @names. */
 int hostile_start_message(sd_bus *bus, HostileKind kind, char *const *names, sd_bus_message **ret);
 
