@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "event-index.h"
@@ -157,9 +158,32 @@ static int parse_available_events(EventIndex *idx, const char *text) {
 
 DEFINE_TRIVIAL_CLEANUP_FUNC_VOID(DIR *, closedir);
 
-/* A tree without available_events (a captured one): every directory under events/GROUP/ is
- * an event. */
-static int scan_events_dir(EventIndex *idx) {
+/* Every directory under events/@group is an event of @group. */
+static int scan_group(EventIndex *idx, int events_fd, const char *group) {
+        _cleanup_(closedirp) DIR *d = NULL;
+        int fd, r;
+
+        fd = openat(events_fd, group, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        d = fdopendir(fd);
+        if (!d) {
+                safe_close(fd);
+                return -errno;
+        }
+        for (struct dirent *e; (e = readdir(d));) {
+                if (e->d_name[0] == '.' || e->d_type != DT_DIR)
+                        continue;
+                r = add_entry(idx, group, strlen(group), e->d_name, strlen(e->d_name));
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* The events directory itself: every group in it when @only_group is NULL (a captured tree,
+ * such as tests/fixtures/ftrace, has no available_events), or that one group. */
+static int scan_events_dir(EventIndex *idx, const char *only_group) {
         _cleanup_(closedirp) DIR *groups = NULL;
         _cleanup_free_ char *path = NULL;
         int r;
@@ -169,27 +193,14 @@ static int scan_events_dir(EventIndex *idx) {
         groups = opendir(path);
         if (!groups)
                 return errno == ENOENT ? 0 : -errno;
+        if (only_group)
+                return scan_group(idx, dirfd(groups), only_group);
         for (struct dirent *g; (g = readdir(groups));) {
-                _cleanup_(closedirp) DIR *events = NULL;
-                int fd;
-
                 if (g->d_name[0] == '.' || g->d_type != DT_DIR)
                         continue;
-                fd = openat(dirfd(groups), g->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (fd < 0)
-                        continue;
-                events = fdopendir(fd);
-                if (!events) {
-                        safe_close(fd);
-                        continue;
-                }
-                for (struct dirent *e; (e = readdir(events));) {
-                        if (e->d_name[0] == '.' || e->d_type != DT_DIR)
-                                continue;
-                        r = add_entry(idx, g->d_name, strlen(g->d_name), e->d_name, strlen(e->d_name));
-                        if (r < 0)
-                                return r;
-                }
+                r = scan_group(idx, dirfd(groups), g->d_name);
+                if (r < 0 && r != -EACCES)
+                        return r;
         }
         return 0;
 }
@@ -250,9 +261,13 @@ static int read_into(EventIndex *idx) {
                 return -ENOMEM;
         r = read_full_file(path, AVAILABLE_EVENTS_MAX, &text, NULL);
         if (r == -ENOENT)
-                r = scan_events_dir(idx);
+                r = scan_events_dir(idx, NULL);
         else if (r >= 0)
                 r = parse_available_events(idx, text);
+        /* available_events leaves out the ftrace group (print, function, ...), which the
+         * kernel writes by itself and sessions record all the same: one directory more. */
+        if (r >= 0 && text)
+                r = scan_events_dir(idx, "ftrace");
         if (r < 0)
                 return r;
         return build_tables(idx);
@@ -312,10 +327,10 @@ int event_index_get(const char *tracefs_root, EventIndex **ret) {
         return 0;
 }
 
-int event_index_refresh(EventIndex *idx) {
+int event_index_refresh(EventIndex *idx, bool force) {
         int r;
 
-        if (now_usec() - idx->read_usec < EVENT_INDEX_REFRESH_USEC)
+        if (!force && now_usec() - idx->read_usec < EVENT_INDEX_REFRESH_USEC)
                 return 0;
         r = read_events(idx);
         if (r < 0) {
@@ -324,6 +339,15 @@ int event_index_refresh(EventIndex *idx) {
                 return r;
         }
         return 1;
+}
+
+bool event_index_is_stale_for(const EventIndex *idx, const char *event) {
+        _cleanup_free_ char *path = NULL;
+        struct stat st;
+
+        if (asprintf(&path, "%s/events/%s/format", idx->root, event) < 0)
+                return false;
+        return stat(path, &st) >= 0 && S_ISREG(st.st_mode);
 }
 
 void event_selection_done(EventSelection *sel) {

@@ -14,8 +14,9 @@
  * event names here, in constant time per name, instead of a stat() or a readdir of
  * tracefs per name, which a caller could multiply by thousands.
  *
- * The kernel's list changes when a module loads or unloads: event_index_refresh()
- * re-reads it, at most once per EVENT_INDEX_REFRESH_USEC, when a name was not found.
+ * The kernel's list changes when a module loads or unloads and when a probe is defined:
+ * event_index_refresh() re-reads it, at most once per EVENT_INDEX_REFRESH_USEC, or at once
+ * when a missing name turns out to exist (event_index_is_stale_for()).
  */
 
 #define EVENT_INDEX_REFRESH_USEC (1000000ULL)
@@ -26,9 +27,13 @@ typedef struct EventIndex EventIndex;
  * process, for the last root asked). -ENOENT when @tracefs_root lists no events. */
 int event_index_get(const char *tracefs_root, EventIndex **ret);
 
-/* Re-reads the kernel's events unless the last read is more recent than
+/* Re-reads the kernel's events, unless (without @force) the last read is more recent than
  * EVENT_INDEX_REFRESH_USEC. Returns 1 if re-read, 0 if too soon. */
-int event_index_refresh(EventIndex *idx);
+int event_index_refresh(EventIndex *idx, bool force);
+
+/* Whether "group/name" @event, which the index lacks, exists in tracefs after all (one
+ * stat()): a probe or module added since the last read. For a few misses only. */
+bool event_index_is_stale_for(const EventIndex *idx, const char *event);
 
 /* Whether @s (of @len bytes) is a plain group or event name. */
 bool event_name_valid(const char *s, size_t len);

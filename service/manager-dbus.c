@@ -80,6 +80,11 @@ static int start_session(BusRequest *req, sd_bus_error *error) {
         int r;
 
         r = manager_start_session(m, &req->start, &s, &failure);
+        /* An event the index still had, gone from tracefs (a probe removed a moment ago):
+         * UnknownEvent, as if the index had been read after. */
+        if (r == -ENOENT && failure == START_FAILURE_TRACING &&
+            start_recheck_events(req->message, m, error) < 0)
+                return -ENOENT;
         if (r < 0)
                 return start_error(m, &req->start, r, failure, error);
         if (!session_is_detached(s)) {

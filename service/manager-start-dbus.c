@@ -231,3 +231,16 @@ int start_load_config(sd_bus_message *m, Manager *manager, SessionConfig *ret, s
         return load_config(manager, o.text, &o, ret, error);
 }
 
+
+int start_recheck_events(sd_bus_message *m, Manager *manager, sd_bus_error *error) {
+        _cleanup_(session_config_done) SessionConfig config = {};
+        int r;
+
+        if (!manager->tracefs_root)
+                return 0;
+        r = session_config_reread_events(manager->tracefs_root);
+        if (r < 0)
+                return r;
+        r = start_load_config(m, manager, &config, error);
+        return r < 0 && sd_bus_error_is_set(error) ? r : 0;
+}

@@ -11,6 +11,9 @@
 
 /* An error lists this many unknown names at most: a caller may send thousands. */
 #define UNKNOWN_EVENTS_SHOWN 32u
+/* Missing "group/name"s checked in tracefs itself (one stat() each) per config: enough for
+ * a probe defined a moment ago, too few to make a walk of tracefs of a list of names. */
+#define MISSING_EVENTS_CHECKED 8u
 
 /* Where the events a config names are resolved, and the names that resolved to none. */
 typedef struct EventResolution {
@@ -18,12 +21,23 @@ typedef struct EventResolution {
         EventSelection selection;
         char **unknown;          /* the first UNKNOWN_EVENTS_SHOWN */
         size_t n_unknown;
+        unsigned n_checked;      /* missing names looked up in tracefs */
+        bool index_stale;        /* one of them exists: the index is older than the kernel's list */
 } EventResolution;
 
 static void event_resolution_reset(EventResolution *res) {
         event_selection_done(&res->selection);
         res->unknown = strv_free(res->unknown);
         res->n_unknown = 0;
+        res->n_checked = 0;
+        res->index_stale = false;
+}
+
+static void check_missing_event(EventResolution *res, const char *e) {
+        if (res->index_stale || res->n_checked >= MISSING_EVENTS_CHECKED || !strchr(e, '/') || strchr(e, '*'))
+                return;
+        res->n_checked++;
+        res->index_stale = event_index_is_stale_for(res->index, e);
 }
 
 void session_config_done(SessionConfig *c) {
@@ -120,6 +134,8 @@ static int resolve_events(const Tracebus__FtraceConfig *fc, EventResolution *res
                         return set_error(ret_error, "'%.128s' is not an event name (expected group/name, group/* or name)", e);
                 if (r < 0)
                         return r;
+                if (r == 0)
+                        check_missing_event(res, e);
                 /* A name asked for twice is listed once: the shown ones are few. */
                 if (r == 0 && res->n_unknown < UNKNOWN_EVENTS_SHOWN) {
                         r = strv_extend_unique(&res->unknown, e);
@@ -199,9 +215,9 @@ static int load_data_sources(const Tracebus__TraceConfig *tc, SessionConfig *c, 
         return 0;
 }
 
-/* Resolves the data sources' events; names the index lacks may be new (a module loaded
- * since it was read): then, at most once a second, it is re-read and the names resolved
- * again. */
+/* Resolves the data sources' events against the index, re-read at most once a second
+ * (before resolving when it is older, and when names are missing: a module loaded since),
+ * and at once when a missing name exists in tracefs (a probe defined a moment ago). */
 static int load_events(const Tracebus__TraceConfig *tc, const char *root, SessionConfig *c,
                        EventResolution *res, char **ret_error) {
         int r;
@@ -209,8 +225,11 @@ static int load_events(const Tracebus__TraceConfig *tc, const char *root, Sessio
         r = event_index_get(root, &res->index);
         if (r < 0)
                 return r;
+        /* Events come and go with modules and probes: a list older than a second is read
+         * again, whatever the names; and so on a miss (below). */
+        (void) event_index_refresh(res->index, /* force= */ false);
         r = load_data_sources(tc, c, res, ret_error);
-        if (r >= 0 && res->n_unknown > 0 && event_index_refresh(res->index) > 0) {
+        if (r >= 0 && res->n_unknown > 0 && event_index_refresh(res->index, res->index_stale) > 0) {
                 event_resolution_reset(res);
                 r = load_data_sources(tc, c, res, ret_error);
         }
@@ -328,6 +347,16 @@ int session_config_list_events(const char *root, const char *glob, char ***ret) 
         if (r < 0)
                 return r;
         /* The list a caller sees is at most a second old: a module loaded since shows up. */
-        (void) event_index_refresh(idx);
+        (void) event_index_refresh(idx, /* force= */ false);
         return event_index_list(idx, glob, ret);
+}
+
+int session_config_reread_events(const char *root) {
+        EventIndex *idx;
+        int r;
+
+        r = event_index_get(root, &idx);
+        if (r < 0)
+                return r;
+        return event_index_refresh(idx, /* force= */ true);
 }

@@ -78,6 +78,10 @@ int session_config_parse_binary(const void *data, size_t size, Tracebus__TraceCo
  * sorted, from the event index (service/event-index.c), re-read if older than a second. */
 int session_config_list_events(const char *tracefs_root, const char *glob, char ***ret);
 
+/* Reads the kernel's events under @tracefs_root again now, whenever it was last read: for
+ * when tracefs said an event of a loaded config is gone. */
+int session_config_reread_events(const char *tracefs_root);
+
 /* Builds the TraceConfig that Start's Events/DurationMs/BufferSizeKb options describe. */
 int session_config_from_options(char **events, uint32_t duration_ms, uint32_t buffer_size_kb,
                                 Tracebus__TraceConfig **ret);
