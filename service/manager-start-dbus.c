@@ -5,7 +5,6 @@
 #include "manager-start-dbus.h"
 #include "strv.h"
 
-
 void start_options_done(StartOptions *o) {
         o->events = strv_free(o->events);
 }
@@ -40,10 +39,11 @@ static int check_option_once(StartOptions *o, const char *key, sd_bus_error *err
         return 0;
 }
 
-int start_request_too_large(sd_bus_error *error, const char *what, size_t value, unsigned cap, const char *unit) {
+/* RequestTooLarge, naming the cap and its value. */
+static int request_too_large(sd_bus_error *error, const char *what, size_t value, unsigned cap, const char *unit) {
         return sd_bus_error_setf(error, TB_ERROR_REQUEST_TOO_LARGE,
-                                 "%s: %zu%s%s, above the cap of %u%s%s; nothing was started.",
-                                 what, value, *unit ? " " : "", unit, cap, *unit ? " " : "", unit);
+                                 "%s: %zu %s, above the cap of %u %s; nothing was started.",
+                                 what, value, unit, cap, unit);
 }
 
 /* Appends @s to o->events, doubling the room: strv_extend() counts the list each time. */
@@ -79,10 +79,10 @@ static int read_events_option(sd_bus_message *m, StartOptions *o, sd_bus_error *
         while (r >= 0 && (r = sd_bus_message_read_basic(m, 's', &e)) > 0) {
                 bytes += strlen(e);
                 if (++n > SESSION_MAX_OPTION_EVENTS)
-                        return start_request_too_large(error, "The Events option has more names than allowed", n,
+                        return request_too_large(error, "The Events option has more names than allowed", n,
                                                  SESSION_MAX_OPTION_EVENTS, "names");
                 if (bytes > SESSION_MAX_OPTION_EVENTS_BYTES)
-                        return start_request_too_large(error, "The Events option's names are too long together", bytes,
+                        return request_too_large(error, "The Events option's names are too long together", bytes,
                                                  SESSION_MAX_OPTION_EVENTS_BYTES, "bytes");
                 if (o->collect_events && append_event(o, n - 1, e) < 0)
                         return -ENOMEM;
@@ -101,7 +101,7 @@ static int read_binary_config_option(sd_bus_message *m, StartOptions *o, sd_bus_
         if (r >= 0)
                 r = sd_bus_message_read_array(m, 'y', &o->binary_config, &o->binary_config_size);
         if (r >= 0 && o->binary_config_size > SESSION_MAX_CONFIG_BYTES)
-                return start_request_too_large(error, "The BinaryConfig option is too large", o->binary_config_size,
+                return request_too_large(error, "The BinaryConfig option is too large", o->binary_config_size,
                                          SESSION_MAX_CONFIG_BYTES, "bytes");
         if (r >= 0)
                 r = sd_bus_message_exit_container(m);
@@ -212,7 +212,7 @@ int start_read_arguments(sd_bus_message *m, StartOptions *o, sd_bus_error *error
                 return r;
         /* sd-bus has checked the string already: its length costs no more than that. */
         if (strlen(o->text) > SESSION_MAX_CONFIG_BYTES)
-                return start_request_too_large(error, "The config text is too large", strlen(o->text),
+                return request_too_large(error, "The config text is too large", strlen(o->text),
                                                SESSION_MAX_CONFIG_BYTES, "bytes");
         return read_start_options(m, o, error);
 }

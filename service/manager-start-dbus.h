@@ -43,6 +43,3 @@ int start_load_config(sd_bus_message *m, Manager *manager, SessionConfig *ret, s
  * since the kernel's events were read): reads them again and loads the config anew. Negative
  * with @error set (UnknownEvent, naming the events gone) if it no longer loads, else 0. */
 int start_recheck_events(sd_bus_message *m, Manager *manager, sd_bus_error *error);
-
-/* RequestTooLarge, naming the cap and its value. */
-int start_request_too_large(sd_bus_error *error, const char *what, size_t value, unsigned cap, const char *unit);
