@@ -138,6 +138,7 @@ typedef enum FieldSource {
         SRC_BYTES,          /* any other fixed-size field: hex */
         SRC_DATALOC_CHARS,  /* __data_loc / __rel_loc char[]: string */
         SRC_DATALOC_BYTES,  /* __data_loc / __rel_loc of anything else: hex */
+        SRC_ADDRESS,        /* a kernel address written as its keyed hash (is_address, hashing on) */
 } FieldSource;
 
 typedef struct FieldSpec {
@@ -145,6 +146,7 @@ typedef struct FieldSpec {
         uint8_t source;           /* FieldSource */
         bool is_signed;
         bool relative;            /* __rel_loc: offset counts from the end of the field */
+        bool is_address;          /* a kernel address: hashed when the parser hashes them */
         PbKey key;                /* the value's key (typed field, or Field.*_value) */
         uint8_t *name_pb;         /* generic only: encoded Field.name (key, length, name) */
         uint8_t name_pb_len;
@@ -187,6 +189,7 @@ typedef struct EventInfo {
         size_t n_fields;
         uint8_t *name_pb;         /* generic only: encoded GenericFtraceEvent.event_name */
         size_t name_pb_len;
+        const uint64_t *address_key; /* the parser's, once its SRC_ADDRESS fields are hashed */
         /* Offset and size of the fields the compact encoders read (CS_* or CW_*). */
         uint16_t compact_offset[4];
         uint8_t compact_size[4];
@@ -205,6 +208,8 @@ struct FtraceParser {
          * (record_signature()); NO_SIGNATURE when there is none. */
         uint64_t signature[_COMPACT_ROLE_MAX];
         FtraceParserStats stats;
+        bool hash_addresses;      /* ftrace_parser_hash_addresses() was called */
+        uint64_t address_key[2];
 };
 
 /* ---- bundles ------------------------------------------------------------------- */
@@ -330,6 +335,8 @@ static inline size_t str_len(const uint8_t *s, size_t max) {
 /* ftrace-event-info.c: @ev's EventInfo, @text its format file. */
 int ftrace_event_info_new(const struct tep_event *ev, const char *text, EventInfo **ret);
 void ftrace_event_info_free(EventInfo *e);
+/* @e's address fields become SRC_ADDRESS, hashed under @key (which must outlive @e). */
+void ftrace_event_info_hash_addresses(EventInfo *e, const uint64_t *key);
 DEFINE_TRIVIAL_CLEANUP_FUNC_VOID(EventInfo *, ftrace_event_info_free);
 
 /* ftrace-bundle.c */

@@ -158,11 +158,25 @@ int ftrace_parser_add_event(FtraceParser *p, const char *group, const char *text
         r = ftrace_event_info_new(ev, copy, &e);
         if (r < 0)
                 return r;
+        if (p->hash_addresses)
+                ftrace_event_info_hash_addresses(e, p->address_key);
         r = parser_set_event(p, (unsigned) id, e);
         if (r < 0)
                 return r;
         TAKE_PTR(e);
         return id;
+}
+
+int ftrace_parser_hash_addresses(FtraceParser *p, const uint8_t key[FTRACE_ADDRESS_KEY_SIZE]) {
+        assert(p);
+        assert(key);
+
+        memcpy(p->address_key, key, sizeof(p->address_key));
+        p->hash_addresses = true;
+        for (size_t i = 0; i < p->n_by_id; i++)
+                if (p->by_id[i])
+                        ftrace_event_info_hash_addresses(p->by_id[i], p->address_key);
+        return 0;
 }
 
 void ftrace_parser_get_stats(const FtraceParser *p, FtraceParserStats *ret) {

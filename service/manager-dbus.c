@@ -238,18 +238,56 @@ static int start_session(BusRequest *req, sd_bus_error *error) {
         return reply_with_session(req->message, s);
 }
 
-static void on_start_result(BusRequest *req, int result) {
+static void start_and_reply(BusRequest *req) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         int r;
 
-        /* polkit.c has logged the refusal, in words. */
-        if (result < 0)
-                return bus_request_reply_refusal(req, result, ACTION_RECORD, "Recording kernel traces");
         r = start_session(req, &error);
         if (r < 0 && sd_bus_error_is_set(&error))
                 (void) sd_bus_reply_method_error(req->message, &error);
         else if (r < 0)
                 (void) sd_bus_reply_method_errnof(req->message, r, "Failed to start tracing: %m");
+}
+
+static void on_kernel_pointers_result(BusRequest *req, int result) {
+        /* Refused, or polkit could not say: hashed addresses, like everyone who may only record. */
+        req->start.config.kernel_pointers_raw = result > 0;
+        start_and_reply(req);
+}
+
+/* Raw kernel addresses are for root and the holders of org.tracebus.manage (as
+ * kptr_restrict=1 shows them only to the privileged); the others' traces hold them
+ * hashed (recorder.c). One more question for polkit, never with a dialog: whoever may
+ * record is not asked to authenticate again for this. The Start moves into a request
+ * of its own, as polkit's answer frees @req. */
+static int authorize_kernel_pointers(BusRequest *req) {
+        _cleanup_(bus_request_freep) BusRequest *next = NULL;
+        int r;
+
+        if (req->uid == 0) {
+                req->start.config.kernel_pointers_raw = true;
+                start_and_reply(req);
+                return 0;
+        }
+        r = bus_request_new(req->message, &next);
+        if (r < 0)
+                return r;
+        start_request_done(&next->start);
+        next->start = req->start;
+        req->start = (StartRequest) { .uid = req->uid, .output_fd = -EBADF };
+        return bus_request_authorize(req->context, &next, ACTION_MANAGE, /* interactive= */ false,
+                                     on_kernel_pointers_result);
+}
+
+static void on_start_result(BusRequest *req, int result) {
+        int r;
+
+        /* polkit.c has logged the refusal, in words. */
+        if (result < 0)
+                return bus_request_reply_refusal(req, result, ACTION_RECORD, "Recording kernel traces");
+        r = authorize_kernel_pointers(req);
+        if (r < 0)
+                (void) sd_bus_reply_method_errnof(req->message, r, "Failed to check authorization: %m");
 }
 
 static int method_start(sd_bus_message *message, void *userdata, sd_bus_error *error) {
@@ -408,9 +446,11 @@ static int method_list_sessions(sd_bus_message *message, void *userdata, sd_bus_
         r = bus_request_new(message, &req);
         if (r < 0)
                 return r;
-        /* Whoever has no session of another user to see needs no polkit round trip. */
-        if (!manager_has_others_sessions(c->manager, req->uid))
-                return reply_session_list(c->manager, message, req->uid, false);
+        /* The way depends on the caller alone, never on what others run: were polkit asked
+         * only when someone else has a session, the answer's latency would tell whether
+         * other users are tracing. Root, whom polkit always allows, is not asked. */
+        if (req->uid == 0)
+                return reply_session_list(c->manager, message, req->uid, true);
         /* Listing never pops up an authentication dialog: without it, one's own sessions. */
         return bus_request_authorize(c, &req, ACTION_MANAGE, /* interactive= */ false, on_list_result);
 }

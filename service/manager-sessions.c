@@ -131,13 +131,6 @@ Session *manager_find_own_session(Manager *m, uint64_t id, uid_t uid) {
         return s && s->owner_uid == uid ? s : NULL;
 }
 
-bool manager_has_others_sessions(Manager *m, uid_t uid) {
-        for (Session *s = m->sessions; s; s = s->next)
-                if (s->owner_uid != uid)
-                        return true;
-        return false;
-}
-
 int manager_find_detached(Manager *m, uid_t uid, const char *key, Session **ret) {
         Session *s;
 

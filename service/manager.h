@@ -87,8 +87,6 @@ int manager_start_session(Manager *m, StartRequest *req, Session **ret, StartFai
 Session *manager_find_own_session(Manager *m, uint64_t id, uid_t uid);
 /* Session @id, recording or stopping, whoever owns it. */
 Session *manager_find_live_session(Manager *m, uint64_t id);
-/* Whether any session belongs to another UID than @uid. */
-bool manager_has_others_sessions(Manager *m, uid_t uid);
 
 /* -EINVAL: @key is no valid detach key; -EADDRINUSE: another of @uid's sessions is
  * detached under it. Keys are per UID: other users' keys never match. */

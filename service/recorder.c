@@ -2,18 +2,34 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 
 #include "log.h"
 #include "recorder-local.h"
 #include "service-tracks.h"
 #include "strv.h"
 
-static int load_formats(Recorder *rec, TraceInstance *instance, char **events) {
+/* Unless the caller may see them, kernel addresses reach the trace as a keyed hash,
+ * under a key of this trace's own that no one keeps: two traces cannot be matched up. */
+static int hide_kernel_pointers(FtraceParser *parser, bool raw) {
+        uint8_t key[FTRACE_ADDRESS_KEY_SIZE];
+
+        if (raw)
+                return 0;
+        if (getrandom(key, sizeof(key), 0) != (ssize_t) sizeof(key))
+                return -errno ?: -EIO;
+        return ftrace_parser_hash_addresses(parser, key);
+}
+
+static int load_formats(Recorder *rec, TraceInstance *instance, char **events, bool kernel_pointers_raw) {
         _cleanup_free_ char *header = NULL;
         size_t len;
         int r;
 
         r = ftrace_parser_new(&rec->parser);
+        if (r < 0)
+                return r;
+        r = hide_kernel_pointers(rec->parser, kernel_pointers_raw);
         if (r < 0)
                 return r;
         r = trace_instance_read_file(instance, "events/header_page", &header, &len);
@@ -132,7 +148,7 @@ int recorder_new(const SessionConfig *config, TraceInstance *instance, int outpu
         if (!rec->trace_config)
                 return -ENOMEM;
 
-        r = load_formats(rec, instance, config->events);
+        r = load_formats(rec, instance, config->events, config->kernel_pointers_raw);
         if (r < 0)
                 return r;
         r = open_cpus(rec, instance, config->compact_sched);
