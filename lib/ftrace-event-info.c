@@ -284,11 +284,11 @@ static uint16_t field_min_len(const FieldSpec *s) {
         return (uint16_t) (s->offset + s->size);
 }
 
-void ftrace_event_info_hash_addresses(EventInfo *e, const uint64_t *key) {
+void ftrace_event_info_hash_addresses(EventInfo *e, AddressHasher *hasher) {
         for (size_t i = 0; i < e->n_fields; i++)
                 if (e->fields[i].is_address && e->fields[i].source == SRC_INT)
                         e->fields[i].source = SRC_ADDRESS;
-        e->address_key = key;
+        e->hasher = hasher;
 }
 
 void ftrace_event_info_free(EventInfo *e) {

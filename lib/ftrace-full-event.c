@@ -73,13 +73,19 @@ static uint64_t siphash_u64(const uint64_t key[2], uint64_t m) {
  * other address a non-zero 48-bit value, which no kernel address (0xffff... on 64-bit
  * machines) can be mistaken for. 48 bits keep collisions out of reach for the few
  * million distinct addresses a trace may hold. */
-static uint64_t hash_address(const uint64_t key[2], uint64_t a) {
+static uint64_t hash_address(AddressHasher *hasher, uint64_t a) {
+        size_t slot = (size_t) ((a * 0x9e3779b97f4a7c15ULL) >> 56) % ADDRESS_CACHE_SIZE;
         uint64_t h;
 
         if (a == 0)
                 return 0;
-        h = siphash_u64(key, a) >> 16;
-        return h ?: 1;
+        if (hasher->cache[slot].address == a)
+                return hasher->cache[slot].hash;
+        h = siphash_u64(hasher->key, a) >> 16;
+        h = h ?: 1;
+        hasher->cache[slot].address = a;
+        hasher->cache[slot].hash = h;
+        return h;
 }
 
 /* The key and value of the fields that are neither numbers nor char arrays. NULL if
@@ -91,7 +97,7 @@ uint8_t *ftrace_put_field_other(uint8_t *p, const EventInfo *e, const FieldSpec 
 
         if (f->source == SRC_ADDRESS) {
                 p = pb_put_key(p, &f->key);
-                return pb_varint_encode(p, hash_address(e->address_key, read_number(s, f->size, false)));
+                return pb_varint_encode(p, hash_address(e->hasher, read_number(s, f->size, false)));
         }
 
         if (f->source == SRC_CHARS_REST) {

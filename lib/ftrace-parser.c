@@ -39,6 +39,7 @@ FtraceParser *ftrace_parser_free(FtraceParser *p) {
         for (size_t i = 0; i < p->n_by_id; i++)
                 ftrace_event_info_free(p->by_id[i]);
         free(p->by_id);
+        free(p->hasher);
         tep_free(p->tep);
         return mfree(p);
 }
@@ -158,8 +159,8 @@ int ftrace_parser_add_event(FtraceParser *p, const char *group, const char *text
         r = ftrace_event_info_new(ev, copy, &e);
         if (r < 0)
                 return r;
-        if (p->hash_addresses)
-                ftrace_event_info_hash_addresses(e, p->address_key);
+        if (p->hasher)
+                ftrace_event_info_hash_addresses(e, p->hasher);
         r = parser_set_event(p, (unsigned) id, e);
         if (r < 0)
                 return r;
@@ -171,11 +172,17 @@ int ftrace_parser_hash_addresses(FtraceParser *p, const uint8_t key[FTRACE_ADDRE
         assert(p);
         assert(key);
 
-        memcpy(p->address_key, key, sizeof(p->address_key));
-        p->hash_addresses = true;
+        if (!p->hasher) {
+                p->hasher = calloc(1, sizeof(AddressHasher));
+                if (!p->hasher)
+                        return -ENOMEM;
+        }
+        /* A new key makes the cached hashes wrong. */
+        memset(p->hasher->cache, 0, sizeof(p->hasher->cache));
+        memcpy(p->hasher->key, key, sizeof(p->hasher->key));
         for (size_t i = 0; i < p->n_by_id; i++)
                 if (p->by_id[i])
-                        ftrace_event_info_hash_addresses(p->by_id[i], p->address_key);
+                        ftrace_event_info_hash_addresses(p->by_id[i], p->hasher);
         return 0;
 }
 
