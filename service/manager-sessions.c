@@ -67,7 +67,11 @@ static int create_output(Manager *m, uid_t uid, uint64_t id, char **ret_path, in
 /* The limits and the key, before anything is created. */
 static int check_start(Manager *m, const StartRequest *req, StartFailure *ret_failure) {
         bool per_uid;
+        int r;
 
+        r = manager_check_resources(m, req, ret_failure);
+        if (r < 0)
+                return r;
         if (manager_check_limits(m, req->uid, &per_uid) < 0) {
                 *ret_failure = per_uid ? START_FAILURE_USER_LIMIT : START_FAILURE_SERVICE_LIMIT;
                 return -EUSERS;

@@ -176,6 +176,12 @@ check "the instance a live host process owns survived the service's start" test 
 check "the unowned instance was removed" test ! -e "$I/tracebus-$dummy_dead-1"
 kill "$holder"; wait "$holder" 2>/dev/null || true; holder=
 rmdir "$I/tracebus-$dummy_live-1" 2>/dev/null || true   # gone already if the check failed
+limits_of() { awk '/^Max open files/ { print $4 "/" $5 }' /proc/"$(service_host_pid)"/limits; }
+check "LimitNOFILE=65536, soft and hard, in the unit and in the service" \
+        test "$(svc LimitNOFILE)/$(svc LimitNOFILESoft)/$(limits_of)" = 65536/65536/65536/65536
+check "the service fits its descriptor budget in it (65536 less 256 of its own)" \
+        grep -q 'Resources: 65280 descriptors for sessions and calls, 16384 per user' \
+        <(tbx journalctl -u tracebusd -b --no-pager)
 
 # --- security and unit checks -------------------------------------------------------
 score=$(tbx systemd-analyze security tracebusd.service --no-pager | sed -n 's/.*Overall exposure level for tracebusd.service: \([0-9.]*\).*/\1/p')
