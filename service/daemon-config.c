@@ -170,6 +170,15 @@ static int parse_quota(const char *v, void *data) {
         return 0;
 }
 
+/* Empty: the default, a fraction of MemTotal, settled at start. */
+static int parse_buffer_memory(const char *v, void *data) {
+        if (!*v) {
+                *(uint64_t *) data = 0;
+                return 0;
+        }
+        return parse_quota(v, data);
+}
+
 static int parse_buffer_kb(const char *v, void *data) {
         uint64_t n;
         int r = parse_size(v, &n);
@@ -213,7 +222,7 @@ static const ConfigItem config_items[] = {
         { "Limits",  "MaxPending",         parse_pending,   offsetof(DaemonConfig, limits.max_pending),           "1 to 120" },
         { "Limits",  "MaxPendingPerUID",   parse_pending,   offsetof(DaemonConfig, limits.max_pending_per_uid),   "1 to 120, at most half of MaxPending" },
         { "Limits",  "MaxFilesPerUID",     parse_files,     offsetof(DaemonConfig, limits.max_files_per_uid),     "16 to 1048576" },
-        { "Limits",  "MaxBufferMemory",    parse_quota,     offsetof(DaemonConfig, limits.max_buffer_memory_bytes), "bytes with an optional K, M, G or T, above 0" },
+        { "Limits",  "MaxBufferMemory",    parse_buffer_memory, offsetof(DaemonConfig, limits.max_buffer_memory_bytes), "bytes with an optional K, M, G or T, above 0, or empty" },
 };
 
 int daemon_config_check(DaemonConfig *c) {

@@ -212,6 +212,9 @@ static void test_fair_limit_keys(void) {
         g_assert_cmpuint(c.limits.max_files_per_uid, ==, 500);
         g_assert_cmpuint(c.limits.max_buffer_memory_bytes, ==, 2ull << 30);
         g_assert_cmpint(daemon_config_check(&c), ==, 0);
+        /* Empty: back to the default. */
+        g_assert_cmpint(daemon_config_parse(&c, "[Limits]\nMaxBufferMemory=\n", "t.conf"), ==, 0);
+        g_assert_cmpuint(c.limits.max_buffer_memory_bytes, ==, 0);
 }
 
 /* One user's share of the calls waiting for polkit is at most half of them all. */
