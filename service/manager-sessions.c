@@ -64,14 +64,10 @@ static int create_output(Manager *m, uid_t uid, uint64_t id, char **ret_path, in
                                      ret_path, ret_fd, NULL);
 }
 
-/* The limits and the key, before anything is created. */
+/* The limits, the key and the resources (manager-limits.c), before anything is created. */
 static int check_start(Manager *m, const StartRequest *req, StartFailure *ret_failure) {
         bool per_uid;
-        int r;
 
-        r = manager_check_resources(m, req, ret_failure);
-        if (r < 0)
-                return r;
         if (manager_check_limits(m, req->uid, &per_uid) < 0) {
                 *ret_failure = per_uid ? START_FAILURE_USER_LIMIT : START_FAILURE_SERVICE_LIMIT;
                 return -EUSERS;
@@ -81,7 +77,7 @@ static int check_start(Manager *m, const StartRequest *req, StartFailure *ret_fa
                 *ret_failure = START_FAILURE_KEY_IN_USE;
                 return -EADDRINUSE;
         }
-        return 0;
+        return manager_check_resources(m, req, ret_failure);
 }
 
 int manager_start_session(Manager *m, StartRequest *req, Session **ret, StartFailure *ret_failure) {

@@ -6,7 +6,8 @@
  *
  *  - one user fills its share of the calls waiting for polkit (polkitd held with
  *    SIGSTOP): its next calls are refused TooManyPendingCalls at once, and another
- *    user's Start still reaches polkit and succeeds once polkitd runs again;
+ *    user's Start still reaches polkit and succeeds once polkitd runs again; two
+ *    users fill the service's cap: a third user's Start is refused, naming it;
  *  - a Start waiting for polkit is dropped when its caller leaves the bus: the
  *    service closes its Output at once (the pipe's reader sees EOF);
  *  - MaxBufferMemory: a Start whose kernel buffer would pass it is refused
@@ -182,7 +183,7 @@ static void flood_run(sd_event *e, FloodCount *fc, unsigned want, guint ms) {
 /* The flooder, as tbother, in a forked child: FLOOD_CONNECTIONS x FLOOD_CALLS Starts
  * pipelined; reports "R ..." once the refusals are in, waits for a byte on @ctl
  * (polkitd runs again), then reports "F ..." once everything is answered. */
-static _Noreturn void flood_child(const TbUser *user, int report, int ctl) {
+static G_NORETURN void flood_child(const TbUser *user, int report, int ctl, const void *data) {
         sd_event *e = NULL;
         sd_bus *buses[FLOOD_CONNECTIONS] = {};
         FloodCount fc = {};
@@ -218,29 +219,6 @@ static void read_counts(Client *flooder, char kind, FloodCount *ret) {
              ret->too_many, ret->denied, ret->other);
 }
 
-static void flood_spawn(Client *ret) {
-        g_auto(TbUser) user = { 0 };
-        g_autoptr(GError) error = NULL;
-        int rep[2], ctl[2];
-
-        g_assert_true(tb_user_lookup("tbother", &user, &error));
-        g_assert_cmpint(pipe2(rep, O_CLOEXEC), ==, 0);
-        g_assert_cmpint(pipe2(ctl, O_CLOEXEC), ==, 0);
-        fflush(NULL);
-        ret->pid = fork();
-        g_assert_cmpint(ret->pid, >=, 0);
-        if (ret->pid == 0) {
-                close(rep[0]);
-                close(ctl[1]);
-                flood_child(&user, rep[1], ctl[0]);
-        }
-        close(rep[1]);
-        close(ctl[0]);
-        ret->report_fd = rep[0];
-        ret->ctl_fd = ctl[1];
-        ret->queued = g_ptr_array_new_with_free_func(g_free);
-}
-
 /* tbother (who may not record) sends 200 Starts while polkitd is stopped: 8 wait, the
  * rest are refused at once, and tbuser's Start still waits for polkit, then succeeds.
  * Without the caps the service's 128 replies on the bus are all tbother's, and every
@@ -254,7 +232,7 @@ static void test_pending_share(void) {
         Client flooder, user;
 
         polkitd_signal(SIGSTOP);
-        flood_spawn(&flooder);
+        client_spawn_func("tbother", flood_child, NULL, &flooder);
         read_counts(&flooder, 'R', &first);
         client_spawn(&spec, &user);
         assert_start_waiting(&user);
@@ -272,6 +250,39 @@ static void test_pending_share(void) {
         g_assert_cmpuint(last.answered, ==, FLOOD_CONNECTIONS * FLOOD_CALLS);
         g_assert_cmpuint(last.denied, ==, PENDING_SHARE);
         g_assert_cmpuint(last.other, ==, 0);
+        service_stop(service);
+}
+
+/* MaxPending=4, MaxPendingPerUID=2: two users fill the service's cap between them; a
+ * third user's Start is refused at once, naming the service's cap, not the user's. */
+static void test_pending_total(void) {
+        static const char *const users[] = { "tbother", "tbother", "tbchallenge", "tbchallenge" };
+        GPid service = service_start("pending-total", "[Limits]\nMaxPending=4\nMaxPendingPerUID=2\n");
+        ClientSpec spec = { .op = OP_START, .events = sched_events, .duration_ms = 500, .output_fd = -1 };
+        g_autofree char *err = NULL, *name = NULL;
+        Client waiting[G_N_ELEMENTS(users)], third;
+
+        polkitd_signal(SIGSTOP);
+        for (size_t i = 0; i < G_N_ELEMENTS(users); i++) {
+                spec.user = users[i];
+                client_spawn(&spec, &waiting[i]);
+                assert_start_waiting(&waiting[i]);
+        }
+        spec.user = "tbuser";
+        client_spawn(&spec, &third);
+        g_free(client_expect(&third, 'O', tb_scaled_ms(5000), &err));
+        client_finish(&third, 5000);
+        polkitd_signal(SIGCONT);
+        for (size_t i = 0; i < G_N_ELEMENTS(users); i++) {
+                g_autofree char *e = NULL;
+                g_free(client_expect(&waiting[i], 'O', tb_scaled_ms(30000), &e));
+                note("%s's Start, once polkitd ran again: %s\n", users[i], e ?: "started");
+                client_finish(&waiting[i], 5000);
+        }
+        note("tbuser's Start while the others waited: %s\n", err);
+        name = error_name(err);
+        g_assert_cmpstr(name, ==, ERR_TOO_MANY_PENDING);
+        g_assert_nonnull(strstr(error_message(err), "MaxPending=4"));
         service_stop(service);
 }
 
@@ -454,6 +465,7 @@ int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         tb_require_system_bus_environment();
         tb_test_add_isolated("/limits/pending-share", test_pending_share);
+        tb_test_add_isolated("/limits/pending-total", test_pending_total);
         tb_test_add_isolated("/limits/dropped-when-caller-leaves", test_dropped_when_caller_leaves);
         tb_test_add_isolated("/limits/buffer-memory", test_buffer_memory);
         tb_test_add_isolated("/limits/file-budget", test_file_budget);
