@@ -207,6 +207,11 @@ static int start_error(Manager *m, const StartRequest *req, int r, StartFailure 
                                                  "Your traces in %s/traces/%u use up the quota of %" PRIu64 " MiB; delete some.",
                                                  m->state_dir, (unsigned) req->uid, m->limits.trace_dir_quota_bytes >> 20);
                 return sd_bus_error_set_errnof(error, r, "Failed to create a trace file in %s: %m", m->state_dir);
+        case START_FAILURE_SHUTTING_DOWN:
+        case START_FAILURE_USER_FILES:
+        case START_FAILURE_SERVICE_FILES:
+        case START_FAILURE_BUFFER_MEMORY:
+                return bus_start_resource_error(m, req, failure, error);
         case START_FAILURE_TRACING:
         default:
                 /* The unit's sandbox (or a drop-in) left tracefs read-only: the log said so
@@ -297,6 +302,8 @@ static int method_start(sd_bus_message *message, void *userdata, sd_bus_error *e
         const char *text;
         int r;
 
+        if (c->manager->exiting)
+                return bus_start_resource_error(c->manager, NULL, START_FAILURE_SHUTTING_DOWN, error);
         /* Validate everything first: nothing is created before polkit says yes. */
         r = sd_bus_message_read(message, "s", &text);
         if (r < 0)

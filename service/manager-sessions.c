@@ -64,7 +64,7 @@ static int create_output(Manager *m, uid_t uid, uint64_t id, char **ret_path, in
                                      ret_path, ret_fd, NULL);
 }
 
-/* The limits and the key, before anything is created. */
+/* The limits, the key and the resources (manager-limits.c), before anything is created. */
 static int check_start(Manager *m, const StartRequest *req, StartFailure *ret_failure) {
         bool per_uid;
 
@@ -77,7 +77,7 @@ static int check_start(Manager *m, const StartRequest *req, StartFailure *ret_fa
                 *ret_failure = START_FAILURE_KEY_IN_USE;
                 return -EADDRINUSE;
         }
-        return 0;
+        return manager_check_resources(m, req, ret_failure);
 }
 
 int manager_start_session(Manager *m, StartRequest *req, Session **ret, StartFailure *ret_failure) {

@@ -31,6 +31,10 @@ struct Manager {
         /* Who hears of the sessions (the bus layer); may be NULL. */
         const SessionCallbacks *observer;
         void *observer_userdata;
+
+        /* Set once by manager_setup_limits() (manager-limits.c). */
+        unsigned n_cpus;                  /* the kernel's ring buffers per session */
+        unsigned max_files;               /* the descriptors all sessions and calls may hold */
 };
 
 int manager_new(Manager **ret);
@@ -62,6 +66,9 @@ typedef struct StartRequest {
         SessionConfig config;       /* moved into the session */
         int output_fd;              /* the caller's; -EBADF: the service creates the file */
         char *detach_key;           /* start detached under it */
+        /* What the caller's other calls waiting for polkit hold, and everyone's (the bus
+         * layer counts them), for the file descriptor budgets. */
+        unsigned held_fds_uid, held_fds_all;
 } StartRequest;
 
 void start_request_done(StartRequest *req);
@@ -74,6 +81,10 @@ typedef enum StartFailure {
         START_FAILURE_SESSION_ID,
         START_FAILURE_OUTPUT,         /* -EDQUOT: @uid's traces use up the quota */
         START_FAILURE_TRACING,
+        START_FAILURE_SHUTTING_DOWN,  /* -ESHUTDOWN: SIGTERM came */
+        START_FAILURE_USER_FILES,     /* -EMFILE: past @uid's max_files_per_uid */
+        START_FAILURE_SERVICE_FILES,  /* -EMFILE: past the service's max_files */
+        START_FAILURE_BUFFER_MEMORY,  /* -ENOBUFS: past max_buffer_memory_bytes */
 } StartFailure;
 
 /* Starts a session for @req (checked again: things change while polkit thinks). The
@@ -105,3 +116,24 @@ bool manager_is_idle(Manager *m);
 
 /* SIGTERM: finalizes every session (reason service-shutdown), then leaves the event loop. */
 void manager_shutdown(Manager *m);
+
+/* ---- the machine's resources (manager-limits.c) ---- */
+
+/* Once, after the configuration is applied: MaxBufferMemory's default (1/8 of MemTotal),
+ * the soft RLIMIT_NOFILE raised to the hard one, the service's descriptor budget from it,
+ * and MaxFilesPerUID lowered to half of that budget when above (logged). */
+void manager_setup_limits(Manager *m);
+
+/* The descriptors one session holds: its output, each CPU's trace_pipe_raw and stats,
+ * its tracefs instance, the recorder's eventfds, and room for the files it opens briefly. */
+unsigned manager_session_fd_cost(const Manager *m);
+/* The descriptors @uid's sessions hold, and every session's. */
+void manager_count_session_fds(Manager *m, uid_t uid, unsigned *ret_uid, unsigned *ret_all);
+/* The kernel buffer memory of a session with @config: buffer_size_kb on each CPU. */
+uint64_t manager_buffer_bytes(const Manager *m, const SessionConfig *config);
+/* The kernel buffer memory of every session. */
+uint64_t manager_buffer_memory_in_use(Manager *m);
+
+/* Whether @req may start now: -ESHUTDOWN after SIGTERM, -EMFILE past a descriptor
+ * budget, -ENOBUFS past MaxBufferMemory (@ret_failure says which). */
+int manager_check_resources(Manager *m, const StartRequest *req, StartFailure *ret_failure);

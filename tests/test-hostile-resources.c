@@ -172,7 +172,8 @@ static void start_loop_cb(GObject *src, GAsyncResult *res, gpointer ud) {
                 g_ptr_array_add(a->started, g_strdup(p));
         } else {
                 g_autofree char *n = g_dbus_error_get_remote_error(e);
-                if (g_strcmp0(n, ERR_TOO_MANY_SESSIONS) == 0)
+                /* The sessions' limit, or MaxPendingPerUID's on the calls waiting for polkit. */
+                if (g_strcmp0(n, ERR_TOO_MANY_SESSIONS) == 0 || g_strcmp0(n, TB_ERROR_TOO_MANY_PENDING_CALLS) == 0)
                         (*a->limit)++;
                 else {
                         if (*a->other < 5)
@@ -183,7 +184,8 @@ static void start_loop_cb(GObject *src, GAsyncResult *res, gpointer ud) {
 }
 
 /* Starts in a loop from one connection (pipelined, no waiting): the limits
- * hold (5 per UID), every call is answered, and the service carries on. */
+ * hold (5 per UID, and 8 calls waiting for polkit), every call is answered,
+ * and the service carries on. */
 static void case_start_loop_limits(void) {
         g_auto(GStrv) inst = NULL, files = NULL;
         g_autoptr(GPtrArray) started = g_ptr_array_new_with_free_func(g_free);
@@ -226,7 +228,8 @@ static void case_start_loop_limits(void) {
                 while (n_done < N && g_get_monotonic_time() < deadline)
                         g_main_context_iteration(ctx, TRUE);
         }
-        note("%d Starts: %u answered, %u started, %u TooManySessions, %u other\n", N, n_done, n_ok, n_limit, n_other);
+        note("%d Starts: %u answered, %u started, %u TooManySessions or TooManyPendingCalls, %u other\n", N, n_done,
+             n_ok, n_limit, n_other);
         g_assert_cmpuint(n_done, ==, N);
         g_assert_cmpuint(n_ok, ==, 5);
         g_assert_cmpuint(n_limit, ==, N - 5);
@@ -249,18 +252,24 @@ static void case_start_loop_limits(void) {
 
 typedef struct {
         gint stop, running;
-        guint sent, answered, errors, inflight;
+        guint sent, answered, errors, inflight, over_cap;
 } Flood;
 
 static void flood_cb(GObject *src, GAsyncResult *res, gpointer ud) {
         Flood *f = ud;
         g_autoptr(GError) e = NULL;
         g_autoptr(GVariant) v = g_dbus_connection_call_finish(G_DBUS_CONNECTION(src), res, &e);
+        g_autofree char *name = e ? g_dbus_error_get_remote_error(e) : NULL;
 
         f->inflight--;
         if (v)
                 f->answered++;
-        else {
+        else if (g_strcmp0(name, TB_ERROR_TOO_MANY_PENDING_CALLS) == 0) {
+                /* ListSessions asks polkit while another user records: past 8 such calls
+                 * waiting, the answer is this, at once. */
+                f->answered++;
+                f->over_cap++;
+        } else {
                 if (f->errors < 5)
                         note("flood call: %s\n", e->message);
                 f->errors++;
@@ -347,7 +356,8 @@ static void case_flood_while_recording(void) {
         }
         g_atomic_int_set(&flood.stop, TRUE);
         g_thread_join(thread);
-        note("the flood: %u calls answered, %u errors\n", flood.answered, flood.errors);
+        note("the flood: %u calls answered (%u of them TooManyPendingCalls), %u errors\n", flood.answered,
+             flood.over_cap, flood.errors);
         g_assert_cmpuint(flood.answered, >, 1000);
         g_assert_cmpuint(flood.errors, ==, 0);
         /* Built with sanitizers (tools/test in CI), everything is 2-5 times slower. */

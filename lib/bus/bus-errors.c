@@ -15,6 +15,10 @@ const sd_bus_error_map tracebus_error_map[] = {
         SD_BUS_ERROR_MAP(TB_ERROR_QUOTA_EXCEEDED,      EDQUOT),
         SD_BUS_ERROR_MAP(TB_ERROR_TRACING_UNAVAILABLE, ENODEV),
         SD_BUS_ERROR_MAP(TB_ERROR_AUTHORIZATION_UNAVAILABLE, EHOSTDOWN),
+        SD_BUS_ERROR_MAP(TB_ERROR_TOO_MANY_PENDING_CALLS, EAGAIN),
+        SD_BUS_ERROR_MAP(TB_ERROR_RESOURCE_LIMIT,      EMFILE),
+        SD_BUS_ERROR_MAP(TB_ERROR_BUFFER_MEMORY_EXHAUSTED, ENOBUFS),
+        SD_BUS_ERROR_MAP(TB_ERROR_SHUTTING_DOWN,       ESHUTDOWN),
         SD_BUS_ERROR_MAP_END
 };
 
@@ -32,6 +36,13 @@ static const struct {
         { TB_ERROR_TRACING_UNAVAILABLE,  "Kernel tracing (tracefs) is not available on this machine" },
         { TB_ERROR_AUTHORIZATION_UNAVAILABLE,
           "Authorization could not be checked: polkit is not running; try again later" },
+        { TB_ERROR_TOO_MANY_PENDING_CALLS,
+          "Too many calls are waiting for authorization; wait for their answers" },
+        { TB_ERROR_RESOURCE_LIMIT,
+          "The service holds as many file descriptors for you (or for everyone) as it may; stop a session first" },
+        { TB_ERROR_BUFFER_MEMORY_EXHAUSTED,
+          "The sessions' kernel buffers use up the service's memory for them; stop a session or ask for a smaller buffer" },
+        { TB_ERROR_SHUTTING_DOWN,        "The service is shutting down; try again once it has exited" },
         { SD_BUS_ERROR_ACCESS_DENIED,    "Not authorized: polkit refused this action" },
         { SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED,
           "Authentication is required, but no authentication agent may ask for it" },
