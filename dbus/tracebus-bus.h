@@ -29,9 +29,9 @@
 #define TB_ERROR_TRACING_UNAVAILABLE    TB_ERROR_PREFIX "TracingUnavailable"
 /* polkit gave no answer: the request is refused, but nobody decided it. */
 #define TB_ERROR_AUTHORIZATION_UNAVAILABLE TB_ERROR_PREFIX "AuthorizationUnavailable"
-/* A caller has MaxPendingPerUID calls waiting for polkit, or the service MaxPending. */
+/* A caller has MaxPendingPerUser calls waiting for polkit, or the service MaxPending. */
 #define TB_ERROR_TOO_MANY_PENDING_CALLS TB_ERROR_PREFIX "TooManyPendingCalls"
-/* A Start would pass the caller's file descriptor budget (MaxFilesPerUID) or the service's. */
+/* A Start would pass the caller's file descriptor budget (MaxFilesPerUser) or the service's. */
 #define TB_ERROR_RESOURCE_LIMIT         TB_ERROR_PREFIX "ResourceLimit"
 /* A Start would pass MaxBufferMemory, the kernel buffer memory of all sessions together. */
 #define TB_ERROR_BUFFER_MEMORY_EXHAUSTED TB_ERROR_PREFIX "BufferMemoryExhausted"

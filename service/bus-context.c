@@ -117,7 +117,7 @@ static int refuse_over_cap(BusContext *c, BusRequest *req) {
         if (of_uid >= l->max_pending_per_uid)
                 (void) sd_bus_reply_method_errorf(req->message, TB_ERROR_TOO_MANY_PENDING_CALLS,
                                                   "You have %u calls waiting for authorization, the most one user "
-                                                  "may have (MaxPendingPerUID=%u); wait for their answers.",
+                                                  "may have (MaxPendingPerUser=%u); wait for their answers.",
                                                   of_uid, l->max_pending_per_uid);
         else if (all >= l->max_pending)
                 (void) sd_bus_reply_method_errorf(req->message, TB_ERROR_TOO_MANY_PENDING_CALLS,
@@ -192,7 +192,7 @@ int bus_start_resource_error(Manager *m, const StartRequest *req, StartFailure f
         if (failure == START_FAILURE_USER_FILES)
                 return sd_bus_error_setf(error, TB_ERROR_RESOURCE_LIMIT,
                                          "Your sessions and calls hold %u file descriptors; another session needs %u, "
-                                         "more than your budget of %u (MaxFilesPerUID) allows. Stop a session first.",
+                                         "more than your budget of %u (MaxFilesPerUser) allows. Stop a session first.",
                                          fds_uid + req->held_fds_uid, cost, m->limits.max_files_per_uid);
         if (failure == START_FAILURE_SERVICE_FILES)
                 return sd_bus_error_setf(error, TB_ERROR_RESOURCE_LIMIT,

@@ -45,7 +45,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(BusRequest *, bus_request_free);
 /* Hands the request to polkit; the context keeps it until polkit answers, then calls
  * @on_result and frees it. Returns 1: the handler's reply comes later.
  *
- * Each UID may have MaxPendingPerUID calls waiting, the service MaxPending (each below
+ * Each UID may have MaxPendingPerUser calls waiting, the service MaxPending (each below
  * dbus-daemon's 128 replies a connection may wait for, so that one user can never make
  * polkit unreachable for the others): one more is answered TooManyPendingCalls here, at
  * once, without asking polkit. When the caller leaves the bus, its request is dropped:

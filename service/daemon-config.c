@@ -220,8 +220,8 @@ static const ConfigItem config_items[] = {
         { "Limits",  "MaxBufferSizeKB",    parse_buffer_kb, offsetof(DaemonConfig, limits.max_buffer_size_kb),    "1 to 65536 (KiB per CPU)" },
         { "Service", "IdleTimeoutSec",     parse_idle,      offsetof(DaemonConfig, idle_timeout_usec),            "a time span such as 30s, 2min, 0 or infinity" },
         { "Limits",  "MaxPending",         parse_pending,   offsetof(DaemonConfig, limits.max_pending),           "1 to 120" },
-        { "Limits",  "MaxPendingPerUID",   parse_pending,   offsetof(DaemonConfig, limits.max_pending_per_uid),   "1 to 120, at most half of MaxPending" },
-        { "Limits",  "MaxFilesPerUID",     parse_files,     offsetof(DaemonConfig, limits.max_files_per_uid),     "16 to 1048576" },
+        { "Limits",  "MaxPendingPerUser",   parse_pending,   offsetof(DaemonConfig, limits.max_pending_per_uid),   "1 to 120, at most half of MaxPending" },
+        { "Limits",  "MaxFilesPerUser",     parse_files,     offsetof(DaemonConfig, limits.max_files_per_uid),     "16 to 1048576" },
         { "Limits",  "MaxBufferMemory",    parse_buffer_memory, offsetof(DaemonConfig, limits.max_buffer_memory_bytes), "bytes with an optional K, M, G or T, above 0, or empty" },
 };
 
@@ -233,7 +233,7 @@ int daemon_config_check(DaemonConfig *c) {
          * a polkitd that hangs) could leave the next user nothing. MaxPending=1 has no
          * half: that one call is everybody's. */
         if (l->max_pending >= 2 && l->max_pending_per_uid > share) {
-                log_warning("MaxPendingPerUID=%u is more than half of MaxPending=%u, so one user could take "
+                log_warning("MaxPendingPerUser=%u is more than half of MaxPending=%u, so one user could take "
                             "every call waiting for polkit; using %u.", l->max_pending_per_uid, l->max_pending, share);
                 l->max_pending_per_uid = share;
                 return 1;

@@ -130,7 +130,7 @@ static void setup_files(Manager *m) {
         m->max_files = nofile > 2 * FDS_RESERVED ? (unsigned) nofile - FDS_RESERVED : (unsigned) nofile / 2;
         /* Like the calls waiting for polkit: one user never takes more than half. */
         if (m->limits.max_files_per_uid > m->max_files / 2) {
-                log_notice("MaxFilesPerUID=%u does not fit in half of the %u descriptors the service may use "
+                log_notice("MaxFilesPerUser=%u does not fit in half of the %u descriptors the service may use "
                            "(RLIMIT_NOFILE %llu); using %u.", m->limits.max_files_per_uid, m->max_files,
                            (unsigned long long) nofile, m->max_files / 2);
                 m->limits.max_files_per_uid = m->max_files / 2;

@@ -121,7 +121,7 @@ void manager_shutdown(Manager *m);
 
 /* Once, after the configuration is applied: MaxBufferMemory's default (1/8 of MemTotal),
  * the soft RLIMIT_NOFILE raised to the hard one, the service's descriptor budget from it,
- * and MaxFilesPerUID lowered to half of that budget when above (logged). */
+ * and MaxFilesPerUser lowered to half of that budget when above (logged). */
 void manager_setup_limits(Manager *m);
 
 /* The descriptors one session holds: its output, each CPU's trace_pipe_raw and stats,

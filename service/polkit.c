@@ -21,6 +21,9 @@ struct PolkitQuery {
         uid_t uid;              /* the caller's, for the log; UID_INVALID if unknown */
         char cancellation_id[32];  /* unique among this connection's queries */
         bool cancelled;
+        /* Asked without a dialog, for something optional (ListSessions' other users, raw
+         * kernel addresses): a refusal is the common answer, no alarm for the log. */
+        bool probe;
 };
 
 PolkitQuery *polkit_query_free(PolkitQuery *q) {
@@ -68,7 +71,9 @@ static int parse_reply(sd_bus_message *reply, const char *action) {
 /* One line per refusal, in words: the result codes' strerror() texts ("Invalid request
  * descriptor" for -EBADR) say nothing to an administrator. */
 static void log_refusal(int r, const PolkitQuery *q) {
-        if (r == -EACCES)
+        if (r == -EACCES && q->probe)
+                log_info("polkit: UID %u does not hold %s.", (unsigned) q->uid, q->action);
+        else if (r == -EACCES)
                 log_notice("polkit refused %s to UID %u.", q->action, (unsigned) q->uid);
         else if (r == -ECANCELED)
                 log_notice("polkit: UID %u dismissed the authentication for %s; refused.",
@@ -134,6 +139,7 @@ int polkit_check_async(sd_bus_message *m, const char *action, bool allow_interac
         if (!q)
                 return -ENOMEM;
         q->uid = uid;
+        q->probe = !allow_interaction;
         q->callback = callback;
         q->userdata = userdata;
         q->action = strdup(action);

@@ -199,12 +199,12 @@ static void test_fair_limit_keys(void) {
         g_assert_cmpint(daemon_config_parse(&c,
                                             "[Limits]\n"
                                             "MaxPending=40\n"
-                                            "MaxPendingPerUID=4\n"
-                                            "MaxFilesPerUID=500\n"
+                                            "MaxPendingPerUser=4\n"
+                                            "MaxFilesPerUser=500\n"
                                             "MaxBufferMemory=2G\n"
                                             "MaxPending=121\n"             /* above the bus's room */
-                                            "MaxPendingPerUID=0\n"
-                                            "MaxFilesPerUID=15\n"          /* below one session */
+                                            "MaxPendingPerUser=0\n"
+                                            "MaxFilesPerUser=15\n"          /* below one session */
                                             "MaxBufferMemory=0\n",
                                             "t.conf"), ==, 4);
         g_assert_cmpuint(c.limits.max_pending, ==, 40);
@@ -222,12 +222,12 @@ static void test_pending_share_checked(void) {
         DaemonConfig c;
 
         daemon_config_init(&c);
-        g_assert_cmpint(daemon_config_parse(&c, "[Limits]\nMaxPending=10\nMaxPendingPerUID=10\n", "t.conf"), ==, 0);
+        g_assert_cmpint(daemon_config_parse(&c, "[Limits]\nMaxPending=10\nMaxPendingPerUser=10\n", "t.conf"), ==, 0);
         g_assert_cmpint(daemon_config_check(&c), ==, 1);
         g_assert_cmpuint(c.limits.max_pending, ==, 10);
         g_assert_cmpuint(c.limits.max_pending_per_uid, ==, 5);
         /* One call in all: it is everybody's. */
-        g_assert_cmpint(daemon_config_parse(&c, "[Limits]\nMaxPending=1\nMaxPendingPerUID=1\n", "t.conf"), ==, 0);
+        g_assert_cmpint(daemon_config_parse(&c, "[Limits]\nMaxPending=1\nMaxPendingPerUser=1\n", "t.conf"), ==, 0);
         g_assert_cmpint(daemon_config_check(&c), ==, 0);
         g_assert_cmpuint(c.limits.max_pending_per_uid, ==, 1);
 }

@@ -12,7 +12,7 @@
  *    service closes its Output at once (the pipe's reader sees EOF);
  *  - MaxBufferMemory: a Start whose kernel buffer would pass it is refused
  *    BufferMemoryExhausted, a smaller one still fits;
- *  - MaxFilesPerUID: a Start past the user's descriptor budget is refused
+ *  - MaxFilesPerUser: a Start past the user's descriptor budget is refused
  *    ResourceLimit, another user's is not; the budget's estimate covers what a
  *    session really holds;
  *  - SIGTERM: a Start waiting for polkit is answered ShuttingDown, and so is a
@@ -135,7 +135,7 @@ static unsigned n_cpus(void) {
 
 /* Together more than the 128 replies dbus-daemon lets the service wait for. */
 enum { FLOOD_CONNECTIONS = 2, FLOOD_CALLS = 100 };
-/* MaxPendingPerUID's default. */
+/* MaxPendingPerUser's default. */
 #define PENDING_SHARE 8u
 
 typedef struct {
@@ -253,11 +253,11 @@ static void test_pending_share(void) {
         service_stop(service);
 }
 
-/* MaxPending=4, MaxPendingPerUID=2: two users fill the service's cap between them; a
+/* MaxPending=4, MaxPendingPerUser=2: two users fill the service's cap between them; a
  * third user's Start is refused at once, naming the service's cap, not the user's. */
 static void test_pending_total(void) {
         static const char *const users[] = { "tbother", "tbother", "tbchallenge", "tbchallenge" };
-        GPid service = service_start("pending-total", "[Limits]\nMaxPending=4\nMaxPendingPerUID=2\n");
+        GPid service = service_start("pending-total", "[Limits]\nMaxPending=4\nMaxPendingPerUser=2\n");
         ClientSpec spec = { .op = OP_START, .events = sched_events, .duration_ms = 500, .output_fd = -1 };
         g_autofree char *err = NULL, *name = NULL;
         Client waiting[G_N_ELEMENTS(users)], third;
@@ -381,11 +381,11 @@ static unsigned open_fds(GPid pid) {
         return n;
 }
 
-/* MaxFilesPerUID holds 2.5 sessions: tbuser's third Start is refused ResourceLimit,
+/* MaxFilesPerUser holds 2.5 sessions: tbuser's third Start is refused ResourceLimit,
  * tbadmin's is not. The service's estimate of a session covers what one really holds. */
 static void test_file_budget(void) {
         unsigned cost = 2 * n_cpus() + 6, before, held;
-        g_autofree char *conf = g_strdup_printf("[Limits]\nMaxFilesPerUID=%u\n", 2 * cost + cost / 2);
+        g_autofree char *conf = g_strdup_printf("[Limits]\nMaxFilesPerUser=%u\n", 2 * cost + cost / 2);
         GPid service = service_start("file-budget", conf);
 
         before = open_fds(service);
@@ -395,7 +395,7 @@ static void test_file_budget(void) {
         note("one session holds %u descriptors; the service counts %u\n", held, cost);
         g_assert_cmpuint(held, <=, cost);
         assert_starts("tbuser", 1024);
-        assert_refused("tbuser", 1024, TB_ERROR_RESOURCE_LIMIT, "MaxFilesPerUID");
+        assert_refused("tbuser", 1024, TB_ERROR_RESOURCE_LIMIT, "MaxFilesPerUser");
         assert_starts("tbadmin", 1024);
         service_stop(service);
 }

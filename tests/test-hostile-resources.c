@@ -172,7 +172,7 @@ static void start_loop_cb(GObject *src, GAsyncResult *res, gpointer ud) {
                 g_ptr_array_add(a->started, g_strdup(p));
         } else {
                 g_autofree char *n = g_dbus_error_get_remote_error(e);
-                /* The sessions' limit, or MaxPendingPerUID's on the calls waiting for polkit. */
+                /* The sessions' limit, or MaxPendingPerUser's on the calls waiting for polkit. */
                 if (g_strcmp0(n, ERR_TOO_MANY_SESSIONS) == 0 || g_strcmp0(n, TB_ERROR_TOO_MANY_PENDING_CALLS) == 0)
                         (*a->limit)++;
                 else {
