@@ -20,6 +20,7 @@ void daemon_config_init(DaemonConfig *c) {
                         .max_sessions_per_uid = DAEMON_DEFAULT_MAX_SESSIONS_PER_UID,
                         .trace_dir_quota_bytes = DAEMON_DEFAULT_TRACE_DIR_QUOTA_BYTES,
                         .max_buffer_size_kb = SESSION_MAX_BUFFER_SIZE_KB,
+                        .max_process_entries = DAEMON_DEFAULT_MAX_PROCESS_ENTRIES,
                 },
                 .idle_timeout_usec = DAEMON_DEFAULT_IDLE_TIMEOUT_USEC,
         };
@@ -179,6 +180,22 @@ static int parse_idle(const char *v, void *data) {
         return 0;
 }
 
+static int parse_process_entries(const char *v, void *data) {
+        uint64_t n;
+        const char *unit;
+        size_t len;
+        int r = parse_number_unit(&v, &n, &unit, &len);
+
+        if (r < 0)
+                return r;
+        if (*v || len > 0)
+                return -EINVAL;
+        if (n < DAEMON_MIN_PROCESS_ENTRIES || n > DAEMON_MAX_PROCESS_ENTRIES_LIMIT)
+                return -ERANGE;
+        *(uint32_t *) data = (uint32_t) n;
+        return 0;
+}
+
 typedef struct ConfigItem {
         const char *section;
         const char *key;
@@ -193,6 +210,7 @@ static const ConfigItem config_items[] = {
         { "Limits",  "TraceDirQuota",      parse_quota,     offsetof(DaemonConfig, limits.trace_dir_quota_bytes), "bytes with an optional K, M, G or T, above 0" },
         { "Limits",  "MaxBufferSizeKB",    parse_buffer_kb, offsetof(DaemonConfig, limits.max_buffer_size_kb),    "1 to 65536 (KiB per CPU)" },
         { "Service", "IdleTimeoutSec",     parse_idle,      offsetof(DaemonConfig, idle_timeout_usec),            "a time span such as 30s, 2min, 0 or infinity" },
+        { "Limits",  "MaxProcessEntries",  parse_process_entries, offsetof(DaemonConfig, limits.max_process_entries), "64 to 4194304" },
 };
 
 /* The table's own copy of the name, so that it outlives the line. */

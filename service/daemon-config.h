@@ -21,12 +21,17 @@
 #define DAEMON_DEFAULT_IDLE_TIMEOUT_USEC (30ull * 1000 * 1000)
 /* Upper bounds of what a config file may set, against typos such as an extra 0. */
 #define DAEMON_MAX_SESSIONS_LIMIT 1024u
+/* What a session keeps of the processes it described (see process-scan.h). */
+#define DAEMON_DEFAULT_MAX_PROCESS_ENTRIES 32768u
+#define DAEMON_MIN_PROCESS_ENTRIES 64u
+#define DAEMON_MAX_PROCESS_ENTRIES_LIMIT (4u * 1024 * 1024)
 
 typedef struct ManagerLimits {
         unsigned max_sessions;            /* all UIDs together */
         unsigned max_sessions_per_uid;
         uint64_t trace_dir_quota_bytes;   /* per UID, in the service's trace directory */
         uint32_t max_buffer_size_kb;      /* kernel buffer per CPU per session; at most SESSION_MAX_BUFFER_SIZE_KB */
+        uint32_t max_process_entries;     /* processes (and as many threads) a session keeps described */
 } ManagerLimits;
 
 typedef struct DaemonConfig {

@@ -40,6 +40,7 @@ typedef struct SessionConfig {
         bool compress;                 /* compression_type DEFLATE: bundles as compressed_packets */
         uint8_t *trace_config;         /* the packed TraceConfig, echoed into the trace */
         size_t trace_config_len;
+        uint32_t max_process_entries;  /* tracebusd.conf's MaxProcessEntries; 0: process-scan.h's default */
 } SessionConfig;
 
 void session_config_done(SessionConfig *c);
