@@ -126,7 +126,8 @@ int parse_timespan(const char *s, uint64_t *ret_usec) {
         return 0;
 }
 
-static int parse_sessions(const char *v, void *data) {
+/* A plain number from @min to @max. */
+static int parse_count(const char *v, uint64_t min, uint64_t max, uint64_t *ret) {
         uint64_t n;
         const char *unit;
         size_t len;
@@ -136,8 +137,18 @@ static int parse_sessions(const char *v, void *data) {
                 return r;
         if (*v || len > 0)
                 return -EINVAL;
-        if (n < 1 || n > DAEMON_MAX_SESSIONS_LIMIT)
+        if (n < min || n > max)
                 return -ERANGE;
+        *ret = n;
+        return 0;
+}
+
+static int parse_sessions(const char *v, void *data) {
+        uint64_t n;
+        int r = parse_count(v, 1, DAEMON_MAX_SESSIONS_LIMIT, &n);
+
+        if (r < 0)
+                return r;
         *(unsigned *) data = (unsigned) n;
         return 0;
 }
@@ -182,16 +193,10 @@ static int parse_idle(const char *v, void *data) {
 
 static int parse_process_entries(const char *v, void *data) {
         uint64_t n;
-        const char *unit;
-        size_t len;
-        int r = parse_number_unit(&v, &n, &unit, &len);
+        int r = parse_count(v, DAEMON_MIN_PROCESS_ENTRIES, DAEMON_MAX_PROCESS_ENTRIES_LIMIT, &n);
 
         if (r < 0)
                 return r;
-        if (*v || len > 0)
-                return -EINVAL;
-        if (n < DAEMON_MIN_PROCESS_ENTRIES || n > DAEMON_MAX_PROCESS_ENTRIES_LIMIT)
-                return -ERANGE;
         *(uint32_t *) data = (uint32_t) n;
         return 0;
 }

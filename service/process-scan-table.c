@@ -213,14 +213,20 @@ void pid_table_keep(PidTable *t, PidEntry *e, void *description, size_t bytes, u
         /* Past the byte budget the least recently seen give way, or, when the first ones
          * described are the ones to keep (DISCARD), this one is not kept. */
         while (t->kept_bytes > t->max_kept_bytes) {
-                if (t->refuse_when_full || t->oldest == index_of(t, e)) {
+                bool self = t->oldest == index_of(t, e);
+
+                if (t->refuse_when_full) {
                         process_description_free(e->kept, t->threads);
                         t->kept_bytes -= e->kept_bytes;
                         e->kept = NULL;
                         e->kept_bytes = 0;
                         return;
                 }
+                /* Evicted itself when it is the least recently seen: described again
+                 * when it shows up again, never left described without a description. */
                 free_entry(t, evict_oldest(t));
+                if (self)
+                        return;
         }
 }
 

@@ -169,31 +169,10 @@ static int read_proc_file(pid_t pid, const char *file, char **ret, size_t *ret_l
 /* The first MAX_CMDLINE + 1 bytes of /proc/PID/cmdline, NUL-terminated: one more than
  * is kept tells a longer one, which is cut, never refused. */
 static int read_cmdline_head(pid_t pid, char **ret, size_t *ret_len) {
-        _cleanup_free_ char *buf = malloc(MAX_CMDLINE + 2);
-        _cleanup_close_ int fd = -EBADF;
         char path[64];
-        size_t len = 0;
 
-        if (!buf)
-                return -ENOMEM;
         snprintf(path, sizeof(path), "/proc/%d/cmdline", (int) pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return -errno;
-        while (len < MAX_CMDLINE + 1) {
-                ssize_t n = read(fd, buf + len, MAX_CMDLINE + 1 - len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                if (n == 0)
-                        break;
-                len += (size_t) n;
-        }
-        buf[len] = 0;
-        *ret = TAKE_PTR(buf);
-        *ret_len = len;
-        return 0;
+        return read_file_head(path, MAX_CMDLINE + 1, ret, ret_len);
 }
 
 /* How much of a command line of @len bytes is kept: all of it up to MAX_CMDLINE; past
