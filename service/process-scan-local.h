@@ -73,7 +73,6 @@ struct ProcessTreeBuilder {
         uint64_t saved_reload_ns;  /* the wait before the next read, doubling */
         int32_t *pending;          /* gone threads the saved tables read before did not know */
         size_t n_pending, pending_allocated;
-        ProcessTreeKeep keep;
         Tracebus__ProcessTree tree;
         Tracebus__ProcessTree__Process **procs;
         Tracebus__ProcessTree__Thread **thrs;

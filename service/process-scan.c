@@ -121,7 +121,6 @@ void process_tree_builder_set_limits(ProcessTreeBuilder *b, size_t max_entries, 
         pid_table_init(&b->processes, max_entries, PROCESS_TREE_MAX_KEPT_BYTES, /* threads= */ false);
         pid_table_init(&b->threads, max_entries, PROCESS_TREE_MAX_KEPT_BYTES, /* threads= */ true);
         b->processes.refuse_when_full = b->threads.refuse_when_full = keep == PROCESS_TREE_KEEP_FIRST;
-        b->keep = keep;
 }
 
 void process_tree_builder_reset(ProcessTreeBuilder *b) {
