@@ -18,6 +18,7 @@
  *                                                        (compressed_packets inflated in their
  *                                                        place by libtracebus's trace reader)
  *   tb-bench control --runs N --full-runs M --dir DIR    control-plane latencies
+ *   tb-bench forkstorm --count N [--pad BYTES]           N short-lived processes (tb-bench-forkstorm.c)
  *
  * Every subcommand prints one JSON object on stdout. floor lives in tb-bench-floor.c, record
  * and control in tb-bench-control.c; this file has storm, marker, analyze and the helpers
@@ -298,7 +299,7 @@ static int cmd_analyze(int argc, char **argv) {
 
 int main(int argc, char **argv) {
         if (argc < 2) {
-                fprintf(stderr, "usage: tb-bench storm|marker|floor|record|analyze|control ...\n");
+                fprintf(stderr, "usage: tb-bench storm|marker|floor|record|analyze|control|forkstorm ...\n");
                 return 2;
         }
         if (strcmp(argv[1], "storm") == 0)
@@ -313,6 +314,8 @@ int main(int argc, char **argv) {
                 return cmd_record(argc, argv);
         if (strcmp(argv[1], "control") == 0)
                 return cmd_control(argc, argv);
+        if (strcmp(argv[1], "forkstorm") == 0)
+                return cmd_forkstorm(argc, argv);
         fprintf(stderr, "tb-bench: unknown command %s\n", argv[1]);
         return 2;
 }

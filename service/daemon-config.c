@@ -24,6 +24,7 @@ void daemon_config_init(DaemonConfig *c) {
                         .max_pending_per_uid = DAEMON_DEFAULT_MAX_PENDING_PER_UID,
                         .max_files_per_uid = DAEMON_DEFAULT_MAX_FILES_PER_UID,
                         .max_buffer_memory_bytes = 0,
+                        .max_process_entries = DAEMON_DEFAULT_MAX_PROCESS_ENTRIES,
                 },
                 .idle_timeout_usec = DAEMON_DEFAULT_IDLE_TIMEOUT_USEC,
         };
@@ -205,6 +206,11 @@ static int parse_idle(const char *v, void *data) {
         return 0;
 }
 
+/* max_process_entries is a uint32_t: the same type as unsigned on Linux. */
+static int parse_process_entries(const char *v, void *data) {
+        return parse_count(v, DAEMON_MIN_PROCESS_ENTRIES, DAEMON_MAX_PROCESS_ENTRIES_LIMIT, data);
+}
+
 typedef struct ConfigItem {
         const char *section;
         const char *key;
@@ -223,6 +229,7 @@ static const ConfigItem config_items[] = {
         { "Limits",  "MaxPendingPerUser",   parse_pending,   offsetof(DaemonConfig, limits.max_pending_per_uid),   "1 to 120, at most half of MaxPending" },
         { "Limits",  "MaxFilesPerUser",     parse_files,     offsetof(DaemonConfig, limits.max_files_per_uid),     "16 to 1048576" },
         { "Limits",  "MaxBufferMemory",    parse_buffer_memory, offsetof(DaemonConfig, limits.max_buffer_memory_bytes), "bytes with an optional K, M, G or T, above 0, or empty" },
+        { "Limits",  "MaxProcessEntries",  parse_process_entries, offsetof(DaemonConfig, limits.max_process_entries), "64 to 4194304" },
 };
 
 int daemon_config_check(DaemonConfig *c) {

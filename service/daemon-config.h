@@ -32,6 +32,10 @@
 #define DAEMON_MIN_FILES_PER_UID 16u
 /* MaxBufferMemory= unset: this fraction of MemTotal (1/8). */
 #define DAEMON_DEFAULT_BUFFER_MEMORY_DIVISOR 8u
+/* What a session keeps of the processes it described (see process-scan.h). */
+#define DAEMON_DEFAULT_MAX_PROCESS_ENTRIES 32768u
+#define DAEMON_MIN_PROCESS_ENTRIES 64u
+#define DAEMON_MAX_PROCESS_ENTRIES_LIMIT (4u * 1024 * 1024)
 
 typedef struct ManagerLimits {
         unsigned max_sessions;            /* all UIDs together */
@@ -42,6 +46,7 @@ typedef struct ManagerLimits {
         unsigned max_pending_per_uid;     /* at most half of max_pending: see daemon_config_check() */
         unsigned max_files_per_uid;       /* fds one UID's sessions and waiting calls may hold */
         uint64_t max_buffer_memory_bytes; /* kernel buffers of all sessions; 0: 1/8 of MemTotal */
+        uint32_t max_process_entries;     /* processes (and as many threads) a session keeps described */
 } ManagerLimits;
 
 typedef struct DaemonConfig {

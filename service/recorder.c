@@ -143,6 +143,10 @@ int recorder_new(const SessionConfig *config, TraceInstance *instance, int outpu
         r = process_tree_builder_new(&rec->processes);
         if (r < 0)
                 return r;
+        process_tree_builder_set_limits(rec->processes, config->max_process_entries ?: PROCESS_TREE_DEFAULT_MAX_ENTRIES,
+                                        rec->writer.mode == TRACE_WRITER_STREAM ? PROCESS_TREE_WRITE :
+                                        rec->writer.mode == TRACE_WRITER_RING ? PROCESS_TREE_KEEP_LATEST :
+                                                                                PROCESS_TREE_KEEP_FIRST);
 
         rec->trace_config = tracebus__trace_config__unpack(NULL, config->trace_config_len, config->trace_config);
         if (!rec->trace_config)

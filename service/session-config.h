@@ -43,6 +43,7 @@ typedef struct SessionConfig {
         /* Kernel addresses as the kernel wrote them: for root and holders of
          * org.tracebus.manage. Otherwise a keyed hash, as kptr_restrict would. */
         bool kernel_pointers_raw;
+        uint32_t max_process_entries;  /* tracebusd.conf's MaxProcessEntries; 0: process-scan.h's default */
 } SessionConfig;
 
 void session_config_done(SessionConfig *c);

@@ -232,6 +232,19 @@ static void test_pending_share_checked(void) {
         g_assert_cmpuint(c.limits.max_pending_per_uid, ==, 1);
 }
 
+/* MaxProcessEntries: the default, a value in range, and values outside 64..4194304 ignored. */
+static void test_process_entries(void) {
+        DaemonConfig c;
+
+        daemon_config_init(&c);
+        g_assert_cmpuint(c.limits.max_process_entries, ==, DAEMON_DEFAULT_MAX_PROCESS_ENTRIES);
+        g_assert_cmpint(daemon_config_parse(&c, "[Limits]\nMaxProcessEntries=4096\n", "t.conf"), ==, 0);
+        g_assert_cmpuint(c.limits.max_process_entries, ==, 4096);
+        g_assert_cmpint(daemon_config_parse(&c, "[Limits]\nMaxProcessEntries=63\nMaxProcessEntries=4194305\n"
+                                                "MaxProcessEntries=1K\n", "t.conf"), ==, 3);
+        g_assert_cmpuint(c.limits.max_process_entries, ==, 4096);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/daemon-config/defaults", test_defaults);
@@ -245,5 +258,6 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/daemon-config/load-missing-dir", test_load_missing_dir);
         g_test_add_func("/daemon-config/fair-limit-keys", test_fair_limit_keys);
         g_test_add_func("/daemon-config/pending-share-checked", test_pending_share_checked);
+        g_test_add_func("/daemon-config/process-entries", test_process_entries);
         return g_test_run();
 }
