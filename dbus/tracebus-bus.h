@@ -29,3 +29,7 @@
 #define TB_ERROR_TRACING_UNAVAILABLE    TB_ERROR_PREFIX "TracingUnavailable"
 /* polkit gave no answer: the request is refused, but nobody decided it. */
 #define TB_ERROR_AUTHORIZATION_UNAVAILABLE TB_ERROR_PREFIX "AuthorizationUnavailable"
+/* The trace directory holds what the quota cannot count (a subdirectory, a link). */
+#define TB_ERROR_TRACE_DIRECTORY_REFUSED TB_ERROR_PREFIX "TraceDirectoryRefused"
+/* The Output fd is one the service may not write into (a socket whose peer is another user). */
+#define TB_ERROR_OUTPUT_REFUSED         TB_ERROR_PREFIX "OutputRefused"

@@ -20,6 +20,7 @@ void daemon_config_init(DaemonConfig *c) {
                         .max_sessions_per_uid = DAEMON_DEFAULT_MAX_SESSIONS_PER_UID,
                         .trace_dir_quota_bytes = DAEMON_DEFAULT_TRACE_DIR_QUOTA_BYTES,
                         .max_buffer_size_kb = SESSION_MAX_BUFFER_SIZE_KB,
+                        .output_timeout_usec = DAEMON_DEFAULT_OUTPUT_TIMEOUT_USEC,
                 },
                 .idle_timeout_usec = DAEMON_DEFAULT_IDLE_TIMEOUT_USEC,
         };
@@ -179,6 +180,19 @@ static int parse_idle(const char *v, void *data) {
         return 0;
 }
 
+static int parse_output_timeout(const char *v, void *data) {
+        uint64_t usec;
+        int r = parse_timespan(v, &usec);
+
+        if (r < 0)
+                return r;
+        /* 0 would end every session whose reader pauses at all. */
+        if (usec == 0)
+                return -ERANGE;
+        *(uint64_t *) data = usec;
+        return 0;
+}
+
 typedef struct ConfigItem {
         const char *section;
         const char *key;
@@ -193,6 +207,7 @@ static const ConfigItem config_items[] = {
         { "Limits",  "TraceDirQuota",      parse_quota,     offsetof(DaemonConfig, limits.trace_dir_quota_bytes), "bytes with an optional K, M, G or T, above 0" },
         { "Limits",  "MaxBufferSizeKB",    parse_buffer_kb, offsetof(DaemonConfig, limits.max_buffer_size_kb),    "1 to 65536 (KiB per CPU)" },
         { "Service", "IdleTimeoutSec",     parse_idle,      offsetof(DaemonConfig, idle_timeout_usec),            "a time span such as 30s, 2min, 0 or infinity" },
+        { "Limits",  "OutputTimeoutSec",   parse_output_timeout, offsetof(DaemonConfig, limits.output_timeout_usec), "a time span above 0 such as 30s, 500ms or infinity" },
 };
 
 /* The table's own copy of the name, so that it outlives the line. */

@@ -19,6 +19,7 @@
 #define DAEMON_DEFAULT_MAX_SESSIONS_PER_UID 5u
 #define DAEMON_DEFAULT_TRACE_DIR_QUOTA_BYTES (4ull * 1024 * 1024 * 1024)
 #define DAEMON_DEFAULT_IDLE_TIMEOUT_USEC (30ull * 1000 * 1000)
+#define DAEMON_DEFAULT_OUTPUT_TIMEOUT_USEC (30ull * 1000 * 1000)
 /* Upper bounds of what a config file may set, against typos such as an extra 0. */
 #define DAEMON_MAX_SESSIONS_LIMIT 1024u
 
@@ -27,6 +28,7 @@ typedef struct ManagerLimits {
         unsigned max_sessions_per_uid;
         uint64_t trace_dir_quota_bytes;   /* per UID, in the service's trace directory */
         uint32_t max_buffer_size_kb;      /* kernel buffer per CPU per session; at most SESSION_MAX_BUFFER_SIZE_KB */
+        uint64_t output_timeout_usec;     /* a pipe or socket output's write deadline; UINT64_MAX: none */
 } ManagerLimits;
 
 typedef struct DaemonConfig {

@@ -15,6 +15,8 @@ const sd_bus_error_map tracebus_error_map[] = {
         SD_BUS_ERROR_MAP(TB_ERROR_QUOTA_EXCEEDED,      EDQUOT),
         SD_BUS_ERROR_MAP(TB_ERROR_TRACING_UNAVAILABLE, ENODEV),
         SD_BUS_ERROR_MAP(TB_ERROR_AUTHORIZATION_UNAVAILABLE, EHOSTDOWN),
+        SD_BUS_ERROR_MAP(TB_ERROR_TRACE_DIRECTORY_REFUSED, ELOOP),
+        SD_BUS_ERROR_MAP(TB_ERROR_OUTPUT_REFUSED,      EPERM),
         SD_BUS_ERROR_MAP_END
 };
 
@@ -32,6 +34,9 @@ static const struct {
         { TB_ERROR_TRACING_UNAVAILABLE,  "Kernel tracing (tracefs) is not available on this machine" },
         { TB_ERROR_AUTHORIZATION_UNAVAILABLE,
           "Authorization could not be checked: polkit is not running; try again later" },
+        { TB_ERROR_TRACE_DIRECTORY_REFUSED,
+          "Your trace directory holds a subdirectory, a link or too many files; remove them" },
+        { TB_ERROR_OUTPUT_REFUSED,       "The service may not write into that output (a socket of another user)" },
         { SD_BUS_ERROR_ACCESS_DENIED,    "Not authorized: polkit refused this action" },
         { SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED,
           "Authentication is required, but no authentication agent may ask for it" },
