@@ -223,11 +223,31 @@ static int snapshot_live_files(Manager *m, PendingStart *p) {
         return 0;
 }
 
+/* The limits, with the starts still waiting counted as sessions: nobody queues more
+ * scans than they may have sessions. */
+static int check_pending_limits(Manager *m, uid_t uid, StartFailure *ret_failure) {
+        unsigned n_uid = manager_count_sessions(m, uid), n_all = m->n_sessions;
+
+        for (PendingStart *p = m->pending_starts; p; p = p->next) {
+                n_uid += p->request.uid == uid;
+                n_all++;
+        }
+        if (n_uid >= m->limits.max_sessions_per_uid)
+                *ret_failure = START_FAILURE_USER_LIMIT;
+        else if (n_all >= m->limits.max_sessions)
+                *ret_failure = START_FAILURE_SERVICE_LIMIT;
+        else
+                return 0;
+        return -EUSERS;
+}
+
 static int queue_start(Manager *m, PendingStart *p, StartResult *res) {
         int r;
 
         /* The cheap checks first: no scan for a start the limits refuse anyway. */
         r = manager_check_start(m, &p->request, &res->failure);
+        if (r >= 0)
+                r = check_pending_limits(m, p->request.uid, &res->failure);
         if (r < 0)
                 return r;
         res->failure = START_FAILURE_SESSION_ID;

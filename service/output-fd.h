@@ -19,5 +19,5 @@
  *   -EMEDIUMTYPE  neither a regular file, a pipe nor a socket;
  *   -EPERM        a socket the service may not write into (not a stream socket, or its
  *                 peer is not @caller_uid);
- *   -ENXIO        a pipe nobody reads. */
+ *   -ENXIO        a FIFO nobody reads (whose reader could come back). */
 int output_fd_take(int fd, uid_t caller_uid, int *ret_fd, const char **ret_why);
