@@ -273,8 +273,10 @@ void manager_start_in_trace_dir(Manager *m, StartRequest *req, StartCallback cal
         int r;
 
         p = calloc(1, sizeof(*p));
-        if (!p)
-                return callback(m, -ENOMEM, &res, userdata);
+        if (!p) {
+                callback(m, -ENOMEM, &res, userdata);
+                return;
+        }
         *p = (PendingStart) {
                 .job = { .run = pending_start_run, .done = pending_start_done },
                 .manager = m,
@@ -289,7 +291,8 @@ void manager_start_in_trace_dir(Manager *m, StartRequest *req, StartCallback cal
         r = queue_start(m, p, &res);
         if (r < 0) {
                 quota_unref(m, TAKE_PTR(p->quota));
-                return callback(m, r, &res, userdata);
+                callback(m, r, &res, userdata);
+                return;
         }
         p->next = m->pending_starts;
         if (p->next)
