@@ -32,53 +32,75 @@ static char *user_trace_dir(const char *user) {
         return g_strdup_printf("%s/%u", tdir, (unsigned) tb_user_uid(user));
 }
 
-/* The one file in @dir. */
-static char *only_file(const char *dir) {
+/* The sizes of the files in @dir, all whole packets; with @opened, each also has the
+ * trace's opening packets (a session started with little of the quota left may not). */
+static off_t total_of_traces(const char *dir, bool opened) {
         g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
         const char *name;
-        char *found = NULL;
+        off_t total = 0;
 
         g_assert_nonnull(d);
         while ((name = g_dir_read_name(d))) {
-                g_assert_null(found);
-                found = g_build_filename(dir, name, NULL);
+                g_autofree char *file = g_build_filename(dir, name, NULL);
+                g_auto(TbTraceSummary) s = { 0 };
+                g_autoptr(GError) error = NULL;
+
+                note("%s: %lld bytes\n", file, (long long) file_size(file));
+                total += file_size(file);
+                if (!tb_trace_file_read(file, &s, &error))
+                        g_error("the trace cut at the quota does not decode: %s", error->message);
+                if (opened) {
+                        g_assert_true(s.has_trace_config && s.has_tracing_started);
+                        g_assert_true(s.all_have_sequence_id && s.first_packets_flagged);
+                }
         }
-        g_assert_nonnull(found);
-        return found;
+        return total;
 }
 
-/* A session into the trace directory crosses the quota while it records: it ends with
- * reason quota, its file is a complete trace within the quota, and the next start is
- * refused until the user deletes it. */
-static void test_quota_mid_recording(void) {
+/* A session into the trace directory as tbuser, with busy processes to record, that
+ * must end with reason quota (or be refused at once when the quota is used up). */
+static void record_until_quota(void) {
         g_autofree char *cfg = config_periodic(120000, 100, 0), *path = NULL, *err = NULL;
-        g_autofree char *udir = user_trace_dir("tbuser"), *file = NULL;
         ClientSpec spec = { .user = "tbuser", .op = OP_START, .config = cfg, .output_fd = -1 };
-        g_auto(TbTraceSummary) s = { 0 };
         g_autoptr(GError) error = NULL;
         TbBusy busy;
-        off_t size;
 
         g_assert_true(tb_busy_start("tbbusy-quota", &busy, &error));
         err = client_run(&spec, &path);
-        g_assert_null(err);
+        if (err) {
+                tb_busy_stop(&busy);
+                g_assert_cmpstr(err, ==, ERR_QUOTA);
+                return;
+        }
         /* 120 s without the quota; it is full long before. */
         wait_ended(path, tb_scaled_ms(60000), &busy, tb_user_uid("tbuser"), "quota");
+}
 
-        file = only_file(udir);
-        size = file_size(file);
-        note("%s: %lld bytes, quota %u\n", file, (long long) size, QUOTA_BYTES);
-        g_assert_cmpint(size, <=, QUOTA_BYTES);
-        g_assert_cmpint(size, >, QUOTA_BYTES / 2);
-        if (!tb_trace_file_read(file, &s, &error))
-                g_error("the trace cut at the quota does not decode: %s", error->message);
-        g_assert_true(s.has_trace_config && s.has_tracing_started);
-        g_assert_true(s.all_have_sequence_id && s.first_packets_flagged);
+/* Sessions into the trace directory cross the quota while they record: each ends with
+ * reason quota, its file a complete trace, and all of them together stay within the
+ * quota, the second counted on top of what the first left. */
+static void test_quota_mid_recording(void) {
+        g_autofree char *udir = user_trace_dir("tbuser");
+        g_autoptr(GDir) d = NULL;
+        const char *name;
+        off_t total;
 
-        g_free(err);
-        err = client_run(&spec, NULL);
-        g_assert_cmpstr(err, ==, ERR_QUOTA);
-        g_assert_cmpint(unlink(file), ==, 0);
+        record_until_quota();
+        total = total_of_traces(udir, true);
+        note("after one session: %lld bytes, quota %u\n", (long long) total, QUOTA_BYTES);
+        g_assert_cmpint(total, <=, QUOTA_BYTES);
+        g_assert_cmpint(total, >, QUOTA_BYTES / 2);
+
+        record_until_quota();
+        total = total_of_traces(udir, false);
+        note("after two sessions: %lld bytes\n", (long long) total);
+        g_assert_cmpint(total, <=, QUOTA_BYTES);
+
+        d = g_dir_open(udir, 0, NULL);
+        while ((name = g_dir_read_name(d))) {
+                g_autofree char *file = g_build_filename(udir, name, NULL);
+                g_assert_cmpint(unlink(file), ==, 0);
+        }
 }
 SESSION_CASE(quota_mid_recording)
 
