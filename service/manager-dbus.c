@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include <fcntl.h>
 #include <inttypes.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "bus-errors.h"
 #include "log.h"
