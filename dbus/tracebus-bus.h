@@ -37,3 +37,7 @@
 #define TB_ERROR_BUFFER_MEMORY_EXHAUSTED TB_ERROR_PREFIX "BufferMemoryExhausted"
 /* The service got SIGTERM: it finishes its sessions and starts none. */
 #define TB_ERROR_SHUTTING_DOWN          TB_ERROR_PREFIX "ShuttingDown"
+/* The trace directory holds what the quota cannot count (a subdirectory, a link). */
+#define TB_ERROR_TRACE_DIRECTORY_REFUSED TB_ERROR_PREFIX "TraceDirectoryRefused"
+/* The Output fd is one the service may not write into (a socket whose peer is another user). */
+#define TB_ERROR_OUTPUT_REFUSED         TB_ERROR_PREFIX "OutputRefused"

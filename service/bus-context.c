@@ -174,9 +174,7 @@ void bus_context_cancel_requests(BusContext *c) {
                 BusRequest *req = c->requests;
 
                 if (req->message)
-                        (void) sd_bus_reply_method_errorf(req->message, TB_ERROR_SHUTTING_DOWN,
-                                                          "The service is shutting down: it finishes its "
-                                                          "sessions and starts none. Try again once it has exited.");
+                        (void) sd_bus_reply_method_errorf(req->message, TB_ERROR_SHUTTING_DOWN, BUS_SHUTTING_DOWN_TEXT);
                 bus_request_free(req);
         }
 }
@@ -185,9 +183,7 @@ int bus_start_resource_error(Manager *m, const StartRequest *req, StartFailure f
         unsigned cost = manager_session_fd_cost(m), fds_uid, fds_all;
 
         if (failure == START_FAILURE_SHUTTING_DOWN)
-                return sd_bus_error_set(error, TB_ERROR_SHUTTING_DOWN,
-                                        "The service is shutting down: it finishes its sessions and starts none. "
-                                        "Try again once it has exited.");
+                return sd_bus_error_set(error, TB_ERROR_SHUTTING_DOWN, BUS_SHUTTING_DOWN_TEXT);
         manager_count_session_fds(m, req->uid, &fds_uid, &fds_all);
         if (failure == START_FAILURE_USER_FILES)
                 return sd_bus_error_setf(error, TB_ERROR_RESOURCE_LIMIT,

@@ -16,6 +16,10 @@
 #define ACTION_RECORD "org.tracebus.record"
 #define ACTION_MANAGE "org.tracebus.manage"
 
+/* What every call refused for SIGTERM hears (TB_ERROR_SHUTTING_DOWN). */
+#define BUS_SHUTTING_DOWN_TEXT \
+        "The service is shutting down: it finishes its sessions and starts none. Try again once it has exited."
+
 typedef struct BusRequest BusRequest;
 
 typedef struct BusContext {

@@ -25,6 +25,7 @@ void daemon_config_init(DaemonConfig *c) {
                         .max_files_per_uid = DAEMON_DEFAULT_MAX_FILES_PER_UID,
                         .max_buffer_memory_bytes = 0,
                         .max_process_entries = DAEMON_DEFAULT_MAX_PROCESS_ENTRIES,
+                        .output_timeout_usec = DAEMON_DEFAULT_OUTPUT_TIMEOUT_USEC,
                 },
                 .idle_timeout_usec = DAEMON_DEFAULT_IDLE_TIMEOUT_USEC,
         };
@@ -211,6 +212,19 @@ static int parse_process_entries(const char *v, void *data) {
         return parse_count(v, DAEMON_MIN_PROCESS_ENTRIES, DAEMON_MAX_PROCESS_ENTRIES_LIMIT, data);
 }
 
+static int parse_output_timeout(const char *v, void *data) {
+        uint64_t usec;
+        int r = parse_timespan(v, &usec);
+
+        if (r < 0)
+                return r;
+        /* 0 would end every session whose reader pauses at all. */
+        if (usec == 0)
+                return -ERANGE;
+        *(uint64_t *) data = usec;
+        return 0;
+}
+
 typedef struct ConfigItem {
         const char *section;
         const char *key;
@@ -230,6 +244,7 @@ static const ConfigItem config_items[] = {
         { "Limits",  "MaxFilesPerUser",     parse_files,     offsetof(DaemonConfig, limits.max_files_per_uid),     "16 to 1048576" },
         { "Limits",  "MaxBufferMemory",    parse_buffer_memory, offsetof(DaemonConfig, limits.max_buffer_memory_bytes), "bytes with an optional K, M, G or T, above 0, or empty" },
         { "Limits",  "MaxProcessEntries",  parse_process_entries, offsetof(DaemonConfig, limits.max_process_entries), "64 to 4194304" },
+        { "Limits",  "OutputTimeoutSec",   parse_output_timeout, offsetof(DaemonConfig, limits.output_timeout_usec), "a time span above 0 such as 30s, 500ms or infinity" },
 };
 
 int daemon_config_check(DaemonConfig *c) {

@@ -19,6 +19,7 @@
 #define DAEMON_DEFAULT_MAX_SESSIONS_PER_UID 5u
 #define DAEMON_DEFAULT_TRACE_DIR_QUOTA_BYTES (4ull * 1024 * 1024 * 1024)
 #define DAEMON_DEFAULT_IDLE_TIMEOUT_USEC (30ull * 1000 * 1000)
+#define DAEMON_DEFAULT_OUTPUT_TIMEOUT_USEC (30ull * 1000 * 1000)
 /* Upper bounds of what a config file may set, against typos such as an extra 0. */
 #define DAEMON_MAX_SESSIONS_LIMIT 1024u
 /* Calls waiting for polkit: dbus-daemon lets a system bus connection wait for 128
@@ -47,6 +48,7 @@ typedef struct ManagerLimits {
         unsigned max_files_per_uid;       /* fds one UID's sessions and waiting calls may hold */
         uint64_t max_buffer_memory_bytes; /* kernel buffers of all sessions; 0: 1/8 of MemTotal */
         uint32_t max_process_entries;     /* processes (and as many threads) a session keeps described */
+        uint64_t output_timeout_usec;     /* a pipe or socket output's write deadline; UINT64_MAX: none */
 } ManagerLimits;
 
 typedef struct DaemonConfig {

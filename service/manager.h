@@ -7,6 +7,10 @@
 
 #include "daemon-config.h"
 #include "session.h"
+#include "worker.h"
+
+typedef struct PendingStart PendingStart;
+typedef struct TraceQuota TraceQuota;
 
 /*
  * The service's sessions and every rule about them: the limits, the detach keys, who
@@ -35,6 +39,13 @@ struct Manager {
         /* Set once by manager_setup_limits() (manager-limits.c). */
         unsigned n_cpus;                  /* the kernel's ring buffers per session */
         unsigned max_files;               /* the descriptors all sessions and calls may hold */
+        /* Starts into the trace directory wait for the worker, which scans the UID's
+         * directory and creates the file off the event loop (manager-sessions.c). */
+        Worker *worker;
+        PendingStart *pending_starts;
+        /* Per UID with sessions writing into the trace directory: its quota, counted
+         * as the sessions write. */
+        TraceQuota *quotas;
 };
 
 int manager_new(Manager **ret);
@@ -75,6 +86,7 @@ void start_request_done(StartRequest *req);
 
 /* Which rule or step refused a start, for the caller's message. */
 typedef enum StartFailure {
+        START_FAILURE_NONE,
         START_FAILURE_USER_LIMIT,     /* -EUSERS: @uid runs max_sessions_per_uid */
         START_FAILURE_SERVICE_LIMIT,  /* -EUSERS: the service runs max_sessions */
         START_FAILURE_KEY_IN_USE,     /* -EADDRINUSE */
@@ -85,13 +97,34 @@ typedef enum StartFailure {
         START_FAILURE_USER_FILES,     /* -EMFILE: past @uid's max_files_per_uid */
         START_FAILURE_SERVICE_FILES,  /* -EMFILE: past the service's max_files */
         START_FAILURE_BUFFER_MEMORY,  /* -ENOBUFS: past max_buffer_memory_bytes */
+        START_FAILURE_TRACE_DIR,      /* the UID's trace directory holds what the quota cannot count */
 } StartFailure;
 
-/* Starts a session for @req (checked again: things change while polkit thinks). The
- * service creates the output file in its trace directory when the caller passed none.
- * Without an output fd, or with a key, the session starts detached: the caller binds an
- * attached one to its client. */
-int manager_start_session(Manager *m, StartRequest *req, Session **ret, StartFailure *ret_failure);
+/* How a start went, for manager_start_session()'s callback. */
+typedef struct StartResult {
+        const StartRequest *request;  /* what was asked */
+        Session *session;             /* on success */
+        StartFailure failure;         /* on failure: which rule or step */
+        const char *refused_entry;    /* START_FAILURE_TRACE_DIR: the entry, NULL for too many */
+} StartResult;
+
+/* Called once per start with 0 or a negative errno. -ECANCELED: the service is going
+ * away; the callback must then only answer and release @userdata. */
+typedef void (*StartCallback)(Manager *m, int r, const StartResult *result, void *userdata);
+
+/* Starts a session for @req (moved out of it; checked again: things change while polkit
+ * thinks) and calls @callback: at once when the caller passed an output fd, otherwise
+ * once the worker has scanned the UID's trace directory (rescanned at every such start:
+ * users delete files) and created the file there. Without an output fd, or with a key,
+ * the session starts detached: the caller binds an attached one to its client. */
+void manager_start_session(Manager *m, StartRequest *req, StartCallback callback, void *userdata);
+
+/* manager_shutdown() and manager_free(): every start still waiting for the worker is
+ * answered with -ECANCELED. */
+void manager_cancel_starts(Manager *m);
+/* A session is over: what it wrote into the trace directory stays counted until the
+ * next scan. */
+void manager_release_quota(Manager *m, Session *s);
 
 /* @uid's own session @id, recording or stopping: what a caller may stop or detach
  * without authorization. NULL otherwise, whether the session exists or not. */

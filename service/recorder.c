@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 
 #include "log.h"
 #include "recorder-local.h"
@@ -198,6 +199,22 @@ Recorder *recorder_free(Recorder *rec) {
         safe_close(rec->stop_fd);
         safe_close(rec->done_fd);
         return mfree(rec);
+}
+
+void recorder_set_output_limits(Recorder *rec, uint64_t timeout_usec, TraceBudget *budget) {
+        struct stat st;
+        int flags;
+
+        trace_writer_set_budget(&rec->writer, budget);
+        if (fstat(rec->output_fd, &st) < 0 || (flags = fcntl(rec->output_fd, F_GETFL)) < 0)
+                return;
+        /* A regular file is written as any file is; a pipe only when its own open file
+         * description is non-blocking (output-fd.c reopens it so), or a wait could not
+         * end. */
+        if (S_ISSOCK(st.st_mode))
+                trace_writer_set_output(&rec->writer, TRACE_OUTPUT_SOCKET, timeout_usec);
+        else if (S_ISFIFO(st.st_mode) && (flags & O_NONBLOCK))
+                trace_writer_set_output(&rec->writer, TRACE_OUTPUT_PIPE, timeout_usec);
 }
 
 int recorder_start(Recorder *rec, TraceInstance *instance) {

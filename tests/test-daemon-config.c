@@ -97,6 +97,20 @@ static void test_idle_zero_and_infinity(void) {
         g_assert_cmpuint(c.idle_timeout_usec, ==, 500 * 1000);
 }
 
+/* OutputTimeoutSec=: 30 s by default, a time span or infinity, never 0. */
+static void test_output_timeout(void) {
+        DaemonConfig c;
+
+        daemon_config_init(&c);
+        g_assert_cmpuint(c.limits.output_timeout_usec, ==, 30ull * 1000 * 1000);
+        g_assert_cmpint(daemon_config_parse(&c, "[Limits]\nOutputTimeoutSec=1500ms\n", "t"), ==, 0);
+        g_assert_cmpuint(c.limits.output_timeout_usec, ==, 1500ull * 1000);
+        g_assert_cmpint(daemon_config_parse(&c, "[Limits]\nOutputTimeoutSec=0\n", "t"), ==, 1);
+        g_assert_cmpuint(c.limits.output_timeout_usec, ==, 1500ull * 1000);
+        g_assert_cmpint(daemon_config_parse(&c, "[Limits]\nOutputTimeoutSec=infinity\n", "t"), ==, 0);
+        g_assert_cmpuint(c.limits.output_timeout_usec, ==, UINT64_MAX);
+}
+
 static void test_parse_size(void) {
         uint64_t n;
 
@@ -259,5 +273,6 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/daemon-config/fair-limit-keys", test_fair_limit_keys);
         g_test_add_func("/daemon-config/pending-share-checked", test_pending_share_checked);
         g_test_add_func("/daemon-config/process-entries", test_process_entries);
+        g_test_add_func("/daemon-config/output-timeout", test_output_timeout);
         return g_test_run();
 }

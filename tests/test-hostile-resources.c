@@ -27,8 +27,9 @@
 #include "session-util.h"
 
 /* The owner of traces/<uid>/ plants symlinks and hard links under the next
- * names, and fills the quota: nothing planted is followed or written, and
- * a full quota is QuotaExceeded. */
+ * names, and fills the quota: nothing planted is followed or written, the
+ * directory is refused while they are there (TraceDirectoryRefused), and a
+ * full quota is QuotaExceeded. */
 static void case_trace_dir_plants(void) {
         g_auto(TbUser) user = { 0 };
         g_autoptr(GError) error = NULL;
@@ -94,7 +95,18 @@ static void case_trace_dir_plants(void) {
                 g_assert_cmpint(stat(victim, &st), ==, 0);
                 g_assert_cmpuint(st.st_uid, ==, 0);
         }
-        g_assert_null(err);
+        /* Links would hide usage from the quota: the directory is refused until they go. */
+        g_assert_cmpstr(err, ==, TB_ERROR_TRACE_DIRECTORY_REFUSED);
+        /* Clean up what was planted. */
+        {
+                g_autoptr(GDir) d = g_dir_open(udir, 0, NULL);
+                const char *n;
+                while (d && (n = g_dir_read_name(d))) {
+                        g_autofree char *f = g_build_filename(udir, n, NULL);
+                        if (lstat(f, &st) == 0 && (S_ISLNK(st.st_mode) || st.st_ino == 0 || st.st_nlink > 1))
+                                unlink(f);
+                }
+        }
 
         /* A full quota: a 4 GiB file (real blocks, fallocate) in the directory. */
         target = g_strdup_printf("%s/filler", udir);
@@ -115,16 +127,6 @@ static void case_trace_dir_plants(void) {
                         unlink(target);
                         g_assert_cmpstr(err, ==, ERR_QUOTA);
                         assert_unchanged(inst, files);
-                }
-        }
-        /* Clean up what was planted. */
-        {
-                g_autoptr(GDir) d = g_dir_open(udir, 0, NULL);
-                const char *n;
-                while (d && (n = g_dir_read_name(d))) {
-                        g_autofree char *f = g_build_filename(udir, n, NULL);
-                        if (lstat(f, &st) == 0 && (S_ISLNK(st.st_mode) || st.st_ino == 0 || st.st_nlink > 1))
-                                unlink(f);
                 }
         }
 }

@@ -19,6 +19,8 @@ const sd_bus_error_map tracebus_error_map[] = {
         SD_BUS_ERROR_MAP(TB_ERROR_RESOURCE_LIMIT,      EMFILE),
         SD_BUS_ERROR_MAP(TB_ERROR_BUFFER_MEMORY_EXHAUSTED, ENOBUFS),
         SD_BUS_ERROR_MAP(TB_ERROR_SHUTTING_DOWN,       ESHUTDOWN),
+        SD_BUS_ERROR_MAP(TB_ERROR_TRACE_DIRECTORY_REFUSED, ELOOP),
+        SD_BUS_ERROR_MAP(TB_ERROR_OUTPUT_REFUSED,      EPERM),
         SD_BUS_ERROR_MAP_END
 };
 
@@ -43,6 +45,9 @@ static const struct {
         { TB_ERROR_BUFFER_MEMORY_EXHAUSTED,
           "The sessions' kernel buffers use up the service's memory for them; stop a session or ask for a smaller buffer" },
         { TB_ERROR_SHUTTING_DOWN,        "The service is shutting down; try again once it has exited" },
+        { TB_ERROR_TRACE_DIRECTORY_REFUSED,
+          "Your trace directory holds a subdirectory, a link or too many files; remove them" },
+        { TB_ERROR_OUTPUT_REFUSED,       "The service may not write into that output (a socket of another user)" },
         { SD_BUS_ERROR_ACCESS_DENIED,    "Not authorized: polkit refused this action" },
         { SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED,
           "Authentication is required, but no authentication agent may ask for it" },
