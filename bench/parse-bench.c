@@ -17,8 +17,11 @@
  * --fixtures DIR reads the formats from DIR/header_page and DIR/events/ (the layout of
  * tests/fixtures/ftrace/, whose pages were captured with them) instead of the running
  * kernel's, so that the captured pages can be measured without tracefs.
+ * --event GROUP/NAME (again for more) decodes that event too, besides the storm's two;
+ * --hash-addresses writes kernel addresses hashed, as in traces of callers without
+ * org.tracebus.manage (ftrace_parser_hash_addresses()).
  * Usage: parse-bench PAGES [--full] [--deflate] [--protobuf-c] [--fixtures DIR]
- *                          [--bundle-pages N] [--loops N]
+ *                          [--bundle-pages N] [--loops N] [--event G/N] [--hash-addresses]
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -36,8 +39,10 @@ typedef struct Options {
         const char *pages_path;
         const char *header_page, *events_dir;
         char *fixtures_header;
-        bool full, deflate, protobuf_c;
+        bool full, deflate, protobuf_c, hash_addresses;
         int loops, bundle_pages;
+        const char *events[8];
+        size_t n_events;
 } Options;
 
 typedef struct Totals {
@@ -72,7 +77,8 @@ static uint64_t cpu_ns(void) {
 
 static bool parse_options(int argc, char **argv, Options *o) {
         *o = (Options) { .loops = 5, .bundle_pages = 200, .events_dir = "/sys/kernel/tracing/events",
-                         .header_page = "/sys/kernel/tracing/events/header_page" };
+                         .header_page = "/sys/kernel/tracing/events/header_page",
+                         .events = { "sched/sched_switch", "sched/sched_waking" }, .n_events = 2 };
         if (argc < 2)
                 return false;
         o->pages_path = argv[1];
@@ -94,15 +100,20 @@ static bool parse_options(int argc, char **argv, Options *o) {
                         o->bundle_pages = atoi(argv[++i]);
                 else if (strcmp(argv[i], "--loops") == 0 && i + 1 < argc)
                         o->loops = atoi(argv[++i]);
+                else if (strcmp(argv[i], "--event") == 0 && i + 1 < argc && o->n_events < 8)
+                        o->events[o->n_events++] = argv[++i];
+                else if (strcmp(argv[i], "--hash-addresses") == 0)
+                        o->hash_addresses = true;
                 else
                         return false;
         }
         return o->loops >= 1 && o->bundle_pages >= 1;
 }
 
-/* The header page and the storm's two events, as the running kernel (or --fixtures) has them. */
+/* The header page and the storm's two events (and --event's), as the running kernel
+ * (or --fixtures) has them. */
 static int parser_setup(FtraceParser *p, const Options *o) {
-        static const char *const events[] = { "sched/sched_switch", "sched/sched_waking" };
+        static const uint8_t key[FTRACE_ADDRESS_KEY_SIZE] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
         size_t len;
         char *text;
         int r;
@@ -110,12 +121,15 @@ static int parser_setup(FtraceParser *p, const Options *o) {
         text = slurp(o->header_page, &len);
         r = text ? ftrace_parser_load_header_page(p, text, len) : -1;
         free(text);
-        for (size_t i = 0; r >= 0 && i < 2; i++) {
-                char path[512];
+        if (r >= 0 && o->hash_addresses)
+                r = ftrace_parser_hash_addresses(p, key);
+        for (size_t i = 0; r >= 0 && i < o->n_events; i++) {
+                char path[512], group[128];
 
-                snprintf(path, sizeof(path), "%s/%s/format", o->events_dir, events[i]);
+                snprintf(group, sizeof(group), "%.*s", (int) strcspn(o->events[i], "/"), o->events[i]);
+                snprintf(path, sizeof(path), "%s/%s/format", o->events_dir, o->events[i]);
                 text = slurp(path, &len);
-                r = text ? ftrace_parser_add_event(p, "sched", text, len) : -1;
+                r = text ? ftrace_parser_add_event(p, group, text, len) : -1;
                 free(text);
         }
         return r < 0 ? -1 : 0;

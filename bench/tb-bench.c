@@ -18,6 +18,7 @@
  *                                                        (compressed_packets inflated in their
  *                                                        place by libtracebus's trace reader)
  *   tb-bench control --runs N --full-runs M --dir DIR    control-plane latencies
+ *   tb-bench forkstorm --count N [--pad BYTES]           N short-lived processes (tb-bench-forkstorm.c)
  *   tb-bench hostile [--victim U] [--attacker U] [--probes N]
  *                                                        IsDetached latency under a refused
  *                                                        user's hostile Starts / quiet
@@ -302,7 +303,7 @@ static int cmd_analyze(int argc, char **argv) {
 
 int main(int argc, char **argv) {
         if (argc < 2) {
-                fprintf(stderr, "usage: tb-bench storm|marker|floor|record|analyze|control ...\n");
+                fprintf(stderr, "usage: tb-bench storm|marker|floor|record|analyze|control|forkstorm ...\n");
                 return 2;
         }
         if (strcmp(argv[1], "storm") == 0)
@@ -317,6 +318,8 @@ int main(int argc, char **argv) {
                 return cmd_record(argc, argv);
         if (strcmp(argv[1], "control") == 0)
                 return cmd_control(argc, argv);
+        if (strcmp(argv[1], "forkstorm") == 0)
+                return cmd_forkstorm(argc, argv);
         if (strcmp(argv[1], "hostile") == 0)
                 return cmd_hostile(argc, argv);
         fprintf(stderr, "tb-bench: unknown command %s\n", argv[1]);

@@ -36,4 +36,5 @@ int analyze_file(const char *file, Analysis *a);
 int cmd_floor(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_control(int argc, char **argv);
+int cmd_forkstorm(int argc, char **argv);
 int cmd_hostile(int argc, char **argv);

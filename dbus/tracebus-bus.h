@@ -29,5 +29,17 @@
 #define TB_ERROR_TRACING_UNAVAILABLE    TB_ERROR_PREFIX "TracingUnavailable"
 /* polkit gave no answer: the request is refused, but nobody decided it. */
 #define TB_ERROR_AUTHORIZATION_UNAVAILABLE TB_ERROR_PREFIX "AuthorizationUnavailable"
+/* A caller has MaxPendingPerUser calls waiting for polkit, or the service MaxPending. */
+#define TB_ERROR_TOO_MANY_PENDING_CALLS TB_ERROR_PREFIX "TooManyPendingCalls"
+/* A Start would pass the caller's file descriptor budget (MaxFilesPerUser) or the service's. */
+#define TB_ERROR_RESOURCE_LIMIT         TB_ERROR_PREFIX "ResourceLimit"
+/* A Start would pass MaxBufferMemory, the kernel buffer memory of all sessions together. */
+#define TB_ERROR_BUFFER_MEMORY_EXHAUSTED TB_ERROR_PREFIX "BufferMemoryExhausted"
+/* The service got SIGTERM: it finishes its sessions and starts none. */
+#define TB_ERROR_SHUTTING_DOWN          TB_ERROR_PREFIX "ShuttingDown"
+/* The trace directory holds what the quota cannot count (a subdirectory, a link). */
+#define TB_ERROR_TRACE_DIRECTORY_REFUSED TB_ERROR_PREFIX "TraceDirectoryRefused"
+/* The Output fd is one the service may not write into (a socket whose peer is another user). */
+#define TB_ERROR_OUTPUT_REFUSED         TB_ERROR_PREFIX "OutputRefused"
 /* A request over a size or count cap, refused before polkit is asked. */
 #define TB_ERROR_REQUEST_TOO_LARGE      TB_ERROR_PREFIX "RequestTooLarge"

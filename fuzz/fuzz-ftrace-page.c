@@ -11,7 +11,8 @@
  *    fields may overlap, run past the record, have sizes of 0 or 255; the rest
  *    of the input is the page.
  *
- * Bit 0 of the first byte turns on compact_sched. Each packed bundle is deflated too. The format text stays in the
+ * Bit 0 of the first byte turns on compact_sched; bit 1 hashes kernel addresses, as
+ * for callers without org.tracebus.manage. Each packed bundle is deflated too. The format text stays in the
  * kernel's grammar: format files come from tracefs, which only root can write,
  * never from a caller, and libtraceevent 1.7.1 itself crashes in
  * tep_parse_event() on some damaged texts (its parser, not ours, and not
@@ -40,7 +41,7 @@ static Format formats[MAX_FORMATS];
 static size_t n_formats;
 static char *header_page;
 static size_t header_page_len;
-static FtraceParser *real_parser;
+static FtraceParser *real_parser, *hashing_parser;  /* the kernel's formats; the second hashes addresses */
 
 static char *read_file(const char *path, size_t *ret_len) {
         FILE *f = fopen(path, "re");
@@ -122,6 +123,14 @@ static FtraceParser *parser_with(const Format *const *fs, size_t n) {
         return p;
 }
 
+/* A fixed key: a crash must reproduce from its input alone. */
+static const uint8_t address_key[FTRACE_ADDRESS_KEY_SIZE] = "tracebus-fuzzkey";
+
+static void hash_addresses(FtraceParser *p) {
+        if (ftrace_parser_hash_addresses(p, address_key) < 0)
+                abort();
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
         const Format *all[MAX_FORMATS];
 
@@ -131,6 +140,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
         for (size_t i = 0; i < n_formats; i++)
                 all[i] = &formats[i];
         real_parser = parser_with(all, n_formats);
+        hashing_parser = parser_with(all, n_formats);
+        hash_addresses(hashing_parser);
         return 0;
 }
 
@@ -213,7 +224,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         data++;
         size--;
         if (!(mode & 0x80)) {
-                parse_and_pack(real_parser, mode & 1, data, size);
+                parse_and_pack(mode & 2 ? hashing_parser : real_parser, mode & 1, data, size);
                 return 0;
         }
 
@@ -231,6 +242,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         return 0;
                 mutated.len = strlen(mutated.text);
                 p = parser_with(one, 1);
+                if (mode & 2)
+                        hash_addresses(p);
                 parse_and_pack(p, mode & 1, data, size);
                 ftrace_parser_free(p);
                 free(mutated.text);

@@ -186,6 +186,47 @@ static bool array_is_char(const struct tep_format_field *f) {
         return type_is_char(t, bracket ? (size_t) (bracket - t) : strlen(t));
 }
 
+/* Fields in which the kernel keeps a code address as a number (_RET_IP_, _THIS_IP_, a
+ * function): kmem's call_site, ftrace's ip and parent_ip, xfs's caller_ip, kmem_cache's
+ * caller, the workqueue and timer callbacks' func and function, ret_ip. Only when the
+ * type is a long, so that a PCI function number called "func" stays a number. */
+static const char *const address_field_names[] = {
+        "call_site", "ip", "parent_ip", "caller_ip", "caller", "ret_ip", "func", "function",
+};
+
+static bool is_identifier_char(char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* The print fmt prints @name with %p or %ps, through "(void *)REC->name": how the kernel
+ * marks an unsigned long as an address (page_fault_user's address, xfs's caller_ip).
+ * Read once, when the event is added. */
+static bool print_fmt_casts_to_pointer(const char *text, const char *name) {
+        static const char cast[] = "(void *)REC->";
+        const char *q = strstr(text, "\nprint fmt:");
+        size_t n = strlen(name);
+
+        while (q && (q = strstr(q, cast))) {
+                q += strlen(cast);
+                if (strncmp(q, name, n) == 0 && !is_identifier_char(q[n]))
+                        return true;
+        }
+        return false;
+}
+
+/* Whether the number @f holds a kernel address: a pointer type ("void * skbaddr",
+ * "const void * ptr", "struct page * page"), a field the print fmt prints as one, or a
+ * long of address_field_names. */
+static bool field_is_address(const struct tep_format_field *f, const char *text) {
+        if ((f->flags & TEP_FIELD_IS_POINTER) || strchr(f->type, '*'))
+                return true;
+        if (strstr(f->type, "long"))
+                for (size_t i = 0; i < ELEMENTSOF(address_field_names); i++)
+                        if (streq(f->name, address_field_names[i]))
+                                return true;
+        return print_fmt_casts_to_pointer(text, f->name);
+}
+
 /* Works out how to read @f. Returns false for a field we cannot place in a record. */
 static bool field_spec_init(FieldSpec *s, const struct tep_format_field *f, const char *text) {
         int sgn;
@@ -208,9 +249,10 @@ static bool field_spec_init(FieldSpec *s, const struct tep_format_field *f, cons
                         s->source = f->size == 0 ? SRC_CHARS_REST : SRC_CHARS;
                 else
                         s->source = SRC_BYTES;
-        } else if (is_int_size(f->size))
+        } else if (is_int_size(f->size)) {
                 s->source = SRC_INT;
-        else
+                s->is_address = f->size >= 4 && field_is_address(f, text);
+        } else
                 s->source = SRC_BYTES;
 
         sgn = format_field_signed(text, f->name);
@@ -240,6 +282,13 @@ static uint16_t field_min_len(const FieldSpec *s) {
         if (s->source == SRC_CHARS_REST)
                 return s->offset;
         return (uint16_t) (s->offset + s->size);
+}
+
+void ftrace_event_info_hash_addresses(EventInfo *e, AddressHasher *hasher) {
+        for (size_t i = 0; i < e->n_fields; i++)
+                if (e->fields[i].is_address && e->fields[i].source == SRC_INT)
+                        e->fields[i].source = SRC_ADDRESS;
+        e->hasher = hasher;
 }
 
 void ftrace_event_info_free(EventInfo *e) {

@@ -11,8 +11,10 @@
 #include "ftrace-parser-local.h"
 
 /* ftrace-full-event.c: the key and value of the fields that are neither numbers nor
- * char arrays. NULL if the record contradicts its format. */
-uint8_t *ftrace_put_field_other(uint8_t *p, const FieldSpec *f, const uint8_t *rec, size_t len);
+ * char arrays (hashed addresses among them: @e holds the key). NULL if the record
+ * contradicts its format. */
+uint8_t *ftrace_put_field_other(uint8_t *p, const EventInfo *e, const FieldSpec *f, const uint8_t *rec,
+                                size_t len);
 
 /* If-chains, not switches: a jump table's indirect branch per field costs more here
  * than the few well-predicted compares (and kernel formats are mostly 4 and 8 bytes). */
@@ -49,7 +51,8 @@ static inline uint8_t *put_chars(uint8_t *p, const uint8_t *s, size_t size) {
 
 /* Writes the key and value of @f. NULL if the record contradicts its format. The caller
  * reserved EventInfo's bound, which covers every case. */
-static inline uint8_t *put_field(uint8_t *p, const FieldSpec *f, const uint8_t *rec, size_t len) {
+static inline uint8_t *put_field(uint8_t *p, const EventInfo *e, const FieldSpec *f, const uint8_t *rec,
+                                 size_t len) {
         if (_likely_(f->source == SRC_INT)) {
                 p = pb_put_key(p, &f->key);
                 return pb_varint_encode(p, read_number(rec + f->offset, f->size, f->is_signed));
@@ -58,7 +61,7 @@ static inline uint8_t *put_field(uint8_t *p, const FieldSpec *f, const uint8_t *
                 p = pb_put_key(p, &f->key);
                 return put_chars(p, rec + f->offset, f->size);
         }
-        return ftrace_put_field_other(p, f, rec, len);
+        return ftrace_put_field_other(p, e, f, rec, len);
 }
 
 static inline uint8_t *put_int32(uint8_t *p, const FieldSpec *f, const uint8_t *rec) {
@@ -94,7 +97,7 @@ static inline uint8_t *put_sched_waking(uint8_t *p, const FieldSpec *f, const ui
 
 static inline uint8_t *put_typed_fields(uint8_t *p, const EventInfo *e, const uint8_t *rec, size_t len) {
         for (size_t i = 0; p && i < e->n_fields; i++)
-                p = put_field(p, &e->fields[i], rec, len);
+                p = put_field(p, e, &e->fields[i], rec, len);
         return p;
 }
 
@@ -109,7 +112,7 @@ static inline uint8_t *put_generic_fields(uint8_t *p, const EventInfo *e, const 
                 *p++ = (GENERIC_FIELD << 3) | PB_WIRE_LEN;
                 field_len = p++;
                 memcpy(p, f->name_pb, f->name_pb_len);
-                p = put_field(p + f->name_pb_len, f, rec, len);
+                p = put_field(p + f->name_pb_len, e, f, rec, len);
                 if (p)
                         p = pb_close(field_len, p);
         }

@@ -131,6 +131,18 @@ static inline int buf_reserve(Buf *b, size_t extra) {
 
 /* ---- event descriptions -------------------------------------------------------- */
 
+/* Kernel addresses as a keyed hash (ftrace_parser_hash_addresses()). The last hashes,
+ * direct-mapped by address, because addresses repeat (a few call sites, an object
+ * allocated and freed): a hit is a compare instead of SipHash's 130 instructions. */
+#define ADDRESS_CACHE_SIZE 256
+
+typedef struct AddressHasher {
+        uint64_t key[2];
+        struct {
+                uint64_t address, hash;     /* address 0: empty (NULL is never looked up) */
+        } cache[ADDRESS_CACHE_SIZE];
+} AddressHasher;
+
 typedef enum FieldSource {
         SRC_INT,            /* 1, 2, 4 or 8 byte number (pointers too) */
         SRC_CHARS,          /* char x[N]: string up to the first NUL */
@@ -138,6 +150,7 @@ typedef enum FieldSource {
         SRC_BYTES,          /* any other fixed-size field: hex */
         SRC_DATALOC_CHARS,  /* __data_loc / __rel_loc char[]: string */
         SRC_DATALOC_BYTES,  /* __data_loc / __rel_loc of anything else: hex */
+        SRC_ADDRESS,        /* a kernel address written as its keyed hash (is_address, hashing on) */
 } FieldSource;
 
 typedef struct FieldSpec {
@@ -145,6 +158,7 @@ typedef struct FieldSpec {
         uint8_t source;           /* FieldSource */
         bool is_signed;
         bool relative;            /* __rel_loc: offset counts from the end of the field */
+        bool is_address;          /* a kernel address: hashed when the parser hashes them */
         PbKey key;                /* the value's key (typed field, or Field.*_value) */
         uint8_t *name_pb;         /* generic only: encoded Field.name (key, length, name) */
         uint8_t name_pb_len;
@@ -187,6 +201,7 @@ typedef struct EventInfo {
         size_t n_fields;
         uint8_t *name_pb;         /* generic only: encoded GenericFtraceEvent.event_name */
         size_t name_pb_len;
+        AddressHasher *hasher;    /* the parser's, once its SRC_ADDRESS fields are hashed */
         /* Offset and size of the fields the compact encoders read (CS_* or CW_*). */
         uint16_t compact_offset[4];
         uint8_t compact_size[4];
@@ -205,6 +220,7 @@ struct FtraceParser {
          * (record_signature()); NO_SIGNATURE when there is none. */
         uint64_t signature[_COMPACT_ROLE_MAX];
         FtraceParserStats stats;
+        AddressHasher *hasher;    /* NULL: addresses written as they are */
 };
 
 /* ---- bundles ------------------------------------------------------------------- */
@@ -330,6 +346,8 @@ static inline size_t str_len(const uint8_t *s, size_t max) {
 /* ftrace-event-info.c: @ev's EventInfo, @text its format file. */
 int ftrace_event_info_new(const struct tep_event *ev, const char *text, EventInfo **ret);
 void ftrace_event_info_free(EventInfo *e);
+/* @e's address fields become SRC_ADDRESS, hashed by @hasher (which must outlive @e). */
+void ftrace_event_info_hash_addresses(EventInfo *e, AddressHasher *hasher);
 DEFINE_TRIVIAL_CLEANUP_FUNC_VOID(EventInfo *, ftrace_event_info_free);
 
 /* ftrace-bundle.c */

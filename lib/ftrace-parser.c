@@ -39,6 +39,7 @@ FtraceParser *ftrace_parser_free(FtraceParser *p) {
         for (size_t i = 0; i < p->n_by_id; i++)
                 ftrace_event_info_free(p->by_id[i]);
         free(p->by_id);
+        free(p->hasher);
         tep_free(p->tep);
         return mfree(p);
 }
@@ -158,11 +159,31 @@ int ftrace_parser_add_event(FtraceParser *p, const char *group, const char *text
         r = ftrace_event_info_new(ev, copy, &e);
         if (r < 0)
                 return r;
+        if (p->hasher)
+                ftrace_event_info_hash_addresses(e, p->hasher);
         r = parser_set_event(p, (unsigned) id, e);
         if (r < 0)
                 return r;
         TAKE_PTR(e);
         return id;
+}
+
+int ftrace_parser_hash_addresses(FtraceParser *p, const uint8_t key[FTRACE_ADDRESS_KEY_SIZE]) {
+        assert(p);
+        assert(key);
+
+        if (!p->hasher) {
+                p->hasher = calloc(1, sizeof(AddressHasher));
+                if (!p->hasher)
+                        return -ENOMEM;
+        }
+        /* A new key makes the cached hashes wrong. */
+        memset(p->hasher->cache, 0, sizeof(p->hasher->cache));
+        memcpy(p->hasher->key, key, sizeof(p->hasher->key));
+        for (size_t i = 0; i < p->n_by_id; i++)
+                if (p->by_id[i])
+                        ftrace_event_info_hash_addresses(p->by_id[i], p->hasher);
+        return 0;
 }
 
 void ftrace_parser_get_stats(const FtraceParser *p, FtraceParserStats *ret) {

@@ -2,14 +2,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "deflate.h"
 #include "fd-util.h"
 #include "macro.h"
 #include "pb-wire.h"
-#include "trace-writer.h"
+#include "trace-writer-local.h"
 
 /* Trace.packet is field 1, length-delimited: (1 << 3) | 2. */
 #define TRACE_PACKET_TAG 0x0a
@@ -329,32 +328,6 @@ static size_t whole_packets_within(const uint8_t *buf, size_t len, uint64_t room
         return off;
 }
 
-/* Writes all of @iov (modifies it); adds what went out to *written. */
-static int loop_writev(int fd, struct iovec *iov, int n, uint64_t *written) {
-        while (n > 0) {
-                ssize_t k = writev(fd, iov, n);
-
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (k == 0)
-                        return -EIO;
-                *written += (uint64_t) k;
-                while (n > 0 && (size_t) k >= iov->iov_len) {
-                        k -= (ssize_t) iov->iov_len;
-                        iov++;
-                        n--;
-                }
-                if (n > 0) {
-                        iov->iov_base = (uint8_t *) iov->iov_base + k;
-                        iov->iov_len -= (size_t) k;
-                }
-        }
-        return 0;
-}
-
 /* One writev() per FLUSH_IOV packets instead of one write() each (a long trace flushes
  * a packet per CPU per drain period). */
 #define FLUSH_IOV 256
@@ -403,36 +376,84 @@ static int write_packets(TraceWriter *w, struct iovec *iov, int n) {
 
         assert(n > 0 && n <= FLUSH_IOV);
         memcpy(orig, iov, sizeof(struct iovec) * (size_t) n);
-        r = loop_writev(w->fd, iov, n, &written);
+        r = trace_writer_output_writev(w, iov, n, &written);
         w->stats.bytes_written += written;
         if (r < 0)
                 drop_torn_tail(w, written - whole_prefix(orig, n, written));
         return r;
 }
 
-/* Writes whole packets of @buf within the size limit; -EFBIG if not all of it fits. */
-static int write_within_limit(TraceWriter *w, const uint8_t *buf, size_t len) {
-        struct iovec iov;
-        size_t n = len;
-        int r;
+void trace_writer_set_budget(TraceWriter *w, TraceBudget *budget) {
+        w->budget = budget;
+}
 
-        if (w->max_bytes > 0) {
-                uint64_t room = w->max_bytes > w->stats.bytes_written ? w->max_bytes - w->stats.bytes_written : 0;
-                n = whole_packets_within(buf, len, room);
+/* Takes @n bytes from @b, if that many are left. */
+static bool budget_take(TraceBudget *b, uint64_t n) {
+        uint64_t used = atomic_load(&b->used);
+
+        do {
+                if (used > b->limit || n > b->limit - used)
+                        return false;
+        } while (!atomic_compare_exchange_weak(&b->used, &used, used + n));
+        return true;
+}
+
+static uint64_t budget_left(TraceBudget *b) {
+        uint64_t used = atomic_load(&b->used);
+
+        return used < b->limit ? b->limit - used : 0;
+}
+
+/* Of @taken bytes from the budget, those that did not go out since bytes_written was
+ * @before go back. */
+static void budget_give_back(TraceWriter *w, uint64_t taken, uint64_t before) {
+        uint64_t written = w->stats.bytes_written - before;
+
+        if (w->budget && taken > written)
+                atomic_fetch_sub(&w->budget->used, taken - written);
+}
+
+/* How many leading bytes of @buf (whole packets) may go out: within max_bytes, and
+ * taken from the budget. *ret_error says which limit cut it short. */
+static size_t take_within_limits(TraceWriter *w, const uint8_t *buf, size_t len, int *ret_error) {
+        uint64_t file_room = UINT64_MAX;
+
+        if (w->max_bytes > 0)
+                file_room = w->max_bytes > w->stats.bytes_written ? w->max_bytes - w->stats.bytes_written : 0;
+        for (;;) {
+                uint64_t budget_room = w->budget ? budget_left(w->budget) : UINT64_MAX;
+                size_t n = whole_packets_within(buf, len, MIN(file_room, budget_room));
+
+                *ret_error = budget_room < file_room ? -EDQUOT : -EFBIG;
+                /* Another writer may have taken some in between: then count again. */
+                if (!w->budget || budget_take(w->budget, n))
+                        return n;
         }
+}
+
+/* Writes whole packets of @buf within the size limit and the budget; -EFBIG or -EDQUOT
+ * if not all of it fits. */
+static int write_within_limit(TraceWriter *w, const uint8_t *buf, size_t len) {
+        uint64_t before = w->stats.bytes_written;
+        struct iovec iov;
+        int r, limit_error;
+        size_t n = take_within_limits(w, buf, len, &limit_error);
+
         iov = (struct iovec) { (void *) buf, n };
         r = n > 0 ? write_packets(w, &iov, 1) : 0;
+        budget_give_back(w, n, before);
         if (r < 0)
                 return r;
         if (n < len) {
-                /* The rest would pass max_file_size_bytes: the file ends at a packet boundary. */
-                w->limit_reached = true;
-                return -EFBIG;
+                /* The rest would pass max_file_size_bytes or the quota: the file ends at
+                 * a packet boundary. */
+                w->limit_error = limit_error;
+                return limit_error;
         }
         return 0;
 }
 
-/* Everything pending fits the size limit. */
+/* Everything pending fits the size limit and was taken from the budget. */
 static int flush_batched(TraceWriter *w) {
         struct iovec iov[FLUSH_IOV];
         TracePacketChunk *batch[FLUSH_IOV];
@@ -466,12 +487,17 @@ static int flush_batched(TraceWriter *w) {
 }
 
 int trace_writer_flush(TraceWriter *w) {
+        uint64_t pending = trace_writer_pending(w), before = w->stats.bytes_written;
         int r;
 
-        if (w->limit_reached)
-                return -EFBIG;
-        if (w->max_bytes == 0 || w->stats.bytes_written + trace_writer_pending(w) <= w->max_bytes)
-                return flush_batched(w);
+        if (w->limit_error < 0)
+                return w->limit_error;
+        if ((w->max_bytes == 0 || before + pending <= w->max_bytes) &&
+            (!w->budget || budget_take(w->budget, pending))) {
+                r = flush_batched(w);
+                budget_give_back(w, pending, before);
+                return r;
+        }
 
         r = write_within_limit(w, w->meta, w->meta_len);
         w->meta_len = 0;

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 
 #include "bus-context.h"
 #include "bus-errors.h"
 #include "fd-util.h"
+#include "log.h"
 
 int bus_sender_euid(sd_bus_message *m, uid_t *ret) {
         _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
@@ -15,6 +17,15 @@ int bus_sender_euid(sd_bus_message *m, uid_t *ret) {
         if (r < 0)
                 return r;
         return sd_bus_creds_get_euid(creds, ret);
+}
+
+/* Everything a request holds but its place in the list and its polkit query: the
+ * caller's message (with the descriptors it carries), what the handler prepared. */
+static void bus_request_release(BusRequest *req) {
+        req->caller = sd_bus_track_unref(req->caller);
+        req->message = sd_bus_message_unref(req->message);
+        start_request_done(&req->start);
+        req->session_path = mfree(req->session_path);
 }
 
 BusRequest *bus_request_free(BusRequest *req) {
@@ -29,9 +40,7 @@ BusRequest *bus_request_free(BusRequest *req) {
                         req->next->prev = req->prev;
         }
         polkit_query_free(req->query);
-        sd_bus_message_unref(req->message);
-        start_request_done(&req->start);
-        free(req->session_path);
+        bus_request_release(req);
         return mfree(req);
 }
 
@@ -52,11 +61,71 @@ int bus_request_new(sd_bus_message *message, BusRequest **ret) {
         return 0;
 }
 
+/* A Start's Output: the caller's descriptor in the message, and the service's copy. */
+static unsigned bus_request_held_fds(const BusRequest *req) {
+        return req->start.output_fd >= 0 ? 2 : 0;
+}
+
+void bus_context_count_held_fds(BusContext *c, uid_t uid, unsigned *ret_uid, unsigned *ret_all) {
+        unsigned of_uid = 0, all = 0;
+
+        for (BusRequest *req = c->requests; req; req = req->next) {
+                all += bus_request_held_fds(req);
+                if (req->uid == uid)
+                        of_uid += bus_request_held_fds(req);
+        }
+        *ret_uid = of_uid;
+        *ret_all = all;
+}
+
 static void on_polkit_result(int result, void *userdata) {
         _cleanup_(bus_request_freep) BusRequest *req = userdata;
 
         req->query = polkit_query_free(req->query);
+        if (!req->message)
+                return;              /* an orphan: its caller left, nobody to answer */
+        /* For the file descriptor budgets: what the caller's other waiting calls hold. */
+        bus_context_count_held_fds(req->context, req->uid, &req->start.held_fds_uid, &req->start.held_fds_all);
+        req->start.held_fds_uid -= bus_request_held_fds(req);
+        req->start.held_fds_all -= bus_request_held_fds(req);
         req->on_result(req, result);
+}
+
+/* The caller left the bus: nothing it asked for may happen, and nothing it sent may stay
+ * held (an Output fd for up to the 5 minutes of an authentication dialog). The request
+ * stays listed, as an orphan, until polkit answers the cancelled query. */
+static int on_caller_vanished(sd_bus_track *track, void *userdata) {
+        BusRequest *req = ASSERT_PTR(userdata);
+
+        log_debug("UID %u left the bus while its call waited for polkit; dropping the call.", (unsigned) req->uid);
+        bus_request_release(req);
+        polkit_query_cancel(req->query);
+        return 0;
+}
+
+/* Answers TooManyPendingCalls when @req would pass a cap on the calls waiting for
+ * polkit; returns 1 then. Not logged: the log would be the flood. */
+static int refuse_over_cap(BusContext *c, BusRequest *req) {
+        const ManagerLimits *l = &c->manager->limits;
+        unsigned all = 0, of_uid = 0;
+
+        for (BusRequest *i = c->requests; i; i = i->next) {
+                all++;
+                if (i->uid == req->uid)
+                        of_uid++;
+        }
+        if (of_uid >= l->max_pending_per_uid)
+                (void) sd_bus_reply_method_errorf(req->message, TB_ERROR_TOO_MANY_PENDING_CALLS,
+                                                  "You have %u calls waiting for authorization, the most one user "
+                                                  "may have (MaxPendingPerUser=%u); wait for their answers.",
+                                                  of_uid, l->max_pending_per_uid);
+        else if (all >= l->max_pending)
+                (void) sd_bus_reply_method_errorf(req->message, TB_ERROR_TOO_MANY_PENDING_CALLS,
+                                                  "The service has %u calls waiting for authorization, its cap "
+                                                  "(MaxPending=%u); try again later.", all, l->max_pending);
+        else
+                return 0;
+        return 1;
 }
 
 int bus_request_authorize(BusContext *c, BusRequest **reqp, const char *action, bool interactive,
@@ -64,8 +133,16 @@ int bus_request_authorize(BusContext *c, BusRequest **reqp, const char *action, 
         BusRequest *req = *reqp;
         int r;
 
+        if (refuse_over_cap(c, req))
+                return 1;
         req->on_result = on_result;
         r = polkit_check_async(req->message, action, interactive, on_polkit_result, req, &req->query);
+        if (r < 0)
+                return r;
+        r = sd_bus_track_new(c->bus, &req->caller, on_caller_vanished, req);
+        if (r < 0)
+                return r;
+        r = sd_bus_track_add_sender(req->caller, req->message);
         if (r < 0)
                 return r;
         req->context = c;
@@ -75,7 +152,6 @@ int bus_request_authorize(BusContext *c, BusRequest **reqp, const char *action, 
         c->requests = TAKE_PTR(*reqp);
         return 1;
 }
-
 void bus_request_reply_refusal(BusRequest *req, int result, const char *action, const char *what) {
         if (result == -EBADR)
                 (void) sd_bus_reply_method_errorf(req->message, SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED,
@@ -97,8 +173,32 @@ void bus_context_cancel_requests(BusContext *c) {
         while (c->requests) {
                 BusRequest *req = c->requests;
 
-                (void) sd_bus_reply_method_errorf(req->message, SD_BUS_ERROR_NO_REPLY,
-                                                  "The service is shutting down.");
+                if (req->message)
+                        (void) sd_bus_reply_method_errorf(req->message, TB_ERROR_SHUTTING_DOWN, BUS_SHUTTING_DOWN_TEXT);
                 bus_request_free(req);
         }
+}
+
+int bus_start_resource_error(Manager *m, const StartRequest *req, StartFailure failure, sd_bus_error *error) {
+        unsigned cost = manager_session_fd_cost(m), fds_uid, fds_all;
+
+        if (failure == START_FAILURE_SHUTTING_DOWN)
+                return sd_bus_error_set(error, TB_ERROR_SHUTTING_DOWN, BUS_SHUTTING_DOWN_TEXT);
+        manager_count_session_fds(m, req->uid, &fds_uid, &fds_all);
+        if (failure == START_FAILURE_USER_FILES)
+                return sd_bus_error_setf(error, TB_ERROR_RESOURCE_LIMIT,
+                                         "Your sessions and calls hold %u file descriptors; another session needs %u, "
+                                         "more than your budget of %u (MaxFilesPerUser) allows. Stop a session first.",
+                                         fds_uid + req->held_fds_uid, cost, m->limits.max_files_per_uid);
+        if (failure == START_FAILURE_SERVICE_FILES)
+                return sd_bus_error_setf(error, TB_ERROR_RESOURCE_LIMIT,
+                                         "The service's sessions and calls hold %u file descriptors; another session "
+                                         "needs %u, more than its budget of %u allows. Try again later.",
+                                         fds_all + req->held_fds_all, cost, m->max_files);
+        return sd_bus_error_setf(error, TB_ERROR_BUFFER_MEMORY_EXHAUSTED,
+                                 "The sessions' kernel buffers use %" PRIu64 " KiB of the %" PRIu64 " KiB the service "
+                                 "allows them (MaxBufferMemory); this one needs %" PRIu64 " KiB (%u KiB on each of "
+                                 "%u CPUs). Ask for a smaller buffer, or try again later.",
+                                 manager_buffer_memory_in_use(m) >> 10, m->limits.max_buffer_memory_bytes >> 10,
+                                 manager_buffer_bytes(m, &req->config) >> 10, req->config.buffer_size_kb, m->n_cpus);
 }

@@ -20,6 +20,12 @@ void daemon_config_init(DaemonConfig *c) {
                         .max_sessions_per_uid = DAEMON_DEFAULT_MAX_SESSIONS_PER_UID,
                         .trace_dir_quota_bytes = DAEMON_DEFAULT_TRACE_DIR_QUOTA_BYTES,
                         .max_buffer_size_kb = SESSION_MAX_BUFFER_SIZE_KB,
+                        .max_pending = DAEMON_DEFAULT_MAX_PENDING,
+                        .max_pending_per_uid = DAEMON_DEFAULT_MAX_PENDING_PER_UID,
+                        .max_files_per_uid = DAEMON_DEFAULT_MAX_FILES_PER_UID,
+                        .max_buffer_memory_bytes = 0,
+                        .max_process_entries = DAEMON_DEFAULT_MAX_PROCESS_ENTRIES,
+                        .output_timeout_usec = DAEMON_DEFAULT_OUTPUT_TIMEOUT_USEC,
                 },
                 .idle_timeout_usec = DAEMON_DEFAULT_IDLE_TIMEOUT_USEC,
         };
@@ -125,7 +131,8 @@ int parse_timespan(const char *s, uint64_t *ret_usec) {
         return 0;
 }
 
-static int parse_sessions(const char *v, void *data) {
+/* A plain count from @min to @max. */
+static int parse_count(const char *v, unsigned min, unsigned max, unsigned *ret) {
         uint64_t n;
         const char *unit;
         size_t len;
@@ -135,10 +142,22 @@ static int parse_sessions(const char *v, void *data) {
                 return r;
         if (*v || len > 0)
                 return -EINVAL;
-        if (n < 1 || n > DAEMON_MAX_SESSIONS_LIMIT)
+        if (n < min || n > max)
                 return -ERANGE;
-        *(unsigned *) data = (unsigned) n;
+        *ret = (unsigned) n;
         return 0;
+}
+
+static int parse_sessions(const char *v, void *data) {
+        return parse_count(v, 1, DAEMON_MAX_SESSIONS_LIMIT, data);
+}
+
+static int parse_pending(const char *v, void *data) {
+        return parse_count(v, 1, DAEMON_MAX_PENDING_LIMIT, data);
+}
+
+static int parse_files(const char *v, void *data) {
+        return parse_count(v, DAEMON_MIN_FILES_PER_UID, 1u << 20, data);
 }
 
 static int parse_quota(const char *v, void *data) {
@@ -151,6 +170,15 @@ static int parse_quota(const char *v, void *data) {
                 return -ERANGE;
         *(uint64_t *) data = n;
         return 0;
+}
+
+/* Empty: the default, a fraction of MemTotal, settled at start. */
+static int parse_buffer_memory(const char *v, void *data) {
+        if (!*v) {
+                *(uint64_t *) data = 0;
+                return 0;
+        }
+        return parse_quota(v, data);
 }
 
 static int parse_buffer_kb(const char *v, void *data) {
@@ -179,6 +207,24 @@ static int parse_idle(const char *v, void *data) {
         return 0;
 }
 
+/* max_process_entries is a uint32_t: the same type as unsigned on Linux. */
+static int parse_process_entries(const char *v, void *data) {
+        return parse_count(v, DAEMON_MIN_PROCESS_ENTRIES, DAEMON_MAX_PROCESS_ENTRIES_LIMIT, data);
+}
+
+static int parse_output_timeout(const char *v, void *data) {
+        uint64_t usec;
+        int r = parse_timespan(v, &usec);
+
+        if (r < 0)
+                return r;
+        /* 0 would end every session whose reader pauses at all. */
+        if (usec == 0)
+                return -ERANGE;
+        *(uint64_t *) data = usec;
+        return 0;
+}
+
 typedef struct ConfigItem {
         const char *section;
         const char *key;
@@ -193,7 +239,29 @@ static const ConfigItem config_items[] = {
         { "Limits",  "TraceDirQuota",      parse_quota,     offsetof(DaemonConfig, limits.trace_dir_quota_bytes), "bytes with an optional K, M, G or T, above 0" },
         { "Limits",  "MaxBufferSizeKB",    parse_buffer_kb, offsetof(DaemonConfig, limits.max_buffer_size_kb),    "1 to 65536 (KiB per CPU)" },
         { "Service", "IdleTimeoutSec",     parse_idle,      offsetof(DaemonConfig, idle_timeout_usec),            "a time span such as 30s, 2min, 0 or infinity" },
+        { "Limits",  "MaxPending",         parse_pending,   offsetof(DaemonConfig, limits.max_pending),           "1 to 120" },
+        { "Limits",  "MaxPendingPerUser",   parse_pending,   offsetof(DaemonConfig, limits.max_pending_per_uid),   "1 to 120, at most half of MaxPending" },
+        { "Limits",  "MaxFilesPerUser",     parse_files,     offsetof(DaemonConfig, limits.max_files_per_uid),     "16 to 1048576" },
+        { "Limits",  "MaxBufferMemory",    parse_buffer_memory, offsetof(DaemonConfig, limits.max_buffer_memory_bytes), "bytes with an optional K, M, G or T, above 0, or empty" },
+        { "Limits",  "MaxProcessEntries",  parse_process_entries, offsetof(DaemonConfig, limits.max_process_entries), "64 to 4194304" },
+        { "Limits",  "OutputTimeoutSec",   parse_output_timeout, offsetof(DaemonConfig, limits.output_timeout_usec), "a time span above 0 such as 30s, 500ms or infinity" },
 };
+
+int daemon_config_check(DaemonConfig *c) {
+        ManagerLimits *l = &c->limits;
+        unsigned share = MAX(l->max_pending / 2, 1u);
+
+        /* With a share above half, one user's calls (held by an authentication dialog, or
+         * a polkitd that hangs) could leave the next user nothing. MaxPending=1 has no
+         * half: that one call is everybody's. */
+        if (l->max_pending >= 2 && l->max_pending_per_uid > share) {
+                log_warning("MaxPendingPerUser=%u is more than half of MaxPending=%u, so one user could take "
+                            "every call waiting for polkit; using %u.", l->max_pending_per_uid, l->max_pending, share);
+                l->max_pending_per_uid = share;
+                return 1;
+        }
+        return 0;
+}
 
 /* The table's own copy of the name, so that it outlives the line. */
 static const char *known_section(const char *name) {

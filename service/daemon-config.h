@@ -19,14 +19,36 @@
 #define DAEMON_DEFAULT_MAX_SESSIONS_PER_UID 5u
 #define DAEMON_DEFAULT_TRACE_DIR_QUOTA_BYTES (4ull * 1024 * 1024 * 1024)
 #define DAEMON_DEFAULT_IDLE_TIMEOUT_USEC (30ull * 1000 * 1000)
+#define DAEMON_DEFAULT_OUTPUT_TIMEOUT_USEC (30ull * 1000 * 1000)
 /* Upper bounds of what a config file may set, against typos such as an extra 0. */
 #define DAEMON_MAX_SESSIONS_LIMIT 1024u
+/* Calls waiting for polkit: dbus-daemon lets a system bus connection wait for 128
+ * replies (max_replies_per_connection); the rest is room for the service's other calls. */
+#define DAEMON_DEFAULT_MAX_PENDING 96u
+#define DAEMON_DEFAULT_MAX_PENDING_PER_UID 8u
+#define DAEMON_MAX_PENDING_LIMIT 120u
+/* File descriptors one UID's sessions and waiting calls may hold (the unit's LimitNOFILE=
+ * is 65536: a quarter, so that four users are needed to use up the service's). */
+#define DAEMON_DEFAULT_MAX_FILES_PER_UID 16384u
+#define DAEMON_MIN_FILES_PER_UID 16u
+/* MaxBufferMemory= unset: this fraction of MemTotal (1/8). */
+#define DAEMON_DEFAULT_BUFFER_MEMORY_DIVISOR 8u
+/* What a session keeps of the processes it described (see process-scan.h). */
+#define DAEMON_DEFAULT_MAX_PROCESS_ENTRIES 32768u
+#define DAEMON_MIN_PROCESS_ENTRIES 64u
+#define DAEMON_MAX_PROCESS_ENTRIES_LIMIT (4u * 1024 * 1024)
 
 typedef struct ManagerLimits {
         unsigned max_sessions;            /* all UIDs together */
         unsigned max_sessions_per_uid;
         uint64_t trace_dir_quota_bytes;   /* per UID, in the service's trace directory */
         uint32_t max_buffer_size_kb;      /* kernel buffer per CPU per session; at most SESSION_MAX_BUFFER_SIZE_KB */
+        unsigned max_pending;             /* calls waiting for polkit, all UIDs together */
+        unsigned max_pending_per_uid;     /* at most half of max_pending: see daemon_config_check() */
+        unsigned max_files_per_uid;       /* fds one UID's sessions and waiting calls may hold */
+        uint64_t max_buffer_memory_bytes; /* kernel buffers of all sessions; 0: 1/8 of MemTotal */
+        uint32_t max_process_entries;     /* processes (and as many threads) a session keeps described */
+        uint64_t output_timeout_usec;     /* a pipe or socket output's write deadline; UINT64_MAX: none */
 } ManagerLimits;
 
 typedef struct DaemonConfig {
@@ -44,6 +66,11 @@ int daemon_config_parse(DaemonConfig *c, const char *text, const char *filename)
  * fine; an unreadable one is logged and skipped. Returns the number of files read, or
  * -ENOMEM. */
 int daemon_config_load(DaemonConfig *c, const char *dir);
+
+/* Makes the limits consistent, logging each change: one UID's share of the calls
+ * waiting for polkit is at most half of MaxPending, so that one user can never take
+ * them all. Returns the number of settings it lowered. */
+int daemon_config_check(DaemonConfig *c);
 
 /* "1048576", "512K", "64M", "4G", "1T" (powers of 1024). -EINVAL, -ERANGE. */
 int parse_size(const char *s, uint64_t *ret);

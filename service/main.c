@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <systemd/sd-daemon.h>
 
+#include "bus-context.h"
 #include "config.h"
 #include "daemon-config.h"
 #include "idle.h"
@@ -16,8 +17,13 @@
 #include "tracebus-bus.h"
 #include "tracefs-instance.h"
 
+/* SIGTERM: the sessions finish, and the calls still waiting for polkit are answered
+ * ShuttingDown now, not NoReply once the last session is done. */
 static int on_exit_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
-        manager_shutdown(ASSERT_PTR(userdata));
+        BusContext *bus = ASSERT_PTR(userdata);
+
+        manager_shutdown(bus->manager);
+        bus_context_cancel_requests(bus);
         return 0;
 }
 
@@ -94,6 +100,7 @@ static int load_configuration(DaemonConfig *c) {
         r = daemon_config_load(c, dir);
         if (r < 0)
                 return log_error_errno(r, "Failed to read the configuration in %s: %m", dir);
+        (void) daemon_config_check(c);
         r = idle_timeout_override(&c->idle_timeout_usec);
         if (r < 0)
                 return r;
@@ -165,17 +172,19 @@ static int run(int argc, char *argv[]) {
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the service: %m");
         m->limits = config.limits;
-        r = sd_event_add_signal(m->event, NULL, SIGTERM, on_exit_signal, m);
-        if (r >= 0)
-                r = sd_event_add_signal(m->event, NULL, SIGINT, on_exit_signal, m);
-        if (r < 0)
-                return log_error_errno(r, "Failed to watch for signals: %m");
+        manager_setup_limits(m);
 
         check_tracefs();
 
         r = manager_dbus_connect(m, &bus);
         if (r < 0)
                 return r;
+        /* The signals stay blocked until here: one that came already is handled now. */
+        r = sd_event_add_signal(m->event, NULL, SIGTERM, on_exit_signal, bus);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, NULL, SIGINT, on_exit_signal, bus);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch for signals: %m");
 
         (void) sd_notify(false, "READY=1\nSTATUS=Waiting for tracing requests.");
         log_info("tracebusd %s ready; traces go to %s/traces.", PACKAGE_VERSION, m->state_dir);

@@ -1,35 +1,31 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include <fcntl.h>
 #include <inttypes.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "bus-errors.h"
 #include "log.h"
 #include "manager-dbus.h"
 #include "manager-start-dbus.h"
+#include "output-fd.h"
 #include "session-dbus.h"
 #include "strv.h"
+#include "trace-dir.h"
 #include "tracefs-instance.h"
 
-/* The Output fd must be something we can write a trace into. */
-static int take_output_fd(int fd, int *ret, sd_bus_error *error) {
-        struct stat st;
-        int flags, copy;
+/* The Output fd must be something the caller could write a trace into itself. */
+static int take_output_fd(int fd, uid_t uid, int *ret, sd_bus_error *error) {
+        const char *why = NULL;
+        int r;
 
-        flags = fcntl(fd, F_GETFL);
-        if (flags < 0 || fstat(fd, &st) < 0)
-                return sd_bus_error_set_errnof(error, errno, "Cannot use the Output file descriptor: %m");
-        if ((flags & O_ACCMODE) != O_WRONLY && (flags & O_ACCMODE) != O_RDWR)
-                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS,
-                                        "The Output file descriptor is not open for writing.");
-        if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode))
-                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS,
-                                        "The Output file descriptor must be a regular file, a pipe or a socket.");
-        copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-        if (copy < 0)
-                return -errno;
-        *ret = copy;
+        r = output_fd_take(fd, uid, ret, &why);
+        if (r == -EPERM)
+                return sd_bus_error_set(error, TB_ERROR_OUTPUT_REFUSED, why);
+        if (r == -ENXIO)
+                return sd_bus_error_set(error, TB_ERROR_OUTPUT_ERROR, why);
+        if (why)
+                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, why);
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, r, "Cannot use the Output file descriptor: %m");
         return 0;
 }
 
@@ -41,8 +37,23 @@ static int reply_with_session(sd_bus_message *m, Session *s) {
         return sd_bus_reply_method_return(m, "o", path);
 }
 
-static int start_error(Manager *m, const StartRequest *req, int r, StartFailure failure, sd_bus_error *error) {
-        switch (failure) {
+static int trace_dir_error(Manager *m, uid_t uid, const StartResult *res, sd_bus_error *error) {
+        _cleanup_free_ char *entry = res->refused_entry ? printable_copy(res->refused_entry) : NULL;
+
+        if (!res->refused_entry)
+                return sd_bus_error_setf(error, TB_ERROR_TRACE_DIRECTORY_REFUSED,
+                                         "%s/traces/%u holds more than %u entries; delete some.",
+                                         m->state_dir, (unsigned) uid, TRACE_DIR_MAX_ENTRIES);
+        return sd_bus_error_setf(error, TB_ERROR_TRACE_DIRECTORY_REFUSED,
+                                 "%s/traces/%u/%.128s is not a plain file (a directory, a link or a file with "
+                                 "other names), which the quota cannot count; remove it.",
+                                 m->state_dir, (unsigned) uid, strempty(entry));
+}
+
+static int start_error(Manager *m, int r, const StartResult *res, sd_bus_error *error) {
+        const StartRequest *req = res->request;
+
+        switch (res->failure) {
         case START_FAILURE_USER_LIMIT:
                 return sd_bus_error_setf(error, TB_ERROR_TOO_MANY_SESSIONS,
                                          "You have %u tracing sessions already; stop one first.",
@@ -55,12 +66,19 @@ static int start_error(Manager *m, const StartRequest *req, int r, StartFailure 
                 return session_dbus_key_error(r, req->detach_key, error);
         case START_FAILURE_SESSION_ID:
                 return sd_bus_error_set_errnof(error, r, "Failed to pick a session id: %m");
+        case START_FAILURE_TRACE_DIR:
+                return trace_dir_error(m, req->uid, res, error);
         case START_FAILURE_OUTPUT:
                 if (r == -EDQUOT)
                         return sd_bus_error_setf(error, TB_ERROR_QUOTA_EXCEEDED,
-                                                 "Your traces in %s/traces/%u use up the quota of %" PRIu64 " MiB; delete some.",
-                                                 m->state_dir, (unsigned) req->uid, m->limits.trace_dir_quota_bytes >> 20);
+                                                 "Your traces in %s/traces/%u use up the quota of %" PRIu64 " KiB; delete some.",
+                                                 m->state_dir, (unsigned) req->uid, m->limits.trace_dir_quota_bytes >> 10);
                 return sd_bus_error_set_errnof(error, r, "Failed to create a trace file in %s: %m", m->state_dir);
+        case START_FAILURE_SHUTTING_DOWN:
+        case START_FAILURE_USER_FILES:
+        case START_FAILURE_SERVICE_FILES:
+        case START_FAILURE_BUFFER_MEMORY:
+                return bus_start_resource_error(m, req, res->failure, error);
         case START_FAILURE_TRACING:
         default:
                 /* The unit's sandbox (or a drop-in) left tracefs read-only: the log said so
@@ -73,28 +91,70 @@ static int start_error(Manager *m, const StartRequest *req, int r, StartFailure 
         }
 }
 
-static int start_session(BusRequest *req, sd_bus_error *error) {
-        Manager *m = req->context->manager;
-        StartFailure failure;
-        Session *s;
-        int r;
+/* The session (or the refusal) of a start, which may come from the worker. */
+static void on_session_started(Manager *m, int r, const StartResult *res, void *userdata) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *message = userdata;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        Session *s = res->session;
 
-        r = manager_start_session(m, &req->start, &s, &failure);
-        /* An event the index still had, gone from tracefs (a probe removed a moment ago):
-         * UnknownEvent, as if the index had been read after. */
-        if (r == -ENOENT && failure == START_FAILURE_TRACING &&
-            start_recheck_events(req->message, m, error) < 0)
-                return -ENOENT;
-        if (r < 0)
-                return start_error(m, &req->start, r, failure, error);
-        if (!session_is_detached(s)) {
-                r = session_dbus_bind(s, req->message);
+        if (r == -ECANCELED) {
+                (void) sd_bus_reply_method_errorf(message, TB_ERROR_SHUTTING_DOWN, BUS_SHUTTING_DOWN_TEXT);
+                return;
+        }
+        if (r >= 0 && !session_is_detached(s)) {
+                r = session_dbus_bind(s, message);
                 if (r < 0) {
                         (void) session_stop(s, SESSION_END_CLIENT_VANISHED);
-                        return sd_bus_error_set_errnof(error, r, "Failed to track the caller: %m");
+                        r = sd_bus_error_set_errnof(&error, r, "Failed to track the caller: %m");
                 }
+        } else if (r == -ENOENT && res->failure == START_FAILURE_TRACING &&
+                   start_recheck_events(message, m, &error) < 0) {
+                /* An event the index still had, gone from tracefs (a probe removed a moment
+                 * ago): UnknownEvent, as if the index had been read after. */
+        } else if (r < 0)
+                r = start_error(m, r, res, &error);
+        if (r >= 0)
+                r = reply_with_session(message, s);
+        if (r < 0 && sd_bus_error_is_set(&error))
+                (void) sd_bus_reply_method_error(message, &error);
+        else if (r < 0)
+                (void) sd_bus_reply_method_errnof(message, r, "Failed to start tracing: %m");
+}
+
+static void start_and_reply(BusRequest *req) {
+        /* Answered from on_session_started(), which takes this reference. */
+        manager_start_session(req->context->manager, &req->start, on_session_started,
+                              sd_bus_message_ref(req->message));
+}
+
+static void on_kernel_pointers_result(BusRequest *req, int result) {
+        /* Refused, or polkit could not say: hashed addresses, like everyone who may only record. */
+        req->start.config.kernel_pointers_raw = result > 0;
+        start_and_reply(req);
+}
+
+/* Raw kernel addresses are for root and the holders of org.tracebus.manage (as
+ * kptr_restrict=1 shows them only to the privileged); the others' traces hold them
+ * hashed (recorder.c). One more question for polkit, never with a dialog: whoever may
+ * record is not asked to authenticate again for this. The Start moves into a request
+ * of its own, as polkit's answer frees @req. */
+static int authorize_kernel_pointers(BusRequest *req) {
+        _cleanup_(bus_request_freep) BusRequest *next = NULL;
+        int r;
+
+        if (req->uid == 0) {
+                req->start.config.kernel_pointers_raw = true;
+                start_and_reply(req);
+                return 0;
         }
-        return reply_with_session(req->message, s);
+        r = bus_request_new(req->message, &next);
+        if (r < 0)
+                return r;
+        start_request_done(&next->start);
+        next->start = req->start;
+        req->start = (StartRequest) { .uid = req->uid, .output_fd = -EBADF };
+        return bus_request_authorize(req->context, &next, ACTION_MANAGE, /* interactive= */ false,
+                                     on_kernel_pointers_result);
 }
 
 static void on_start_result(BusRequest *req, int result) {
@@ -106,7 +166,7 @@ static void on_start_result(BusRequest *req, int result) {
                 return bus_request_reply_refusal(req, result, ACTION_RECORD, "Recording kernel traces");
         r = start_load_config(req->message, req->context->manager, &req->start.config, &error);
         if (r >= 0)
-                r = start_session(req, &error);
+                r = authorize_kernel_pointers(req);
         if (r < 0 && sd_bus_error_is_set(&error))
                 (void) sd_bus_reply_method_error(req->message, &error);
         else if (r < 0)
@@ -119,6 +179,8 @@ static int method_start(sd_bus_message *message, void *userdata, sd_bus_error *e
         _cleanup_(bus_request_freep) BusRequest *req = NULL;
         int r;
 
+        if (c->manager->exiting)
+                return bus_start_resource_error(c->manager, NULL, START_FAILURE_SHUTTING_DOWN, error);
         /* Before polkit, only what costs the same whatever the caller sent: the message's
          * caps, the key, the fd. Parsing and the kernel's events come once polkit said
          * yes (start_load_config()), so a refused caller cannot keep the loop busy. */
@@ -137,7 +199,7 @@ static int method_start(sd_bus_message *message, void *userdata, sd_bus_error *e
                         return -ENOMEM;
         }
         if (o.output_fd >= 0) {
-                r = take_output_fd(o.output_fd, &req->start.output_fd, error);
+                r = take_output_fd(o.output_fd, req->uid, &req->start.output_fd, error);
                 if (r < 0)
                         return r;
         }
@@ -263,9 +325,11 @@ static int method_list_sessions(sd_bus_message *message, void *userdata, sd_bus_
         r = bus_request_new(message, &req);
         if (r < 0)
                 return r;
-        /* Whoever has no session of another user to see needs no polkit round trip. */
-        if (!manager_has_others_sessions(c->manager, req->uid))
-                return reply_session_list(c->manager, message, req->uid, false);
+        /* The way depends on the caller alone, never on what others run: were polkit asked
+         * only when someone else has a session, the answer's latency would tell whether
+         * other users are tracing. Root, whom polkit always allows, is not asked. */
+        if (req->uid == 0)
+                return reply_session_list(c->manager, message, req->uid, true);
         /* Listing never pops up an authentication dialog: without it, one's own sessions. */
         return bus_request_authorize(c, &req, ACTION_MANAGE, /* interactive= */ false, on_list_result);
 }

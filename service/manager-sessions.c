@@ -10,8 +10,7 @@
 
 #include "fd-util.h"
 #include "log.h"
-#include "manager.h"
-#include "trace-dir.h"
+#include "manager-local.h"
 #include "tracefs-instance.h"
 
 int manager_load_session_config(Manager *m, const Tracebus__TraceConfig *tc, SessionConfig *ret,
@@ -31,6 +30,7 @@ int manager_load_session_config(Manager *m, const Tracebus__TraceConfig *tc, Ses
                          ret->buffer_size_kb, m->limits.max_buffer_size_kb);
                 ret->buffer_size_kb = m->limits.max_buffer_size_kb;
         }
+        ret->max_process_entries = m->limits.max_process_entries;
         return 0;
 }
 
@@ -55,17 +55,7 @@ int manager_check_detach_key(Manager *m, uid_t uid, const char *key) {
         return find_keyed(m, uid, key) ? -EADDRINUSE : 0;
 }
 
-/* The trace directory's file for session @id, when the caller passed no fd. */
-static int create_output(Manager *m, uid_t uid, uint64_t id, char **ret_path, int *ret_fd) {
-        char hint[32];
-
-        snprintf(hint, sizeof(hint), "%" PRIu64, id);
-        return trace_dir_create_file(m->state_dir, uid, hint, m->limits.trace_dir_quota_bytes,
-                                     ret_path, ret_fd, NULL);
-}
-
-/* The limits and the key, before anything is created. */
-static int check_start(Manager *m, const StartRequest *req, StartFailure *ret_failure) {
+int manager_check_start(Manager *m, const StartRequest *req, StartFailure *ret_failure) {
         bool per_uid;
 
         if (manager_check_limits(m, req->uid, &per_uid) < 0) {
@@ -77,46 +67,63 @@ static int check_start(Manager *m, const StartRequest *req, StartFailure *ret_fa
                 *ret_failure = START_FAILURE_KEY_IN_USE;
                 return -EADDRINUSE;
         }
-        return 0;
+        return manager_check_resources(m, req, ret_failure);
 }
 
-int manager_start_session(Manager *m, StartRequest *req, Session **ret, StartFailure *ret_failure) {
-        _cleanup_free_ char *path = NULL;
-        bool output_passed = req->output_fd >= 0;
-        Session *s = NULL;
-        uint64_t id;
+int manager_create_session(Manager *m, StartRequest *req, uint64_t id, SessionOutput *output, StartResult *res) {
+        Session *s;
         int r;
 
-        r = check_start(m, req, ret_failure);
-        if (r < 0)
-                return r;
-        *ret_failure = START_FAILURE_SESSION_ID;
-        r = manager_new_session_id(m, &id);
-        if (r < 0)
-                return r;
-        *ret_failure = START_FAILURE_OUTPUT;
-        if (!output_passed) {
-                r = create_output(m, req->uid, id, &path, &req->output_fd);
-                if (r < 0)
-                        return r;
+        r = manager_check_start(m, req, &res->failure);
+        if (r >= 0 && manager_find_session(m, id)) {
+                res->failure = START_FAILURE_SESSION_ID;
+                r = -EBUSY;
         }
-
-        *ret_failure = START_FAILURE_TRACING;
-        r = session_new(m->event, id, req->uid, &req->config, TAKE_FD(req->output_fd), path, &s);
         if (r < 0) {
-                if (path)
-                        (void) unlink(path);
+                output->fd = safe_close(output->fd);
                 return r;
         }
+        res->failure = START_FAILURE_TRACING;
+        r = session_new(m->event, id, req->uid, &req->config, output, &s);
+        if (r < 0)
+                return r;
         manager_add_session(m, s);
 
         /* Started detached, the session is never bound: no window in which a vanishing
          * client would stop it. Without Output, the caller cannot hold a connection
          * (busctl): the session is detached, keyless, and stopped by its path. */
-        if (req->detach_key || !output_passed)
+        if (req->detach_key || output->path)
                 session_set_detached(s, true, TAKE_PTR(req->detach_key));
-        *ret = s;
+        res->failure = START_FAILURE_NONE;
+        res->session = s;
         return 0;
+}
+
+/* Into the caller's fd: nothing to wait for, and nothing counted against a quota. */
+static void start_into_fd(Manager *m, StartRequest *req, StartCallback callback, void *userdata) {
+        StartResult res = { .request = req, .failure = START_FAILURE_SESSION_ID };
+        SessionOutput output = { .fd = -EBADF, .timeout_usec = m->limits.output_timeout_usec };
+        uint64_t id;
+        int r;
+
+        r = manager_new_session_id(m, &id);
+        if (r >= 0) {
+                output.fd = TAKE_FD(req->output_fd);
+                r = manager_create_session(m, req, id, &output, &res);
+        }
+        callback(m, r, &res, userdata);
+}
+
+void manager_start_session(Manager *m, StartRequest *req, StartCallback callback, void *userdata) {
+        StartRequest taken = *req;
+
+        /* Moved: the request may outlive the caller's copy, waiting for the worker. */
+        *req = (StartRequest) { .uid = req->uid, .output_fd = -EBADF };
+        if (taken.output_fd >= 0)
+                start_into_fd(m, &taken, callback, userdata);
+        else
+                manager_start_in_trace_dir(m, &taken, callback, userdata);
+        start_request_done(&taken);
 }
 
 Session *manager_find_live_session(Manager *m, uint64_t id) {
@@ -129,13 +136,6 @@ Session *manager_find_own_session(Manager *m, uint64_t id, uid_t uid) {
         Session *s = manager_find_live_session(m, id);
 
         return s && s->owner_uid == uid ? s : NULL;
-}
-
-bool manager_has_others_sessions(Manager *m, uid_t uid) {
-        for (Session *s = m->sessions; s; s = s->next)
-                if (s->owner_uid != uid)
-                        return true;
-        return false;
 }
 
 int manager_find_detached(Manager *m, uid_t uid, const char *key, Session **ret) {

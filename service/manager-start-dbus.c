@@ -9,10 +9,7 @@ void start_options_done(StartOptions *o) {
         o->events = strv_free(o->events);
 }
 
-/* A copy of @s in printable ASCII (other bytes as '?'), for error messages that echo
- * what a caller sent: an error text must be valid UTF-8, or sd-bus cannot send the
- * reply at all and the caller waits for its timeout. */
-static char *printable_copy(const char *s) {
+char *printable_copy(const char *s) {
         char *copy = strdup(strempty(s));
 
         if (!copy)

@@ -29,6 +29,11 @@ typedef struct StartOptions {
 
 void start_options_done(StartOptions *o);
 
+/* A copy of @s in printable ASCII (other bytes as '?'), for error messages that echo
+ * what a caller sent: an error text must be valid UTF-8, or sd-bus cannot send the
+ * reply at all and the caller waits for its timeout. */
+char *printable_copy(const char *s);
+
 /* Reads Start's arguments (s config, a{sv} options) from @m, checking each option's type
  * and the caps on its size while reading (an Events array over a cap is left unread).
  * Nothing is parsed. */

@@ -6,7 +6,7 @@
 
 #include "config.h"
 #include "log.h"
-#include "manager.h"
+#include "manager-local.h"
 #include "tracefs-instance.h"
 
 int manager_new(Manager **ret) {
@@ -44,6 +44,7 @@ Manager *manager_free(Manager *m) {
                 m->sessions = s->next;
                 session_free(s);
         }
+        manager_free_trace_dir(m);
         sd_event_unref(m->event);
         free(m->state_dir);
         return mfree(m);
@@ -123,6 +124,7 @@ static void on_session_ended(Session *s, void *userdata) {
         if (s->next)
                 s->next->prev = s->prev;
         m->n_sessions--;
+        manager_release_quota(m, s);
         session_free(s);
 
         if (m->exiting && !m->sessions)
@@ -158,7 +160,7 @@ void manager_add_session(Manager *m, Session *s) {
 }
 
 bool manager_is_idle(Manager *m) {
-        return !m->sessions && !m->exiting;
+        return !m->sessions && !m->pending_starts && !m->exiting;
 }
 
 void manager_shutdown(Manager *m) {
@@ -166,6 +168,7 @@ void manager_shutdown(Manager *m) {
                 return;
         m->exiting = true;
         log_info("Shutting down: finishing %u session(s).", m->n_sessions);
+        manager_cancel_starts(m);
         if (!m->sessions) {
                 (void) sd_event_exit(m->event, 0);
                 return;

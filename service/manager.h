@@ -7,6 +7,10 @@
 
 #include "daemon-config.h"
 #include "session.h"
+#include "worker.h"
+
+typedef struct PendingStart PendingStart;
+typedef struct TraceQuota TraceQuota;
 
 /*
  * The service's sessions and every rule about them: the limits, the detach keys, who
@@ -31,6 +35,17 @@ struct Manager {
         /* Who hears of the sessions (the bus layer); may be NULL. */
         const SessionCallbacks *observer;
         void *observer_userdata;
+
+        /* Set once by manager_setup_limits() (manager-limits.c). */
+        unsigned n_cpus;                  /* the kernel's ring buffers per session */
+        unsigned max_files;               /* the descriptors all sessions and calls may hold */
+        /* Starts into the trace directory wait for the worker, which scans the UID's
+         * directory and creates the file off the event loop (manager-sessions.c). */
+        Worker *worker;
+        PendingStart *pending_starts;
+        /* Per UID with sessions writing into the trace directory: its quota, counted
+         * as the sessions write. */
+        TraceQuota *quotas;
 };
 
 int manager_new(Manager **ret);
@@ -62,33 +77,60 @@ typedef struct StartRequest {
         SessionConfig config;       /* moved into the session */
         int output_fd;              /* the caller's; -EBADF: the service creates the file */
         char *detach_key;           /* start detached under it */
+        /* What the caller's other calls waiting for polkit hold, and everyone's (the bus
+         * layer counts them), for the file descriptor budgets. */
+        unsigned held_fds_uid, held_fds_all;
 } StartRequest;
 
 void start_request_done(StartRequest *req);
 
 /* Which rule or step refused a start, for the caller's message. */
 typedef enum StartFailure {
+        START_FAILURE_NONE,
         START_FAILURE_USER_LIMIT,     /* -EUSERS: @uid runs max_sessions_per_uid */
         START_FAILURE_SERVICE_LIMIT,  /* -EUSERS: the service runs max_sessions */
         START_FAILURE_KEY_IN_USE,     /* -EADDRINUSE */
         START_FAILURE_SESSION_ID,
         START_FAILURE_OUTPUT,         /* -EDQUOT: @uid's traces use up the quota */
         START_FAILURE_TRACING,
+        START_FAILURE_SHUTTING_DOWN,  /* -ESHUTDOWN: SIGTERM came */
+        START_FAILURE_USER_FILES,     /* -EMFILE: past @uid's max_files_per_uid */
+        START_FAILURE_SERVICE_FILES,  /* -EMFILE: past the service's max_files */
+        START_FAILURE_BUFFER_MEMORY,  /* -ENOBUFS: past max_buffer_memory_bytes */
+        START_FAILURE_TRACE_DIR,      /* the UID's trace directory holds what the quota cannot count */
 } StartFailure;
 
-/* Starts a session for @req (checked again: things change while polkit thinks). The
- * service creates the output file in its trace directory when the caller passed none.
- * Without an output fd, or with a key, the session starts detached: the caller binds an
- * attached one to its client. */
-int manager_start_session(Manager *m, StartRequest *req, Session **ret, StartFailure *ret_failure);
+/* How a start went, for manager_start_session()'s callback. */
+typedef struct StartResult {
+        const StartRequest *request;  /* what was asked */
+        Session *session;             /* on success */
+        StartFailure failure;         /* on failure: which rule or step */
+        const char *refused_entry;    /* START_FAILURE_TRACE_DIR: the entry, NULL for too many */
+} StartResult;
+
+/* Called once per start with 0 or a negative errno. -ECANCELED: the service is going
+ * away; the callback must then only answer and release @userdata. */
+typedef void (*StartCallback)(Manager *m, int r, const StartResult *result, void *userdata);
+
+/* Starts a session for @req (moved out of it; checked again: things change while polkit
+ * thinks) and calls @callback: at once when the caller passed an output fd, otherwise
+ * once the worker has scanned the UID's trace directory (rescanned at every such start:
+ * users delete files) and created the file there. Without an output fd, or with a key,
+ * the session starts detached: the caller binds an attached one to its client. */
+void manager_start_session(Manager *m, StartRequest *req, StartCallback callback, void *userdata);
+
+/* manager_shutdown() and manager_free(): every start still waiting for the worker is
+ * answered with -ECANCELED. */
+void manager_cancel_starts(Manager *m);
+/* A session is over: what it wrote into the trace directory stays counted until the
+ * next scan. */
+void manager_release_quota(Manager *m, Session *s);
 
 /* @uid's own session @id, recording or stopping: what a caller may stop or detach
  * without authorization. NULL otherwise, whether the session exists or not. */
 Session *manager_find_own_session(Manager *m, uint64_t id, uid_t uid);
 /* Session @id, recording or stopping, whoever owns it. */
 Session *manager_find_live_session(Manager *m, uint64_t id);
-/* Whether any session belongs to another UID than @uid. */
-bool manager_has_others_sessions(Manager *m, uid_t uid);
 
 /* -EINVAL: @key is no valid detach key; -EADDRINUSE: another of @uid's sessions is
  * detached under it. Keys are per UID: other users' keys never match. */
@@ -107,3 +149,24 @@ bool manager_is_idle(Manager *m);
 
 /* SIGTERM: finalizes every session (reason service-shutdown), then leaves the event loop. */
 void manager_shutdown(Manager *m);
+
+/* ---- the machine's resources (manager-limits.c) ---- */
+
+/* Once, after the configuration is applied: MaxBufferMemory's default (1/8 of MemTotal),
+ * the soft RLIMIT_NOFILE raised to the hard one, the service's descriptor budget from it,
+ * and MaxFilesPerUser lowered to half of that budget when above (logged). */
+void manager_setup_limits(Manager *m);
+
+/* The descriptors one session holds: its output, each CPU's trace_pipe_raw and stats,
+ * its tracefs instance, the recorder's eventfds, and room for the files it opens briefly. */
+unsigned manager_session_fd_cost(const Manager *m);
+/* The descriptors @uid's sessions hold, and every session's. */
+void manager_count_session_fds(Manager *m, uid_t uid, unsigned *ret_uid, unsigned *ret_all);
+/* The kernel buffer memory of a session with @config: buffer_size_kb on each CPU. */
+uint64_t manager_buffer_bytes(const Manager *m, const SessionConfig *config);
+/* The kernel buffer memory of every session. */
+uint64_t manager_buffer_memory_in_use(Manager *m);
+
+/* Whether @req may start now: -ESHUTDOWN after SIGTERM, -EMFILE past a descriptor
+ * budget, -ENOBUFS past MaxBufferMemory (@ret_failure says which). */
+int manager_check_resources(Manager *m, const StartRequest *req, StartFailure *ret_failure);

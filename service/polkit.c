@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +19,11 @@ struct PolkitQuery {
         void *userdata;
         char *action;
         uid_t uid;              /* the caller's, for the log; UID_INVALID if unknown */
+        char cancellation_id[32];  /* unique among this connection's queries */
+        bool cancelled;
+        /* Asked without a dialog, for something optional (ListSessions' other users, raw
+         * kernel addresses): a refusal is the common answer, no alarm for the log. */
+        bool probe;
 };
 
 PolkitQuery *polkit_query_free(PolkitQuery *q) {
@@ -64,7 +71,9 @@ static int parse_reply(sd_bus_message *reply, const char *action) {
 /* One line per refusal, in words: the result codes' strerror() texts ("Invalid request
  * descriptor" for -EBADR) say nothing to an administrator. */
 static void log_refusal(int r, const PolkitQuery *q) {
-        if (r == -EACCES)
+        if (r == -EACCES && q->probe)
+                log_info("polkit: UID %u does not hold %s.", (unsigned) q->uid, q->action);
+        else if (r == -EACCES)
                 log_notice("polkit refused %s to UID %u.", q->action, (unsigned) q->uid);
         else if (r == -ECANCELED)
                 log_notice("polkit: UID %u dismissed the authentication for %s; refused.",
@@ -83,8 +92,10 @@ static int on_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_err
         void *cb_data = q->userdata;
         int r;
 
-        r = parse_reply(reply, q->action);
-        log_refusal(r, q);
+        /* A cancelled query's answer (an error, Cancelled) concerns nobody any more. */
+        r = q->cancelled ? -ECANCELED : parse_reply(reply, q->action);
+        if (!q->cancelled)
+                log_refusal(r, q);
         /* A dismissed dialog is a refusal like any other to the caller. */
         if (r == -ECANCELED)
                 r = -EACCES;
@@ -118,6 +129,8 @@ int polkit_check_async(sd_bus_message *m, const char *action, bool allow_interac
         assert(callback);
         assert(ret);
 
+        static uint64_t n_queries = 0;
+
         if (!sender)
                 return -EBADMSG;
         uid = sender_uid(m);
@@ -126,11 +139,13 @@ int polkit_check_async(sd_bus_message *m, const char *action, bool allow_interac
         if (!q)
                 return -ENOMEM;
         q->uid = uid;
+        q->probe = !allow_interaction;
         q->callback = callback;
         q->userdata = userdata;
         q->action = strdup(action);
         if (!q->action)
                 return -ENOMEM;
+        snprintf(q->cancellation_id, sizeof(q->cancellation_id), "tracebus-%" PRIu64, ++n_queries);
 
         r = sd_bus_message_new_method_call(bus, &call, "org.freedesktop.PolicyKit1",
                                            "/org/freedesktop/PolicyKit1/Authority",
@@ -142,7 +157,7 @@ int polkit_check_async(sd_bus_message *m, const char *action, bool allow_interac
                                   action,
                                   0,
                                   interactive ? POLKIT_ALLOW_USER_INTERACTION : 0u,
-                                  "");
+                                  q->cancellation_id);
         if (r < 0)
                 return r;
         r = sd_bus_call_async(bus, &q->slot, call, on_reply, q,
@@ -152,4 +167,28 @@ int polkit_check_async(sd_bus_message *m, const char *action, bool allow_interac
 
         *ret = TAKE_PTR(q);
         return 0;
+}
+
+void polkit_query_cancel(PolkitQuery *q) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL;
+        sd_bus *bus;
+        int r;
+
+        if (!q || !q->slot || q->cancelled)
+                return;
+        q->cancelled = true;
+        bus = sd_bus_slot_get_bus(q->slot);
+        r = sd_bus_message_new_method_call(bus, &call, "org.freedesktop.PolicyKit1",
+                                           "/org/freedesktop/PolicyKit1/Authority",
+                                           "org.freedesktop.PolicyKit1.Authority", "CancelCheckAuthorization");
+        if (r >= 0)
+                r = sd_bus_message_append(call, "s", q->cancellation_id);
+        /* No reply wanted: it would be one more call waiting on the bus's count. */
+        if (r >= 0)
+                r = sd_bus_message_set_expect_reply(call, false);
+        if (r >= 0)
+                r = sd_bus_send(bus, call, NULL);
+        if (r < 0)
+                log_debug_errno(r, "Failed to cancel polkit query %s, its answer will come anyway: %m",
+                                q->cancellation_id);
 }

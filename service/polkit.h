@@ -27,6 +27,12 @@ typedef void (*polkit_callback_t)(int result, void *userdata);
 int polkit_check_async(sd_bus_message *m, const char *action, bool interactive,
                        polkit_callback_t callback, void *userdata, PolkitQuery **ret);
 
-/* Cancels a pending query; the callback is not called. NULL-safe. */
+/* Asks polkit to drop the query (CancelCheckAuthorization: its authentication dialog
+ * goes away, and polkit answers the query at once, which frees the bus's slot for it).
+ * The query stays: its callback still runs, with whatever polkit answers, and nothing
+ * is logged about that answer. */
+void polkit_query_cancel(PolkitQuery *q);
+
+/* Forgets a pending query; the callback is not called. NULL-safe. */
 PolkitQuery *polkit_query_free(PolkitQuery *q);
 DEFINE_TRIVIAL_CLEANUP_FUNC(PolkitQuery *, polkit_query_free);

@@ -140,7 +140,7 @@ static int add_gone_process(ProcessTreeBuilder *b, int32_t pid) {
         Tracebus__ProcessTree__Process *p;
         SavedTask *t = saved_task(b, pid);
 
-        if (pid_set_contains(&b->processes, pid))
+        if (pid_table_find(&b->processes, pid) || !pid_table_has_room(&b->processes))
                 return 0;
         p = calloc(1, sizeof(*p));
         if (!p)
@@ -202,7 +202,7 @@ int process_tree_builder_retry_gone(ProcessTreeBuilder *b, bool force) {
         for (size_t i = 0; i < b->n_pending; i++) {
                 SavedTask *s = saved_task(b, b->pending[i]);
 
-                if (!s || s->tgid <= 0 || pid_set_contains(&b->threads, b->pending[i]))
+                if (!s || s->tgid <= 0 || pid_table_find(&b->threads, b->pending[i]))
                         continue;
                 r = describe_saved_thread(b, b->pending[i], s);
                 if (r < 0)
@@ -218,6 +218,8 @@ static int describe_saved_thread(ProcessTreeBuilder *b, pid_t tid, const SavedTa
         ProcStatus st;
         int r;
 
+        if (!pid_table_has_room(&b->threads))
+                return 0;
         r = proc_status(b, s->tgid, &st) >= 0 ? add_process(b, s->tgid, &st) : add_gone_process(b, s->tgid);
         if (r < 0)
                 return r;
@@ -230,12 +232,5 @@ static int describe_saved_thread(ProcessTreeBuilder *b, pid_t tid, const SavedTa
         t->tid = tid;
         t->tgid = s->tgid;
         t->name = s->comm[0] ? strdup(s->comm) : NULL;
-        r = append_entry((void ***) &b->thrs, &b->tree.n_threads, &b->thrs_allocated, t);
-        if (r < 0) {
-                free(t->name);
-                free(t);
-                return r;
-        }
-        r = pid_set_add(&b->threads, tid);
-        return r < 0 ? r : 1;
+        return add_entry_thread(b, t);
 }

@@ -13,11 +13,46 @@
 
 #include "process-scan.h"
 
-/* An open-addressing set of pids: what the trace already describes. */
-typedef struct PidSet {
-        int32_t *slots;    /* 0: empty (pid 0 is never described: it is the idle task) */
-        size_t n, allocated;
-} PidSet;
+/* A pid the trace describes (pid 0, the idle task, never is: 0 marks a free entry). */
+typedef struct PidEntry {
+        int32_t pid;
+        int32_t tgid;             /* a thread's process, seen whenever the thread is */
+        uint32_t chain;           /* the next entry in its bucket, or in the free list */
+        uint32_t older, newer;    /* its neighbours from the least to the most recently seen */
+        void *kept;               /* RING, DISCARD: its description (Process or Thread) for the end */
+        size_t kept_bytes;
+        uint64_t collected_ns;    /* when @kept was collected (CLOCK_BOOTTIME) */
+} PidEntry;
+
+/* What the trace describes, at most max_entries pids (process-scan-table.c): past that
+ * the least recently seen is forgotten, and described again if it shows up again. */
+typedef struct PidTable {
+        PidEntry *entries;        /* indices into it are stored plus one: 0 is none */
+        size_t n, n_live, allocated, max_entries;
+        uint32_t *buckets;
+        size_t n_buckets;
+        uint32_t oldest, newest, free_list;
+        size_t kept_bytes, max_kept_bytes;
+        bool refuse_when_full;    /* DISCARD: the first ones described stay, later ones are not */
+        bool threads;             /* what kept holds: a Thread, else a Process */
+        uint64_t evicted;
+} PidTable;
+
+void pid_table_init(PidTable *t, size_t max_entries, size_t max_kept_bytes, bool threads);
+void pid_table_done(PidTable *t);
+PidEntry *pid_table_find(PidTable *t, int32_t pid);
+/* Marks @e the most recently seen. */
+void pid_table_touch(PidTable *t, PidEntry *e);
+/* Whether a pid not in the table yet may be added. */
+bool pid_table_has_room(const PidTable *t);
+/* Adds @pid (evicting the least recently seen when full), or touches it: 1 added, 0 it
+ * was there, -ENOSPC full when refuse_when_full. */
+int pid_table_add(PidTable *t, int32_t pid, PidEntry **ret);
+/* Keeps @description (taken) of @bytes for the end of the trace, instead of the one
+ * kept before; past max_kept_bytes the least recently seen are evicted. */
+void pid_table_keep(PidTable *t, PidEntry *e, void *description, size_t bytes, uint64_t collected_ns);
+/* process-scan.c: frees a Tracebus__ProcessTree__Thread (@thread) or __Process. */
+void process_description_free(void *description, bool thread);
 
 /* pid -> tgid and pid -> comm, as the kernel saved them for recorded events. */
 typedef struct SavedTask {
@@ -26,7 +61,7 @@ typedef struct SavedTask {
 } SavedTask;
 
 struct ProcessTreeBuilder {
-        PidSet processes, threads;
+        PidTable processes, threads;
         const char *tracefs_root;
         /* /proc numbers processes in a pid namespace other than the kernel's events (the
          * initial one): its pids would name the wrong processes. */
@@ -50,8 +85,8 @@ typedef struct ProcStatus {
         char name[16];            /* the task's comm; "" when it must be read from comm */
 } ProcStatus;
 
-bool pid_set_contains(const PidSet *s, int32_t pid);
-int pid_set_add(PidSet *s, int32_t pid);
+/* Records @pid as described (thread @tid of @tgid when @tgid > 0). */
+int note_described(PidTable *t, int32_t pid, int32_t tgid);
 int append_entry(void ***array, size_t *n, size_t *allocated, void *entry);
 /* The status of @pid from /proc, unless /proc's pids are not the events'. */
 int proc_status(const ProcessTreeBuilder *b, pid_t pid, ProcStatus *ret);
@@ -59,5 +94,7 @@ int proc_status(const ProcessTreeBuilder *b, pid_t pid, ProcStatus *ret);
 int add_process(ProcessTreeBuilder *b, pid_t pid, const ProcStatus *known);
 /* Takes @p: on failure it is freed. */
 int add_entry_process(ProcessTreeBuilder *b, Tracebus__ProcessTree__Process *p);
+/* Takes @t: on failure it is freed. */
+int add_entry_thread(ProcessTreeBuilder *b, Tracebus__ProcessTree__Thread *t);
 /* process-saved.c: a thread gone from /proc waits for the next read of the saved tables. */
 int add_gone_thread(ProcessTreeBuilder *b, pid_t tid);

@@ -20,43 +20,39 @@ DEFINE_TRIVIAL_CLEANUP_FUNC_VOID(DIR *, closedir);
 
 
 
-static size_t pid_hash(int32_t pid, size_t allocated) {
-        return ((uint32_t) pid * 2654435761u) & (allocated - 1);
+/* Whether @pid is described already; if so it counts as just seen. */
+static bool seen(PidTable *t, int32_t pid) {
+        PidEntry *e = pid_table_find(t, pid);
+
+        if (e)
+                pid_table_touch(t, e);
+        return e;
 }
 
-bool pid_set_contains(const PidSet *s, int32_t pid) {
-        if (s->allocated == 0)
-                return false;
-        for (size_t i = pid_hash(pid, s->allocated);; i = (i + 1) & (s->allocated - 1)) {
-                if (s->slots[i] == pid)
-                        return true;
-                if (s->slots[i] == 0)
-                        return false;
-        }
+int note_described(PidTable *t, int32_t pid, int32_t tgid) {
+        PidEntry *e;
+        int r = pid_table_add(t, pid, &e);
+
+        if (r == -ENOSPC)
+                return 0;
+        if (r >= 0)
+                e->tgid = tgid;
+        return r;
 }
 
-int pid_set_add(PidSet *s, int32_t pid) {
-        if ((s->n + 1) * 2 > s->allocated) {
-                PidSet bigger = { .allocated = MAX(s->allocated * 2, (size_t) 1024) };
-
-                bigger.slots = calloc(bigger.allocated, sizeof(int32_t));
-                if (!bigger.slots)
-                        return -ENOMEM;
-                for (size_t i = 0; i < s->allocated; i++)
-                        if (s->slots[i] != 0)
-                                (void) pid_set_add(&bigger, s->slots[i]);
-                free(s->slots);
-                *s = bigger;
+void process_description_free(void *description, bool thread) {
+        if (!description)
+                return;
+        if (thread) {
+                Tracebus__ProcessTree__Thread *t = description;
+                free(t->name);
+        } else {
+                Tracebus__ProcessTree__Process *p = description;
+                for (size_t j = 0; j < p->n_cmdline; j++)
+                        free(p->cmdline[j]);
+                free(p->cmdline);
         }
-        for (size_t i = pid_hash(pid, s->allocated);; i = (i + 1) & (s->allocated - 1)) {
-                if (s->slots[i] == pid)
-                        return 0;
-                if (s->slots[i] == 0) {
-                        s->slots[i] = pid;
-                        s->n++;
-                        return 1;
-                }
-        }
+        free(description);
 }
 
 /* Trace events carry pids of the initial pid namespace; /proc names processes by the
@@ -105,6 +101,7 @@ int process_tree_builder_new(ProcessTreeBuilder **ret) {
         if (!b)
                 return -ENOMEM;
         tracebus__process_tree__init(&b->tree);
+        process_tree_builder_set_limits(b, PROCESS_TREE_DEFAULT_MAX_ENTRIES, PROCESS_TREE_WRITE);
         b->tracefs_root = trace_instance_tracefs_root();
         b->proc_foreign = proc_pids_foreign();
         if (b->proc_foreign)
@@ -118,19 +115,24 @@ void process_tree_builder_set_tracefs(ProcessTreeBuilder *b, const char *tracefs
         b->tracefs_root = tracefs_root;
 }
 
+void process_tree_builder_set_limits(ProcessTreeBuilder *b, size_t max_entries, ProcessTreeKeep keep) {
+        pid_table_done(&b->processes);
+        pid_table_done(&b->threads);
+        pid_table_init(&b->processes, max_entries, PROCESS_TREE_MAX_KEPT_BYTES, /* threads= */ false);
+        pid_table_init(&b->threads, max_entries, PROCESS_TREE_MAX_KEPT_BYTES, /* threads= */ true);
+        b->processes.refuse_when_full = b->threads.refuse_when_full = keep == PROCESS_TREE_KEEP_FIRST;
+}
+
 void process_tree_builder_reset(ProcessTreeBuilder *b) {
-        for (size_t i = 0; i < b->tree.n_processes; i++) {
-                Tracebus__ProcessTree__Process *p = b->procs[i];
-                for (size_t j = 0; j < p->n_cmdline; j++)
-                        free(p->cmdline[j]);
-                free(p->cmdline);
-                free(p);
-        }
-        for (size_t i = 0; i < b->tree.n_threads; i++) {
-                free(b->thrs[i]->name);
-                free(b->thrs[i]);
-        }
+        for (size_t i = 0; i < b->tree.n_processes; i++)
+                process_description_free(b->procs[i], /* thread= */ false);
+        for (size_t i = 0; i < b->tree.n_threads; i++)
+                process_description_free(b->thrs[i], /* thread= */ true);
         b->tree.n_processes = b->tree.n_threads = 0;
+}
+
+uint64_t process_tree_builder_n_evicted(const ProcessTreeBuilder *b) {
+        return b->processes.evicted + b->threads.evicted;
 }
 
 ProcessTreeBuilder *process_tree_builder_free(ProcessTreeBuilder *b) {
@@ -141,8 +143,8 @@ ProcessTreeBuilder *process_tree_builder_free(ProcessTreeBuilder *b) {
         free(b->thrs);
         free(b->saved);
         free(b->pending);
-        free(b->processes.slots);
-        free(b->threads.slots);
+        pid_table_done(&b->processes);
+        pid_table_done(&b->threads);
         return mfree(b);
 }
 
@@ -161,6 +163,32 @@ static int read_proc_file(pid_t pid, const char *file, char **ret, size_t *ret_l
 
         snprintf(path, sizeof(path), "/proc/%d/%s", (int) pid, file);
         return read_full_file(path, MAX_CMDLINE, ret, ret_len);
+}
+
+/* The first MAX_CMDLINE + 1 bytes of /proc/PID/cmdline, NUL-terminated: one more than
+ * is kept tells a longer one, which is cut, never refused. */
+static int read_cmdline_head(pid_t pid, char **ret, size_t *ret_len) {
+        char path[64];
+
+        snprintf(path, sizeof(path), "/proc/%d/cmdline", (int) pid);
+        return read_file_head(path, MAX_CMDLINE + 1, ret, ret_len);
+}
+
+/* How much of a command line of @len bytes is kept: all of it up to MAX_CMDLINE; past
+ * that its first whole arguments, or, when the first alone is longer, its start, cut
+ * before a UTF-8 continuation byte. A hostile argv cannot hide its process. */
+static size_t cmdline_kept_len(const char *raw, size_t len) {
+        const char *last_end;
+        size_t n = MAX_CMDLINE;
+
+        if (len <= MAX_CMDLINE)
+                return len;
+        last_end = memrchr(raw, 0, MAX_CMDLINE);
+        if (last_end)
+                return (size_t) (last_end - raw) + 1;
+        while (n > 0 && ((unsigned char) raw[n] & 0xC0) == 0x80)
+                n--;
+        return n;
 }
 
 
@@ -250,9 +278,11 @@ static int fill_cmdline(Tracebus__ProcessTree__Process *p, pid_t pid, const char
         size_t len = 0, n = 0;
         int r;
 
-        r = read_proc_file(pid, "cmdline", &raw, &len);
+        r = read_cmdline_head(pid, &raw, &len);
         if (r < 0)
                 return r;
+        len = cmdline_kept_len(raw, len);
+        raw[len] = 0;
         if (len == 0) {
                 p->cmdline = calloc(1, sizeof(char *));
                 if (!p->cmdline || read_comm(pid, pid, comm, &p->cmdline[0]) < 0)
@@ -293,9 +323,8 @@ int append_entry(void ***array, size_t *n, size_t *allocated, void *entry) {
 int add_process(ProcessTreeBuilder *b, pid_t pid, const ProcStatus *known) {
         Tracebus__ProcessTree__Process *p;
         ProcStatus st;
-        int r;
 
-        if (pid <= 0 || pid_set_contains(&b->processes, pid))
+        if (pid <= 0 || seen(&b->processes, pid) || !pid_table_has_room(&b->processes))
                 return 0;
         if (known)
                 st = *known;
@@ -310,37 +339,41 @@ int add_process(ProcessTreeBuilder *b, pid_t pid, const ProcStatus *known) {
         p->pid = pid;
         p->ppid = (int32_t) st.ppid;
         p->uid = (int32_t) st.uid;
-        if (fill_cmdline(p, pid, st.name) < 0 ||
-            append_entry((void ***) &b->procs, &b->tree.n_processes, &b->procs_allocated, p) < 0) {
-                for (size_t j = 0; j < p->n_cmdline; j++)
-                        free(p->cmdline[j]);
-                free(p->cmdline);
-                free(p);
+        if (fill_cmdline(p, pid, st.name) < 0) {
+                process_description_free(p, /* thread= */ false);
                 return 0;
         }
-        r = pid_set_add(&b->processes, pid);
-        return r < 0 ? r : 1;
+        return add_entry_process(b, p);
 }
 
 int add_entry_process(ProcessTreeBuilder *b, Tracebus__ProcessTree__Process *p) {
         int r = append_entry((void ***) &b->procs, &b->tree.n_processes, &b->procs_allocated, p);
         if (r < 0) {
-                for (size_t j = 0; j < p->n_cmdline; j++)
-                        free(p->cmdline[j]);
-                free(p->cmdline);
-                free(p);
+                process_description_free(p, /* thread= */ false);
                 return r;
         }
-        return pid_set_add(&b->processes, p->pid);
+        r = note_described(&b->processes, p->pid, 0);
+        return r < 0 ? r : 1;
+}
+
+int add_entry_thread(ProcessTreeBuilder *b, Tracebus__ProcessTree__Thread *t) {
+        int r = append_entry((void ***) &b->thrs, &b->tree.n_threads, &b->thrs_allocated, t);
+        if (r < 0) {
+                process_description_free(t, /* thread= */ true);
+                return r;
+        }
+        r = note_described(&b->threads, t->tid, t->tgid);
+        return r < 0 ? r : 1;
 }
 
 /* Thread @tid of @tgid, named @name if its status read gave it (NULL or "": read comm). */
 static int add_thread_of(ProcessTreeBuilder *b, pid_t tgid, pid_t tid, bool again, const char *name_known) {
         Tracebus__ProcessTree__Thread *t;
         char *name;
-        int r;
 
-        if (tid <= 0 || (!again && pid_set_contains(&b->threads, tid)))
+        if (tid <= 0)
+                return 0;
+        if (seen(&b->threads, tid) ? !again : !pid_table_has_room(&b->threads))
                 return 0;
         if (read_comm(tgid, tid, name_known, &name) < 0)
                 return 0;
@@ -354,21 +387,27 @@ static int add_thread_of(ProcessTreeBuilder *b, pid_t tgid, pid_t tid, bool agai
         t->tid = tid;
         t->tgid = tgid;
         t->name = name;
-        r = append_entry((void ***) &b->thrs, &b->tree.n_threads, &b->thrs_allocated, t);
-        if (r < 0) {
-                free(name);
-                free(t);
-                return r;
-        }
-        r = pid_set_add(&b->threads, tid);
-        return r < 0 ? r : 1;
+        return add_entry_thread(b, t);
+}
+
+/* A thread described already: it and its process count as just seen, so that the
+ * least recently seen, not the busiest, make room in a fork storm. */
+static bool thread_seen(ProcessTreeBuilder *b, pid_t tid) {
+        PidEntry *e = pid_table_find(&b->threads, tid);
+
+        if (!e)
+                return false;
+        pid_table_touch(&b->threads, e);
+        if (e->tgid > 0)
+                (void) seen(&b->processes, e->tgid);
+        return true;
 }
 
 int process_tree_builder_add_thread(ProcessTreeBuilder *b, pid_t tid) {
         ProcStatus st;
         int r, added;
 
-        if (tid <= 0 || pid_set_contains(&b->threads, tid))
+        if (tid <= 0 || thread_seen(b, tid))
                 return 0;
         if (proc_status(b, tid, &st) < 0)
                 return add_gone_thread(b, tid);

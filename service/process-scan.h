@@ -17,7 +17,35 @@
 
 typedef struct ProcessTreeBuilder ProcessTreeBuilder;
 
+/* What a session remembers of the processes and threads it described is bounded, so that
+ * a storm of short-lived processes cannot grow the service's memory: at most this many
+ * processes and as many threads (a desktop runs a few thousand), and this many bytes of
+ * descriptions kept for the end of a ring or discard trace (command lines are cut at 4
+ * KiB). Past that the least recently seen are forgotten, and described again when they
+ * show up again. */
+#define PROCESS_TREE_DEFAULT_MAX_ENTRIES 32768u
+#define PROCESS_TREE_MAX_KEPT_BYTES (8u * 1024 * 1024)
+
+typedef enum ProcessTreeKeep {
+        PROCESS_TREE_WRITE,        /* streamed: what is collected is written at once */
+        PROCESS_TREE_KEEP_LATEST,  /* ring: kept for the end; the least recently seen make room */
+        PROCESS_TREE_KEEP_FIRST,   /* discard: kept for the end; once full, no more */
+} ProcessTreeKeep;
+
 int process_tree_builder_new(ProcessTreeBuilder **ret);
+/* Before anything is added: the budget of processes and of threads, and what happens to
+ * what is collected. */
+void process_tree_builder_set_limits(ProcessTreeBuilder *b, size_t max_entries, ProcessTreeKeep keep);
+/* KEEP_*: moves what was collected since the last reset into the tables, stamped
+ * @collected_ns, to be written by process_tree_builder_write_kept() at the end. */
+void process_tree_builder_keep(ProcessTreeBuilder *b, uint64_t collected_ns);
+/* Calls @write with everything kept, in trees of what was collected at the same time,
+ * oldest first, each with its collection_end_timestamp. */
+int process_tree_builder_write_kept(ProcessTreeBuilder *b,
+                                    int (*write)(const Tracebus__ProcessTree *tree, void *userdata),
+                                    void *userdata);
+/* Processes and threads forgotten to stay within the budget. */
+uint64_t process_tree_builder_n_evicted(const ProcessTreeBuilder *b);
 
 /* Where tracefs is: threads gone from /proc before we looked are then described from the
  * kernel's saved_tgids and saved_cmdlines (the instance records tgids for that). */

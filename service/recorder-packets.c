@@ -259,10 +259,33 @@ void recorder_annotate(Recorder *rec, const char *name) {
         (void) pthread_mutex_unlock(&rec->annotations_lock);
 }
 
-/* Writes what the process builder collected, if anything. */
-int recorder_append_process_tree(Recorder *rec) {
+/* A ProcessTree as metadata, at its collection time. */
+static int write_process_tree(const Tracebus__ProcessTree *collected, void *userdata) {
         Tracebus__TracePacket packet = TRACEBUS__TRACE_PACKET__INIT;
-        Tracebus__ProcessTree tree;
+        Tracebus__ProcessTree tree = *collected;
+        Recorder *rec = userdata;
+
+        packet.has_timestamp = true;
+        packet.timestamp = tree.collection_end_timestamp;
+        packet.process_tree = &tree;
+        return trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_PROCESSES);
+}
+
+static int write_collected(Recorder *rec) {
+        Tracebus__ProcessTree tree = *process_tree_builder_tree(rec->processes);
+        int r;
+
+        tree.has_collection_end_timestamp = true;
+        tree.collection_end_timestamp = now_ns(CLOCK_BOOTTIME);
+        r = write_process_tree(&tree, rec);
+        process_tree_builder_reset(rec->processes);
+        return r;
+}
+
+/* Writes what the process builder collected, if anything. A ring or discard trace is
+ * written at its end, and keeps its metadata in memory until then: there the builder
+ * keeps the descriptions, within its budget, and they are written at the end. */
+int recorder_append_process_tree(Recorder *rec) {
         int r;
 
         r = process_tree_builder_retry_gone(rec->processes, /* force= */ false);
@@ -270,26 +293,24 @@ int recorder_append_process_tree(Recorder *rec) {
                 return r;
         if (process_tree_builder_n_entries(rec->processes) == 0)
                 return 0;
-        tree = *process_tree_builder_tree(rec->processes);
-        tree.has_collection_end_timestamp = true;
-        tree.collection_end_timestamp = now_ns(CLOCK_BOOTTIME);
-        packet.has_timestamp = true;
-        packet.timestamp = tree.collection_end_timestamp;
-        packet.process_tree = &tree;
-        r = trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_PROCESSES);
-        process_tree_builder_reset(rec->processes);
-        return r;
+        if (rec->writer.mode == TRACE_WRITER_STREAM)
+                return write_collected(rec);
+        process_tree_builder_keep(rec->processes, now_ns(CLOCK_BOOTTIME));
+        return 0;
 }
 
 /* Every process and thread alive when tracing started, so that threads which never
- * fork or rename during the trace still have their names and processes. */
+ * fork or rename during the trace still have their names and processes. Written at
+ * once in every mode: the opening packets go out before the trace starts. */
 int recorder_describe_all_processes(Recorder *rec) {
         int r;
 
         r = process_tree_builder_add_all(rec->processes);
         if (r < 0)
                 log_warning_errno(r, "Failed to scan /proc, process names may be missing: %m");
-        return recorder_append_process_tree(rec);
+        if (process_tree_builder_n_entries(rec->processes) == 0)
+                return 0;
+        return write_collected(rec);
 }
 
 int recorder_write_closing_packets(Recorder *rec) {
@@ -303,6 +324,8 @@ int recorder_write_closing_packets(Recorder *rec) {
         r = process_tree_builder_retry_gone(rec->processes, /* force= */ true);
         if (r > 0)
                 r = recorder_append_process_tree(rec);
+        if (r >= 0)
+                r = process_tree_builder_write_kept(rec->processes, write_process_tree, rec);
         if (r < 0)
                 return r;
 

@@ -162,7 +162,16 @@ static void finish(Recorder *rec, RecorderEnd end, int error) {
 }
 
 static RecorderEnd end_for_write_error(int r) {
-        return r == -EFBIG ? RECORDER_END_SIZE_REACHED : RECORDER_END_OUTPUT_ERROR;
+        switch (r) {
+        case -EFBIG:
+                return RECORDER_END_SIZE_REACHED;
+        case -EDQUOT:
+                return RECORDER_END_QUOTA;
+        case -ETIMEDOUT:
+                return RECORDER_END_OUTPUT_STALLED;
+        default:
+                return RECORDER_END_OUTPUT_ERROR;
+        }
 }
 
 void *recorder_thread_main(void *userdata) {

@@ -2,18 +2,35 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 
 #include "log.h"
 #include "recorder-local.h"
 #include "service-tracks.h"
 #include "strv.h"
 
-static int load_formats(Recorder *rec, TraceInstance *instance, char **events) {
+/* Unless the caller may see them, kernel addresses reach the trace as a keyed hash,
+ * under a key of this trace's own that no one keeps: two traces cannot be matched up. */
+static int hide_kernel_pointers(FtraceParser *parser, bool raw) {
+        uint8_t key[FTRACE_ADDRESS_KEY_SIZE];
+
+        if (raw)
+                return 0;
+        if (getrandom(key, sizeof(key), 0) != (ssize_t) sizeof(key))
+                return -errno ?: -EIO;
+        return ftrace_parser_hash_addresses(parser, key);
+}
+
+static int load_formats(Recorder *rec, TraceInstance *instance, char **events, bool kernel_pointers_raw) {
         _cleanup_free_ char *header = NULL;
         size_t len;
         int r;
 
         r = ftrace_parser_new(&rec->parser);
+        if (r < 0)
+                return r;
+        r = hide_kernel_pointers(rec->parser, kernel_pointers_raw);
         if (r < 0)
                 return r;
         r = trace_instance_read_file(instance, "events/header_page", &header, &len);
@@ -127,12 +144,16 @@ int recorder_new(const SessionConfig *config, TraceInstance *instance, int outpu
         r = process_tree_builder_new(&rec->processes);
         if (r < 0)
                 return r;
+        process_tree_builder_set_limits(rec->processes, config->max_process_entries ?: PROCESS_TREE_DEFAULT_MAX_ENTRIES,
+                                        rec->writer.mode == TRACE_WRITER_STREAM ? PROCESS_TREE_WRITE :
+                                        rec->writer.mode == TRACE_WRITER_RING ? PROCESS_TREE_KEEP_LATEST :
+                                                                                PROCESS_TREE_KEEP_FIRST);
 
         rec->trace_config = tracebus__trace_config__unpack(NULL, config->trace_config_len, config->trace_config);
         if (!rec->trace_config)
                 return -ENOMEM;
 
-        r = load_formats(rec, instance, config->events);
+        r = load_formats(rec, instance, config->events, config->kernel_pointers_raw);
         if (r < 0)
                 return r;
         r = open_cpus(rec, instance, config->compact_sched);
@@ -178,6 +199,22 @@ Recorder *recorder_free(Recorder *rec) {
         safe_close(rec->stop_fd);
         safe_close(rec->done_fd);
         return mfree(rec);
+}
+
+void recorder_set_output_limits(Recorder *rec, uint64_t timeout_usec, TraceBudget *budget) {
+        struct stat st;
+        int flags;
+
+        trace_writer_set_budget(&rec->writer, budget);
+        if (fstat(rec->output_fd, &st) < 0 || (flags = fcntl(rec->output_fd, F_GETFL)) < 0)
+                return;
+        /* A regular file is written as any file is; a pipe only when its own open file
+         * description is non-blocking (output-fd.c reopens it so), or a wait could not
+         * end. */
+        if (S_ISSOCK(st.st_mode))
+                trace_writer_set_output(&rec->writer, TRACE_OUTPUT_SOCKET, timeout_usec);
+        else if (S_ISFIFO(st.st_mode) && (flags & O_NONBLOCK))
+                trace_writer_set_output(&rec->writer, TRACE_OUTPUT_PIPE, timeout_usec);
 }
 
 int recorder_start(Recorder *rec, TraceInstance *instance) {

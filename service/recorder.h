@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "session-config.h"
+#include "trace-writer.h"
 #include "tracefs-instance.h"
 
 /*
@@ -20,6 +21,8 @@ typedef enum RecorderEnd {
         RECORDER_END_SIZE_REACHED,  /* max_file_size_bytes */
         RECORDER_END_OUTPUT_ERROR,  /* the output fd failed (ENOSPC, EPIPE, ...) */
         RECORDER_END_READ_ERROR,    /* tracefs failed */
+        RECORDER_END_QUOTA,         /* the owner's trace-directory quota is used up */
+        RECORDER_END_OUTPUT_STALLED, /* a pipe or socket took nothing for the write deadline */
 } RecorderEnd;
 
 typedef struct Recorder Recorder;
@@ -36,6 +39,11 @@ typedef struct RecorderStats {
  * @output_fd, which the recorder takes over. Tracing is not switched on yet. */
 int recorder_new(const SessionConfig *config, TraceInstance *instance, int output_fd, Recorder **ret);
 Recorder *recorder_free(Recorder *r);
+
+/* Before recorder_start(): a pipe (opened O_NONBLOCK) or a socket output waits at most
+ * @timeout_usec for its reader; every byte written is taken from @budget (may be NULL;
+ * not owned: it must outlive the recorder). */
+void recorder_set_output_limits(Recorder *r, uint64_t timeout_usec, TraceBudget *budget);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Recorder *, recorder_free);
 
 /* Writes the trace's opening packets, switches tracing on and starts the thread. */

@@ -59,6 +59,10 @@ typedef struct SessionConfig {
         bool compress;                 /* compression_type DEFLATE: bundles as compressed_packets */
         uint8_t *trace_config;         /* the packed TraceConfig, echoed into the trace */
         size_t trace_config_len;
+        /* Kernel addresses as the kernel wrote them: for root and holders of
+         * org.tracebus.manage. Otherwise a keyed hash, as kptr_restrict would. */
+        bool kernel_pointers_raw;
+        uint32_t max_process_entries;  /* tracebusd.conf's MaxProcessEntries; 0: process-scan.h's default */
 } SessionConfig;
 
 void session_config_done(SessionConfig *c);

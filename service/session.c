@@ -23,6 +23,8 @@ static const char *const session_end_reason_table[_SESSION_END_REASON_MAX] = {
         [SESSION_END_CLIENT_VANISHED] = "client-vanished",
         [SESSION_END_OUTPUT_ERROR] = "output-error",
         [SESSION_END_SERVICE_SHUTDOWN] = "service-shutdown",
+        [SESSION_END_QUOTA] = "quota",
+        [SESSION_END_OUTPUT_STALLED] = "output-stalled",
 };
 
 const char *session_state_to_string(SessionState s) {
@@ -59,6 +61,10 @@ static SessionEndReason reason_for_recorder_end(Session *s, RecorderEnd end) {
         case RECORDER_END_OUTPUT_ERROR:
         case RECORDER_END_READ_ERROR:
                 return SESSION_END_OUTPUT_ERROR;
+        case RECORDER_END_QUOTA:
+                return SESSION_END_QUOTA;
+        case RECORDER_END_OUTPUT_STALLED:
+                return SESSION_END_OUTPUT_STALLED;
         case RECORDER_END_STOPPED:
         default:
                 return s->end_reason;
@@ -84,7 +90,7 @@ static int on_recorder_done(sd_event_source *source, int fd, uint32_t revents, v
         s->progress_source = sd_event_source_disable_unref(s->progress_source);
         s->state = SESSION_ENDED;
 
-        if (s->end_error < 0 && s->end_error != -EFBIG)
+        if (s->end_error < 0 && s->end_error != -EFBIG && s->end_error != -EDQUOT)
                 log_warning_errno(s->end_error, "Session %" PRIu64 " ended early, the output failed: %m", s->id);
         log_info("Session %" PRIu64 " of UID %u ended (%s): %" PRIu64 " events, %" PRIu64 " bytes, %" PRIu64 " lost.",
                  s->id, (unsigned) s->owner_uid, session_end_reason_to_string(s->end_reason),
@@ -156,9 +162,9 @@ static int session_setup_instance(Session *s) {
         return 0;
 }
 
-int session_new(sd_event *event, uint64_t id, uid_t owner_uid, SessionConfig *config, int output_fd,
-                const char *output_path, Session **ret) {
-        _cleanup_close_ int fd = output_fd;
+int session_new(sd_event *event, uint64_t id, uid_t owner_uid, SessionConfig *config, SessionOutput *output,
+                Session **ret) {
+        _cleanup_close_ int fd = TAKE_FD(output->fd);
         Session *s;
         int r;
 
@@ -175,7 +181,8 @@ int session_new(sd_event *event, uint64_t id, uid_t owner_uid, SessionConfig *co
         s->state = SESSION_STARTING;
         s->config = *config;
         *config = (SessionConfig) {};
-        if (output_path && !(s->output_path = strdup(output_path))) {
+        s->output_budget = output->budget;
+        if (output->path && !(s->output_path = strdup(output->path))) {
                 session_free(s);
                 return -ENOMEM;
         }
@@ -183,6 +190,8 @@ int session_new(sd_event *event, uint64_t id, uid_t owner_uid, SessionConfig *co
         r = session_setup_instance(s);
         if (r >= 0)
                 r = recorder_new(&s->config, s->instance, TAKE_FD(fd), &s->recorder);
+        if (r >= 0)
+                recorder_set_output_limits(s->recorder, output->timeout_usec, output->budget);
         if (r >= 0)
                 r = session_add_event_sources(s);
         if (r >= 0) {

@@ -29,6 +29,8 @@ typedef enum SessionEndReason {
         SESSION_END_CLIENT_VANISHED,
         SESSION_END_OUTPUT_ERROR,
         SESSION_END_SERVICE_SHUTDOWN,
+        SESSION_END_QUOTA,
+        SESSION_END_OUTPUT_STALLED,
         _SESSION_END_REASON_MAX,
         _SESSION_END_REASON_INVALID = -EINVAL,
 } SessionEndReason;
@@ -67,6 +69,9 @@ struct Session {
         uid_t owner_uid;
         SessionConfig config;
         char *output_path;           /* set when the service chose the file */
+        TraceBudget *output_budget;  /* as SessionOutput.budget */
+        dev_t output_dev;            /* the trace directory's file, left out of the quota's */
+        ino_t output_ino;            /* scans while it is written (counted as written) */
         uint64_t started_at_usec;    /* CLOCK_REALTIME */
 
         /* A detached session outlives its client. It has a key when Detach or DetachKey
@@ -92,11 +97,20 @@ struct Session {
 /* Session ids (manager_new_session_id()) are at most this: 48 random bits. */
 #define SESSION_ID_MASK ((UINT64_C(1) << 48) - 1)
 
+/* Where a session writes. */
+typedef struct SessionOutput {
+        int fd;                      /* taken over by session_new(), also on failure */
+        const char *path;            /* set when the service chose the file */
+        uint64_t timeout_usec;       /* pipes and sockets: the write deadline */
+        TraceBudget *budget;         /* the owner's trace-directory quota; NULL for a caller's fd.
+                                      * Not owned: it must outlive the session's recorder. */
+} SessionOutput;
+
 /* Creates session @id's tracefs instance, enables its events and starts recording into
- * @output_fd (taken over, also on failure). Its timers and the recorder's end are
- * watched on @event. It reports nothing until its owner has set its callbacks. */
-int session_new(sd_event *event, uint64_t id, uid_t owner_uid, SessionConfig *config, int output_fd,
-                const char *output_path, Session **ret);
+ * @output. Its timers and the recorder's end are watched on @event. It reports nothing
+ * until its owner has set its callbacks. */
+int session_new(sd_event *event, uint64_t id, uid_t owner_uid, SessionConfig *config, SessionOutput *output,
+                Session **ret);
 
 /* Frees an ended session (or one that failed to start). */
 Session *session_free(Session *s);

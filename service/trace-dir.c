@@ -2,6 +2,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -30,13 +32,32 @@ static int open_private_dir(int parent_fd, const char *name, uid_t owner, mode_t
         return TAKE_FD(fd);
 }
 
-/* Sums the sizes of the regular files in the directory: the UID's use of its quota. */
-static int dir_usage(int dir_fd, uint64_t *ret) {
+static bool skipped(const struct stat *st, const TraceDirFileId *skip, size_t n_skip) {
+        for (size_t i = 0; i < n_skip; i++)
+                if (skip[i].dev == st->st_dev && skip[i].ino == st->st_ino)
+                        return true;
+        return false;
+}
+
+/* Why an entry cannot be counted (see trace_dir_usage()), or 0. */
+static int entry_refusal(const struct stat *st) {
+        if (S_ISLNK(st->st_mode))
+                return -ELOOP;
+        if (!S_ISREG(st->st_mode))
+                return -ENOTDIR;
+        if (st->st_nlink > 1)
+                return -EMLINK;
+        return 0;
+}
+
+int trace_dir_usage(int dir_fd, const TraceDirFileId *skip, size_t n_skip, uint64_t *ret_usage, char **ret_refused) {
         _cleanup_(closedirp) DIR *d = NULL;
         uint64_t total = 0;
+        unsigned n = 0;
         int fd;
 
-        fd = dup(dir_fd);
+        *ret_refused = NULL;
+        fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 3);
         if (fd < 0)
                 return -errno;
         d = fdopendir(fd);
@@ -45,17 +66,32 @@ static int dir_usage(int dir_fd, uint64_t *ret) {
                 return -errno;
         }
         rewinddir(d);
-        for (struct dirent *de; (de = readdir(d));) {
+        for (struct dirent *de; (errno = 0, de = readdir(d));) {
                 struct stat st;
+                int r;
 
-                if (fstatat(dir_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                         continue;
-                /* Hard links to files elsewhere would count twice if we followed nlink; we count
-                 * what this directory holds, which is what the user can delete to make room. */
-                if (S_ISREG(st.st_mode))
-                        total += (uint64_t) st.st_blocks * 512;
+                if (++n > TRACE_DIR_MAX_ENTRIES)
+                        return -E2BIG;
+                if (fstatat(dir_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                        if (errno == ENOENT)    /* deleted meanwhile */
+                                continue;
+                        return -errno;
+                }
+                r = entry_refusal(&st);
+                if (r < 0) {
+                        *ret_refused = strdup(de->d_name);
+                        return *ret_refused ? r : -ENOMEM;
+                }
+                /* What a file holds on disk, or its size if more: a sparse file counts
+                 * as written. */
+                if (!skipped(&st, skip, n_skip))
+                        total += MAX((uint64_t) st.st_size, (uint64_t) st.st_blocks * 512);
         }
-        *ret = total;
+        if (errno > 0)
+                return -errno;
+        *ret_usage = total;
         return 0;
 }
 
@@ -82,17 +118,11 @@ static int create_unique_file(int dir_fd, const char *hint, char *name, size_t n
         return -EEXIST;
 }
 
-int trace_dir_create_file(const char *state_dir, uid_t uid, const char *name_hint,
-                          uint64_t quota_bytes, char **ret_path, int *ret_fd, uint64_t *ret_remaining) {
-        _cleanup_close_ int state_fd = -EBADF, traces_fd = -EBADF, user_fd = -EBADF, fd = -EBADF;
-        char uid_name[16], name[256];
-        uint64_t used = 0;
-        char *path;
-        int r;
+int trace_dir_open_user(const char *state_dir, uid_t uid) {
+        _cleanup_close_ int state_fd = -EBADF, traces_fd = -EBADF;
+        char uid_name[16];
 
         assert(state_dir);
-        assert(ret_path);
-        assert(ret_fd);
 
         if (mkdir(state_dir, 0711) < 0 && errno != EEXIST)
                 return -errno;
@@ -102,34 +132,34 @@ int trace_dir_create_file(const char *state_dir, uid_t uid, const char *name_hin
         traces_fd = open_private_dir(state_fd, "traces", 0, 0711);
         if (traces_fd < 0)
                 return traces_fd;
-
         snprintf(uid_name, sizeof(uid_name), "%u", (unsigned) uid);
-        user_fd = open_private_dir(traces_fd, uid_name, uid, 0700);
-        if (user_fd < 0)
-                return user_fd;
+        return open_private_dir(traces_fd, uid_name, uid, 0700);
+}
 
-        r = dir_usage(user_fd, &used);
-        if (r < 0)
-                return r;
-        if (quota_bytes > 0 && used >= quota_bytes)
-                return -EDQUOT;
+int trace_dir_create_file(int dir_fd, const char *state_dir, uid_t uid, const char *name_hint,
+                          char **ret_path, TraceDirFileId *ret_id) {
+        _cleanup_close_ int fd = -EBADF;
+        char name[256];
+        struct stat st;
+        char *path;
+        int r;
 
-        fd = create_unique_file(user_fd, name_hint, name, sizeof(name));
+        assert(ret_path);
+        assert(ret_id);
+
+        fd = create_unique_file(dir_fd, name_hint, name, sizeof(name));
         if (fd < 0)
                 return fd;
-        if (fchown(fd, uid, (gid_t) -1) < 0) {
+        if (fchown(fd, uid, (gid_t) -1) < 0 || fstat(fd, &st) < 0) {
                 r = -errno;
-                (void) unlinkat(user_fd, name, 0);
+                (void) unlinkat(dir_fd, name, 0);
                 return r;
         }
-
-        if (asprintf(&path, "%s/traces/%s/%s", state_dir, uid_name, name) < 0) {
-                (void) unlinkat(user_fd, name, 0);
+        if (asprintf(&path, "%s/traces/%u/%s", state_dir, (unsigned) uid, name) < 0) {
+                (void) unlinkat(dir_fd, name, 0);
                 return -ENOMEM;
         }
         *ret_path = path;
-        *ret_fd = TAKE_FD(fd);
-        if (ret_remaining)
-                *ret_remaining = quota_bytes > 0 ? quota_bytes - used : 0;
-        return 0;
+        *ret_id = (TraceDirFileId) { st.st_dev, st.st_ino };
+        return TAKE_FD(fd);
 }

@@ -417,6 +417,12 @@ static bool prepare_tmpdir(TbSystemBus *bus, GError **error) {
         }
         bus->state_dir = g_build_filename(bus->tmpdir, "state", NULL);
         bus->log_dir = g_build_filename(bus->tmpdir, "logs", NULL);
+        if (g_getenv(TB_TEST_TRACEBUSD_CONF)) {
+                g_autofree char *p = g_build_filename(bus->tmpdir, "config", "tracebusd.conf", NULL);
+                if (!g_file_set_contents_full(p, g_getenv(TB_TEST_TRACEBUSD_CONF), -1, G_FILE_SET_CONTENTS_NONE,
+                                              0644, error))
+                        return false;
+        }
 
         parts = g_strsplit(bus_config_template, "@T@", -1);
         config = g_strjoinv(bus->tmpdir, parts);

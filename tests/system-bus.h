@@ -37,6 +37,10 @@
  * being idle unless TRACEBUS_IDLE_TIMEOUT_SEC is set in the test's environment
  * before tb_system_bus_start().
  */
+/* A test that sets this environment variable to the text of a tracebusd.conf, before
+ * tb_test_run(), gets it as TMP/config/tracebusd.conf. */
+#define TB_TEST_TRACEBUSD_CONF "TB_TEST_TRACEBUSD_CONF"
+
 typedef enum {
         TB_START_SERVICE = 1 << 0,     /* also start tracebusd and wait for its name */
         /* Install services/org.tracebus.Tracebus1.service, so that the bus activates

@@ -663,14 +663,14 @@ static G_NORETURN void client_child(const ClientSpec *spec, const TbUser *user, 
 /* Client: the test side                                                  */
 /* ===================================================================== */
 
-void client_spawn(const ClientSpec *spec, Client *ret) {
+void client_spawn_func(const char *user_name, TbClientChildFunc func, const void *data, Client *ret) {
         g_auto(TbUser) user = { 0 };
         g_autoptr(GError) error = NULL;
-        bool as_root = g_str_equal(spec->user, "root");
+        bool as_root = g_str_equal(user_name, "root");
         int rep[2], ctl[2];
 
         if (!as_root) {
-                g_assert_true(tb_user_lookup(spec->user, &user, &error));
+                g_assert_true(tb_user_lookup(user_name, &user, &error));
                 g_assert_no_error(error);
         }
         g_assert_cmpint(pipe2(rep, O_CLOEXEC), ==, 0);
@@ -682,13 +682,21 @@ void client_spawn(const ClientSpec *spec, Client *ret) {
                 close(rep[0]);
                 close(ctl[1]);
                 (void) signal(SIGPIPE, SIG_IGN);
-                client_child(spec, as_root ? NULL : &user, rep[1], ctl[0]);
+                func(as_root ? NULL : &user, rep[1], ctl[0], data);
         }
         close(rep[1]);
         close(ctl[0]);
         ret->report_fd = rep[0];
         ret->ctl_fd = ctl[1];
         ret->queued = g_ptr_array_new_with_free_func(g_free);
+}
+
+static G_NORETURN void spec_child(const TbUser *user, int report_fd, int ctl_fd, const void *data) {
+        client_child(data, user, report_fd, ctl_fd);
+}
+
+void client_spawn(const ClientSpec *spec, Client *ret) {
+        client_spawn_func(spec->user, spec_child, spec, ret);
 }
 
 static char *line_payload(const char *line) {

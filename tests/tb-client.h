@@ -101,6 +101,12 @@ typedef struct {
  * when the ctl pipe closes (client_finish()).
  */
 void client_spawn(const ClientSpec *spec, Client *ret);
+/* A child of one's own behind the same pipes: @func runs in the forked child, still
+ * root, with @user's credentials (NULL for "root") to take with tb_user_become();
+ * it writes report lines to @report_fd for client_expect(), reads @ctl_fd, and never
+ * returns. */
+typedef G_NORETURN void (*TbClientChildFunc)(const TbUser *user, int report_fd, int ctl_fd, const void *data);
+void client_spawn_func(const char *user, TbClientChildFunc func, const void *data, Client *ret);
 /* The next report line of the given kind ('N', 'O', 'S', 'X', ...), without
  * the kind letter and the one space after it (for 'S', 'V', 'X', 'P' lines the
  * payload starts with a tab). Lines of other kinds are kept for later calls.

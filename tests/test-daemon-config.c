@@ -97,6 +97,20 @@ static void test_idle_zero_and_infinity(void) {
         g_assert_cmpuint(c.idle_timeout_usec, ==, 500 * 1000);
 }
 
+/* OutputTimeoutSec=: 30 s by default, a time span or infinity, never 0. */
+static void test_output_timeout(void) {
+        DaemonConfig c;
+
+        daemon_config_init(&c);
+        g_assert_cmpuint(c.limits.output_timeout_usec, ==, 30ull * 1000 * 1000);
+        g_assert_cmpint(daemon_config_parse(&c, "[Limits]\nOutputTimeoutSec=1500ms\n", "t"), ==, 0);
+        g_assert_cmpuint(c.limits.output_timeout_usec, ==, 1500ull * 1000);
+        g_assert_cmpint(daemon_config_parse(&c, "[Limits]\nOutputTimeoutSec=0\n", "t"), ==, 1);
+        g_assert_cmpuint(c.limits.output_timeout_usec, ==, 1500ull * 1000);
+        g_assert_cmpint(daemon_config_parse(&c, "[Limits]\nOutputTimeoutSec=infinity\n", "t"), ==, 0);
+        g_assert_cmpuint(c.limits.output_timeout_usec, ==, UINT64_MAX);
+}
+
 static void test_parse_size(void) {
         uint64_t n;
 
@@ -186,6 +200,65 @@ static void test_load_missing_dir(void) {
         g_assert_cmpuint(c.idle_timeout_usec, ==, d.idle_timeout_usec);
 }
 
+/* The [Limits] keys of the fair limits (issue 20): pending calls, descriptors, buffers. */
+static void test_fair_limit_keys(void) {
+        DaemonConfig c;
+
+        daemon_config_init(&c);
+        g_assert_cmpuint(c.limits.max_pending, ==, 96);
+        g_assert_cmpuint(c.limits.max_pending_per_uid, ==, 8);
+        g_assert_cmpuint(c.limits.max_files_per_uid, ==, 16384);
+        g_assert_cmpuint(c.limits.max_buffer_memory_bytes, ==, 0);    /* 1/8 of MemTotal, at start */
+        g_assert_cmpint(daemon_config_check(&c), ==, 0);              /* the defaults are consistent */
+        g_assert_cmpint(daemon_config_parse(&c,
+                                            "[Limits]\n"
+                                            "MaxPending=40\n"
+                                            "MaxPendingPerUser=4\n"
+                                            "MaxFilesPerUser=500\n"
+                                            "MaxBufferMemory=2G\n"
+                                            "MaxPending=121\n"             /* above the bus's room */
+                                            "MaxPendingPerUser=0\n"
+                                            "MaxFilesPerUser=15\n"          /* below one session */
+                                            "MaxBufferMemory=0\n",
+                                            "t.conf"), ==, 4);
+        g_assert_cmpuint(c.limits.max_pending, ==, 40);
+        g_assert_cmpuint(c.limits.max_pending_per_uid, ==, 4);
+        g_assert_cmpuint(c.limits.max_files_per_uid, ==, 500);
+        g_assert_cmpuint(c.limits.max_buffer_memory_bytes, ==, 2ull << 30);
+        g_assert_cmpint(daemon_config_check(&c), ==, 0);
+        /* Empty: back to the default. */
+        g_assert_cmpint(daemon_config_parse(&c, "[Limits]\nMaxBufferMemory=\n", "t.conf"), ==, 0);
+        g_assert_cmpuint(c.limits.max_buffer_memory_bytes, ==, 0);
+}
+
+/* One user's share of the calls waiting for polkit is at most half of them all. */
+static void test_pending_share_checked(void) {
+        DaemonConfig c;
+
+        daemon_config_init(&c);
+        g_assert_cmpint(daemon_config_parse(&c, "[Limits]\nMaxPending=10\nMaxPendingPerUser=10\n", "t.conf"), ==, 0);
+        g_assert_cmpint(daemon_config_check(&c), ==, 1);
+        g_assert_cmpuint(c.limits.max_pending, ==, 10);
+        g_assert_cmpuint(c.limits.max_pending_per_uid, ==, 5);
+        /* One call in all: it is everybody's. */
+        g_assert_cmpint(daemon_config_parse(&c, "[Limits]\nMaxPending=1\nMaxPendingPerUser=1\n", "t.conf"), ==, 0);
+        g_assert_cmpint(daemon_config_check(&c), ==, 0);
+        g_assert_cmpuint(c.limits.max_pending_per_uid, ==, 1);
+}
+
+/* MaxProcessEntries: the default, a value in range, and values outside 64..4194304 ignored. */
+static void test_process_entries(void) {
+        DaemonConfig c;
+
+        daemon_config_init(&c);
+        g_assert_cmpuint(c.limits.max_process_entries, ==, DAEMON_DEFAULT_MAX_PROCESS_ENTRIES);
+        g_assert_cmpint(daemon_config_parse(&c, "[Limits]\nMaxProcessEntries=4096\n", "t.conf"), ==, 0);
+        g_assert_cmpuint(c.limits.max_process_entries, ==, 4096);
+        g_assert_cmpint(daemon_config_parse(&c, "[Limits]\nMaxProcessEntries=63\nMaxProcessEntries=4194305\n"
+                                                "MaxProcessEntries=1K\n", "t.conf"), ==, 3);
+        g_assert_cmpuint(c.limits.max_process_entries, ==, 4096);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/daemon-config/defaults", test_defaults);
@@ -197,5 +270,9 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/daemon-config/parse-timespan", test_parse_timespan);
         g_test_add_func("/daemon-config/load-dropins-in-order", test_load_dropins_in_order);
         g_test_add_func("/daemon-config/load-missing-dir", test_load_missing_dir);
+        g_test_add_func("/daemon-config/fair-limit-keys", test_fair_limit_keys);
+        g_test_add_func("/daemon-config/pending-share-checked", test_pending_share_checked);
+        g_test_add_func("/daemon-config/process-entries", test_process_entries);
+        g_test_add_func("/daemon-config/output-timeout", test_output_timeout);
         return g_test_run();
 }

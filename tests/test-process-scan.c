@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -216,11 +217,227 @@ static void test_gone_thread(void) {
         g_assert_cmpint(g_rmdir(instance), ==, 0);
 }
 
+/* Threads of this process, each parked until released, for the budget tests. */
+#define N_PARKED 3
+static pthread_t parked[N_PARKED];
+static pid_t parked_tid[N_PARKED];
+
+static void park_threads(void) {
+        for (int i = 0; i < N_PARKED; i++) {
+                parked[i] = start_named_thread();
+                parked_tid[i] = thread_tid;
+        }
+}
+
+static void release_threads(void) {
+        g_mutex_lock(&lock);
+        thread_release = TRUE;
+        g_cond_broadcast(&cond);
+        g_mutex_unlock(&lock);
+        for (int i = 0; i < N_PARKED; i++)
+                pthread_join(parked[i], NULL);
+}
+
+/* Within a budget of 2 threads: the least recently seen is forgotten, not the one seen
+ * again meanwhile, and described again (re-emitted) when it shows up again. */
+static void test_lru_redescribe(void) {
+        ProcessTreeBuilder *b = NULL;
+        pid_t a, c, d;
+
+        park_threads();
+        a = parked_tid[0], c = parked_tid[1], d = parked_tid[2];
+        g_assert_cmpint(process_tree_builder_new(&b), ==, 0);
+        process_tree_builder_set_limits(b, 2, PROCESS_TREE_WRITE);
+        g_assert_cmpint(process_tree_builder_add_thread(b, a), ==, 1);
+        g_assert_cmpint(process_tree_builder_add_thread(b, getpid()), ==, 1);
+        g_assert_cmpint(process_tree_builder_add_thread(b, a), ==, 0);      /* seen: a is now the newest */
+        g_assert_cmpuint(process_tree_builder_n_evicted(b), ==, 0);
+        process_tree_builder_reset(b);
+
+        g_assert_cmpint(process_tree_builder_add_thread(b, c), ==, 1);      /* evicts the main thread */
+        g_assert_cmpuint(process_tree_builder_n_evicted(b), ==, 1);
+        g_assert_cmpint(process_tree_builder_add_thread(b, a), ==, 0);
+        g_assert_cmpint(process_tree_builder_add_thread(b, d), ==, 1);      /* evicts c */
+        process_tree_builder_reset(b);
+
+        /* Seen again after its eviction: described again, with its process known still. */
+        g_assert_cmpint(process_tree_builder_add_thread(b, getpid()), ==, 1);
+        g_assert_nonnull(find_thread(process_tree_builder_tree(b), getpid()));
+        g_assert_cmpuint(process_tree_builder_tree(b)->n_processes, ==, 0);
+        g_assert_cmpint(process_tree_builder_add_thread(b, c), ==, 1);
+        g_assert_cmpint(find_thread(process_tree_builder_tree(b), c)->tgid, ==, getpid());
+        g_assert_cmpuint(process_tree_builder_n_evicted(b), ==, 4);
+
+        process_tree_builder_free(b);
+        release_threads();
+}
+
+typedef struct KeptTrees {
+        GArray *tids;             /* of the threads written, in order */
+        GArray *timestamps;       /* of each tree */
+        guint n_processes;
+} KeptTrees;
+
+static int collect_kept(const Tracebus__ProcessTree *tree, void *userdata) {
+        KeptTrees *k = userdata;
+
+        g_array_append_val(k->timestamps, tree->collection_end_timestamp);
+        for (size_t i = 0; i < tree->n_threads; i++)
+                g_array_append_val(k->tids, tree->threads[i]->tid);
+        k->n_processes += tree->n_processes;
+        return 0;
+}
+
+/* @b's kept descriptions, as process_tree_builder_write_kept() writes them. */
+static KeptTrees write_kept(ProcessTreeBuilder *b) {
+        KeptTrees k = { g_array_new(FALSE, FALSE, sizeof(pid_t)), g_array_new(FALSE, FALSE, sizeof(uint64_t)), 0 };
+
+        g_assert_cmpint(process_tree_builder_write_kept(b, collect_kept, &k), ==, 0);
+        return k;
+}
+
+static void kept_trees_done(KeptTrees *k) {
+        g_array_unref(k->tids);
+        g_array_unref(k->timestamps);
+}
+
+/* A ring trace keeps its descriptions for the end: the latest within the budget, each
+ * at its collection time, oldest first. */
+static void test_keep_latest(void) {
+        ProcessTreeBuilder *b = NULL;
+        KeptTrees k;
+
+        park_threads();
+        g_assert_cmpint(process_tree_builder_new(&b), ==, 0);
+        process_tree_builder_set_limits(b, 2, PROCESS_TREE_KEEP_LATEST);
+        for (int i = 0; i < N_PARKED; i++) {
+                g_assert_cmpint(process_tree_builder_add_thread(b, parked_tid[i]), ==, 1);
+                process_tree_builder_keep(b, 1000 + (uint64_t) i);
+                g_assert_cmpuint(process_tree_builder_n_entries(b), ==, 0);
+        }
+        k = write_kept(b);
+        g_assert_cmpuint(k.tids->len, ==, 2);
+        g_assert_cmpint(g_array_index(k.tids, pid_t, 0), ==, parked_tid[1]);
+        g_assert_cmpint(g_array_index(k.tids, pid_t, 1), ==, parked_tid[2]);
+        g_assert_cmpuint(k.n_processes, ==, 1);
+        g_assert_cmpuint(k.timestamps->len, ==, 3);    /* the process at 1000, the threads at 1001, 1002 */
+        g_assert_cmpuint(g_array_index(k.timestamps, uint64_t, 0), ==, 1000);
+        g_assert_cmpuint(g_array_index(k.timestamps, uint64_t, 2), ==, 1002);
+        kept_trees_done(&k);
+
+        /* Renamed: the newer description replaces the kept one. */
+        g_assert_cmpint(process_tree_builder_redescribe_thread(b, parked_tid[2]), ==, 1);
+        process_tree_builder_keep(b, 2000);
+        k = write_kept(b);
+        g_assert_cmpuint(k.tids->len, ==, 2);
+        g_assert_cmpint(g_array_index(k.tids, pid_t, 1), ==, parked_tid[2]);
+        g_assert_cmpuint(g_array_index(k.timestamps, uint64_t, k.timestamps->len - 1), ==, 2000);
+        kept_trees_done(&k);
+
+        process_tree_builder_free(b);
+        release_threads();
+}
+
+/* A discard trace keeps the first ones: once full, a new thread is not described. */
+static void test_keep_first(void) {
+        ProcessTreeBuilder *b = NULL;
+        KeptTrees k;
+
+        park_threads();
+        g_assert_cmpint(process_tree_builder_new(&b), ==, 0);
+        process_tree_builder_set_limits(b, 2, PROCESS_TREE_KEEP_FIRST);
+        g_assert_cmpint(process_tree_builder_add_thread(b, parked_tid[0]), ==, 1);
+        g_assert_cmpint(process_tree_builder_add_thread(b, parked_tid[1]), ==, 1);
+        g_assert_cmpint(process_tree_builder_add_thread(b, parked_tid[2]), ==, 0);
+        process_tree_builder_keep(b, 1000);
+        k = write_kept(b);
+        g_assert_cmpuint(k.tids->len, ==, 2);
+        g_assert_cmpint(g_array_index(k.tids, pid_t, 0) + g_array_index(k.tids, pid_t, 1), ==,
+                        parked_tid[0] + parked_tid[1]);
+        g_assert_cmpuint(process_tree_builder_n_evicted(b), ==, 0);
+        kept_trees_done(&k);
+        process_tree_builder_free(b);
+        release_threads();
+}
+
+/* A child running /bin/sh with @argv, once it has exec'd (its cmdline is then no longer
+ * this process's), in a process group of its own that the caller kills. */
+static pid_t spawn_sh(char **argv) {
+        pid_t pid = fork();
+
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0) {
+                setpgid(0, 0);      /* its sleep is killed with it */
+                execv("/bin/sh", argv);
+                _exit(127);
+        }
+        for (int i = 0; i < 500; i++) {
+                g_autofree char *path = g_strdup_printf("/proc/%d/exe", (int) pid);
+                g_autofree char *exe = g_file_read_link(path, NULL);
+
+                if (exe && g_str_has_suffix(exe, "sh"))
+                        return pid;
+                g_usleep(10 * 1000);
+        }
+        g_assert_not_reached();
+}
+
+static const Tracebus__ProcessTree__Process *describe_child(ProcessTreeBuilder *b, pid_t pid) {
+        g_assert_cmpint(process_tree_builder_add_thread(b, pid), ==, 1);
+        return find_process(process_tree_builder_tree(b), pid);
+}
+
+/* A command line of 64 KiB: the process is described, with its first whole arguments
+ * that fit in 4 KiB; an argv[0] of 64 KiB alone is cut to its first 4 KiB. */
+static void test_long_cmdline(void) {
+        g_autofree char *arg = g_strnfill(1000, 'a'), *huge = g_strnfill(64 * 1024, 'x');
+        g_autoptr(GPtrArray) argv = g_ptr_array_new();
+        const Tracebus__ProcessTree__Process *p;
+        ProcessTreeBuilder *b = NULL;
+        size_t total = 0;
+        pid_t many, single;
+
+        g_ptr_array_add(argv, "/bin/sh");
+        g_ptr_array_add(argv, "-c");
+        g_ptr_array_add(argv, "sleep 30; :");
+        for (int i = 0; i < 64; i++)
+                g_ptr_array_add(argv, arg);
+        g_ptr_array_add(argv, NULL);
+        many = spawn_sh((char **) argv->pdata);
+        single = spawn_sh((char *[]) { huge, "-c", "sleep 30; :", NULL });
+
+        g_assert_cmpint(process_tree_builder_new(&b), ==, 0);
+        p = describe_child(b, many);
+        g_assert_nonnull(p);
+        g_assert_cmpuint(p->n_cmdline, ==, 3 + 4);   /* 23 + 4 * 1001 bytes fit in 4096, a 5th does not */
+        g_assert_cmpstr(p->cmdline[0], ==, "/bin/sh");
+        g_assert_cmpstr(p->cmdline[6], ==, arg);
+        for (size_t i = 0; i < p->n_cmdline; i++)
+                total += strlen(p->cmdline[i]) + 1;
+        g_assert_cmpuint(total, <=, 4096);
+
+        p = describe_child(b, single);
+        g_assert_nonnull(p);
+        g_assert_cmpuint(p->n_cmdline, ==, 1);
+        g_assert_cmpuint(strlen(p->cmdline[0]), ==, 4096);
+        g_assert_false(p->cmdline_is_comm);
+
+        process_tree_builder_free(b);
+        for (pid_t pid, *k = (pid_t[]) { many, single, 0 }; (pid = *k); k++) {
+                kill(-pid, SIGKILL);
+                waitpid(pid, NULL, 0);
+        }
+}
+
 int main(int argc, char **argv) {
         argv0 = argv[0];
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/process-scan/all", test_scan_all);
         g_test_add_func("/process-scan/thread", test_add_thread);
         g_test_add_func("/process-scan/gone-thread", test_gone_thread);
+        g_test_add_func("/process-scan/lru-redescribe", test_lru_redescribe);
+        g_test_add_func("/process-scan/keep-latest", test_keep_latest);
+        g_test_add_func("/process-scan/keep-first", test_keep_first);
+        g_test_add_func("/process-scan/long-cmdline", test_long_cmdline);
         return g_test_run();
 }

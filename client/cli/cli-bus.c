@@ -73,23 +73,16 @@ static const struct {
         { SD_BUS_ERROR_UNKNOWN_METHOD,                    "the tracebus service does not know this request (too old?)" },
         { SD_BUS_ERROR_UNKNOWN_OBJECT,                    "there is no such tracing session" },
         { SD_BUS_ERROR_DISCONNECTED,                      "the connection to the system bus was lost" },
-        { TB_ERROR_INVALID_CONFIG,                        "the trace configuration is not valid" },
-        { TB_ERROR_UNKNOWN_EVENT,                         "this kernel offers no such trace event" },
-        { TB_ERROR_NO_SUCH_SESSION,                       "there is no such tracing session of yours" },
-        { TB_ERROR_TOO_MANY_SESSIONS,                     "too many tracing sessions are running" },
-        { TB_ERROR_KEY_IN_USE,                            "another of your sessions is detached under that key" },
-        { TB_ERROR_OUTPUT_ERROR,                          "the trace could not be written" },
-        { TB_ERROR_QUOTA_EXCEEDED,                        "your traces in the service's trace directory use up your quota" },
-        { TB_ERROR_TRACING_UNAVAILABLE,                   "kernel tracing (tracefs) is not available on this machine" },
-        { TB_ERROR_AUTHORIZATION_UNAVAILABLE,             "authorization could not be checked (polkit is not running)" },
         { SD_BUS_ERROR_INVALID_ARGS,                      "the request was refused as invalid" },
 };
 
+/* The client's own words for the bus's errors; the service's named errors have their
+ * sentences in libtracebus-bus, which the GTK app shows too. */
 static const char *explain(const char *name) {
         for (size_t i = 0; name && i < ELEMENTSOF(explanations); i++)
                 if (strcmp(explanations[i].name, name) == 0)
                         return explanations[i].text;
-        return NULL;
+        return tracebus_error_explain(name);
 }
 
 static const char *user_name(void) {

@@ -168,6 +168,13 @@ static int finish(Client *c, sd_bus_message *m, const char *reason) {
                 c->exit_code = EXIT_FAILURE;
         } else if (reason && strcmp(reason, "size-reached") == 0)
                 fprintf(stderr, "The trace reached its size limit.\n");
+        else if (reason && strcmp(reason, "quota") == 0) {
+                cli_log("your traces reached the service's quota; the trace is complete up to then.");
+                c->exit_code = EXIT_FAILURE;
+        } else if (reason && strcmp(reason, "output-stalled") == 0) {
+                cli_log("the output took nothing for too long (output stalled); the trace ends there.");
+                c->exit_code = EXIT_FAILURE;
+        }
         if (stop_stats_read(m, &st) >= 0)
                 print_stats(c, &st);
         return sd_event_exit(c->event, 0);

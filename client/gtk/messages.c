@@ -122,6 +122,8 @@ const char *tb_end_reason_to_string(const char *reason) {
                 { "client-vanished", N_("Stopped when its window closed") },
                 { "output-error", N_("Stopped: the trace could not be written") },
                 { "service-shutdown", N_("Stopped: the tracing service shut down") },
+                { "quota", N_("Stopped: your traces reached the service's quota") },
+                { "output-stalled", N_("Stopped: the output took nothing for too long") },
         };
         if (!reason || !*reason)
                 return _("Finished");

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -25,7 +26,8 @@ int loop_write(int fd, const void *buf, size_t len) {
         return 0;
 }
 
-int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len) {
+/* With @cut, a file longer than @max is read up to @max bytes; otherwise it is -EFBIG. */
+static int read_file_up_to(const char *path, size_t max, bool cut, char **ret, size_t *ret_len) {
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ char *buf = NULL;
         size_t size = 0, allocated = 4096;
@@ -42,8 +44,11 @@ int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len) {
                 ssize_t n;
 
                 if (size + 1 >= allocated) {
-                        if (allocated >= max + 1)
-                                return -EFBIG;
+                        if (allocated >= max + 1) {
+                                if (!cut)
+                                        return -EFBIG;
+                                break;
+                        }
                         char *p = realloc(buf, MIN(allocated * 2, max + 1));
                         if (!p)
                                 return -ENOMEM;
@@ -66,6 +71,14 @@ int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len) {
                 *ret_len = size;
         *ret = TAKE_PTR(buf);
         return 0;
+}
+
+int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len) {
+        return read_file_up_to(path, max, /* cut= */ false, ret, ret_len);
+}
+
+int read_file_head(const char *path, size_t max, char **ret, size_t *ret_len) {
+        return read_file_up_to(path, max, /* cut= */ true, ret, ret_len);
 }
 
 int write_string_file(const char *path, const char *value) {

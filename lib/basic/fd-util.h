@@ -9,6 +9,8 @@ int loop_write(int fd, const void *buf, size_t len);
 
 /* Reads a whole (small) file into a NUL-terminated malloc'd buffer; at most @max bytes. */
 int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len);
+/* The same, but a longer file gives its first @max bytes instead of -EFBIG. */
+int read_file_head(const char *path, size_t max, char **ret, size_t *ret_len);
 
 /* Writes @value to the file at @path, which must exist (sysfs/tracefs style). */
 int write_string_file(const char *path, const char *value);

@@ -63,6 +63,17 @@ int ftrace_parser_add_event(FtraceParser *p, const char *group, const char *text
 
 void ftrace_parser_get_stats(const FtraceParser *p, FtraceParserStats *ret);
 
+#define FTRACE_ADDRESS_KEY_SIZE 16
+
+/* From now on (for the events added before and after), kernel addresses are written as
+ * a keyed hash under @key (FTRACE_ADDRESS_KEY_SIZE random bytes, one key per trace), as
+ * kptr_restrict does for %p: the same address gives the same value within the trace,
+ * NULL stays 0, and no value is a kernel address (the top 16 bits are clear). Addresses
+ * are the fields whose type is a pointer, the unsigned long fields that the event's
+ * print fmt casts to a pointer, and a few fields named for code addresses (call_site,
+ * ip, parent_ip, caller_ip...: ftrace-event-info.c lists them). */
+int ftrace_parser_hash_addresses(FtraceParser *p, const uint8_t key[FTRACE_ADDRESS_KEY_SIZE]);
+
 /* The data length in the page's commit word (the bytes of records the page holds). */
 ssize_t ftrace_parser_page_data_size(const FtraceParser *p, const void *page, size_t size);
 /* Whether the header of @page has the missed-events flag, so that a reader can pack

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -50,8 +51,28 @@ typedef struct TraceWriterStats {
         uint64_t events_discarded;
 } TraceWriterStats;
 
+/* Bytes that several writers, each in its own thread, may write together: a UID's quota
+ * in the service's trace directory. A writer takes whole packets from it before writing
+ * them and gives back what it could not write, so @used never passes @limit. */
+typedef struct TraceBudget {
+        uint64_t limit;
+        _Atomic uint64_t used;
+} TraceBudget;
+
+/* How the output is written. A FILE blocks in write() as any file does; a PIPE (opened
+ * O_NONBLOCK) and a SOCKET (sendmsg(MSG_DONTWAIT)) are waited for with poll() at most
+ * timeout_usec without progress, after which the flush fails with -ETIMEDOUT. */
+typedef enum TraceWriterOutput {
+        TRACE_OUTPUT_FILE,
+        TRACE_OUTPUT_PIPE,
+        TRACE_OUTPUT_SOCKET,
+} TraceWriterOutput;
+
 typedef struct TraceWriter {
         int fd;                       /* not owned */
+        TraceWriterOutput output;
+        uint64_t timeout_usec;        /* PIPE, SOCKET: UINT64_MAX waits forever */
+        TraceBudget *budget;          /* not owned; NULL: none */
         TraceWriterMode mode;
         size_t capacity;              /* data bytes held in memory at most (RING, DISCARD) */
         uint64_t max_bytes;           /* the file's size limit, 0: none */
@@ -69,12 +90,16 @@ typedef struct TraceWriter {
         size_t deflated_allocated;
 
         bool sequence_started[_TRACE_SEQUENCE_MAX];
-        bool limit_reached;
+        int limit_error;              /* -EFBIG (max_bytes) or -EDQUOT (budget) once reached */
         TraceWriterStats stats;
 } TraceWriter;
 
 void trace_writer_init(TraceWriter *w, int fd, TraceWriterMode mode, size_t capacity, uint64_t max_bytes);
 void trace_writer_done(TraceWriter *w);
+/* A PIPE or SOCKET output (see TraceWriterOutput) with its write deadline. */
+void trace_writer_set_output(TraceWriter *w, TraceWriterOutput output, uint64_t timeout_usec);
+/* Every byte written from now on is taken from @budget (shared, not owned). */
+void trace_writer_set_budget(TraceWriter *w, TraceBudget *budget);
 
 /* Sets the trusted sequence id on @packet (and the first-packet flags on the first packet
  * of that sequence, which then always goes into the metadata), packs and keeps it. */
@@ -93,7 +118,9 @@ int trace_writer_append_ftrace_bundle_deflated(TraceWriter *w, const uint8_t *bu
                                                const DeflateSpan *coded, size_t n_coded, size_t n_events);
 
 /* Writes the metadata, then the data, oldest first. With max_bytes set, writes whole
- * packets up to the limit and returns -EFBIG once the next one would not fit. */
+ * packets up to the limit and returns -EFBIG once the next one would not fit; with a
+ * budget, the same with -EDQUOT once the budget is spent. Either way the output ends at
+ * a packet boundary. -ETIMEDOUT: a PIPE or SOCKET output took nothing for timeout_usec. */
 int trace_writer_flush(TraceWriter *w);
 
 /* Bytes kept in memory, not written yet. */

@@ -176,6 +176,18 @@ check "the instance a live host process owns survived the service's start" test 
 check "the unowned instance was removed" test ! -e "$I/tracebus-$dummy_dead-1"
 kill "$holder"; wait "$holder" 2>/dev/null || true; holder=
 rmdir "$I/tracebus-$dummy_live-1" 2>/dev/null || true   # gone already if the check failed
+# "soft/hard" of a process's open files.
+nofile_of() { awk '/^Max open files/ { print $4 "/" $5 }' /proc/"$1"/limits; }
+# systemd applies LimitNOFILE= up to the hard limit its own PID 1 has (nspawn's).
+pid1_hard=$(nofile_of "$(leader)" | cut -d/ -f2)
+nofile=$(( pid1_hard < 65536 ? pid1_hard : 65536 ))
+budget=$((nofile - 256)); per_user=$(( budget / 2 < 16384 ? budget / 2 : 16384 ))
+note "LimitNOFILE: the container's PID 1 may give $pid1_hard, so the service gets $nofile"
+check "LimitNOFILE=65536 in the unit, soft and hard" test "$(svc LimitNOFILE)/$(svc LimitNOFILESoft)" = 65536/65536
+check "the service runs with it, soft as hard ($nofile)" test "$(nofile_of "$(service_host_pid)")" = "$nofile/$nofile"
+check "the service fits its descriptor budget in it: $budget, $per_user per user" \
+        grep -q "Resources: $budget descriptors for sessions and calls, $per_user per user" \
+        <(tbx journalctl -u tracebusd -b --no-pager)
 
 # --- security and unit checks -------------------------------------------------------
 score=$(tbx systemd-analyze security tracebusd.service --no-pager | sed -n 's/.*Overall exposure level for tracebusd.service: \([0-9.]*\).*/\1/p')

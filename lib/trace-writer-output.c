@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "macro.h"
+#include "trace-writer-local.h"
+
+void trace_writer_set_output(TraceWriter *w, TraceWriterOutput output, uint64_t timeout_usec) {
+        w->output = output;
+        w->timeout_usec = timeout_usec;
+}
+
+static uint64_t monotonic_usec(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000ull + (uint64_t) ts.tv_nsec / 1000ull;
+}
+
+/* Waits until the output takes bytes again, at most w->timeout_usec: a reader that
+ * stopped reading must not hold the recorder (and with it Stop and shutdown) forever. */
+static int wait_writable(TraceWriter *w) {
+        uint64_t deadline = w->timeout_usec == UINT64_MAX ? UINT64_MAX : monotonic_usec() + w->timeout_usec;
+
+        for (;;) {
+                struct pollfd p = { .fd = w->fd, .events = POLLOUT };
+                uint64_t now = monotonic_usec();
+                int timeout_ms = -1, k;
+
+                if (deadline != UINT64_MAX) {
+                        if (now >= deadline)
+                                return -ETIMEDOUT;
+                        timeout_ms = (int) MIN((deadline - now + 999) / 1000, (uint64_t) INT32_MAX);
+                }
+                k = poll(&p, 1, timeout_ms);
+                if (k < 0 && errno != EINTR)
+                        return -errno;
+                /* POLLERR and POLLHUP too: the next write says what went wrong. */
+                if (k > 0)
+                        return 0;
+        }
+}
+
+static ssize_t output_writev(TraceWriter *w, struct iovec *iov, int n) {
+        if (w->output == TRACE_OUTPUT_SOCKET) {
+                /* MSG_NOSIGNAL: a reader that went away is an error, not a signal. */
+                struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t) n };
+                return sendmsg(w->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+        }
+        return writev(w->fd, iov, n);
+}
+
+int trace_writer_output_writev(TraceWriter *w, struct iovec *iov, int n, uint64_t *written) {
+        while (n > 0) {
+                ssize_t k = output_writev(w, iov, n);
+
+                if (k < 0) {
+                        int r;
+
+                        if (errno == EINTR)
+                                continue;
+                        if (errno != EAGAIN || w->output == TRACE_OUTPUT_FILE)
+                                return -errno;
+                        r = wait_writable(w);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                if (k == 0)
+                        return -EIO;
+                *written += (uint64_t) k;
+                while (n > 0 && (size_t) k >= iov->iov_len) {
+                        k -= (ssize_t) iov->iov_len;
+                        iov++;
+                        n--;
+                }
+                if (n > 0) {
+                        iov->iov_base = (uint8_t *) iov->iov_base + k;
+                        iov->iov_len -= (size_t) k;
+                }
+        }
+        return 0;
+}

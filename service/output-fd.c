@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fd-util.h"
+#include "macro.h"
+#include "output-fd.h"
+
+/* A stream socket (AF_UNIX: only there is the peer's UID known) whose peer is @caller_uid. */
+static int check_socket(int fd, uid_t caller_uid, const char **ret_why) {
+        struct ucred peer = {};
+        socklen_t len = sizeof(int);
+        int type = 0, domain = 0;
+
+        if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0)
+                return -errno;
+        len = sizeof(int);
+        if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) < 0)
+                return -errno;
+        if (type != SOCK_STREAM || domain != AF_UNIX) {
+                *ret_why = "The Output socket is not a Unix stream socket; pass a file, a pipe or a stream socket.";
+                return -EPERM;
+        }
+        len = sizeof(peer);
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &len) < 0)
+                return -errno;
+        /* Unconnected, the peer is UID -1: refused as well. */
+        if (peer.uid != caller_uid) {
+                *ret_why = "The Output socket's peer runs as another user; the service writes only into "
+                           "sockets whose peer is you.";
+                return -EPERM;
+        }
+        return 0;
+}
+
+/* A new non-blocking open file description of the pipe @fd. */
+static int reopen_pipe_nonblocking(int fd, const char **ret_why) {
+        char path[64];
+        int copy;
+
+        snprintf(path, sizeof(path), "/proc/self/fd/%i", fd);
+        copy = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        if (copy < 0 && errno == ENXIO)
+                *ret_why = "Nobody reads the Output pipe.";
+        return copy < 0 ? -errno : copy;
+}
+
+int output_fd_take(int fd, uid_t caller_uid, int *ret_fd, const char **ret_why) {
+        struct stat st;
+        int flags, copy, r;
+
+        assert(ret_fd);
+        assert(ret_why);
+
+        flags = fcntl(fd, F_GETFL);
+        if (flags < 0 || fstat(fd, &st) < 0)
+                return -errno;
+        if ((flags & O_ACCMODE) != O_WRONLY && (flags & O_ACCMODE) != O_RDWR) {
+                *ret_why = "The Output file descriptor is not open for writing.";
+                return -EBADF;
+        }
+        if (S_ISFIFO(st.st_mode))
+                copy = reopen_pipe_nonblocking(fd, ret_why);
+        else if (S_ISSOCK(st.st_mode) || S_ISREG(st.st_mode)) {
+                r = S_ISSOCK(st.st_mode) ? check_socket(fd, caller_uid, ret_why) : 0;
+                if (r < 0)
+                        return r;
+                copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+                if (copy < 0)
+                        return -errno;
+        } else {
+                *ret_why = "The Output file descriptor must be a regular file, a pipe or a socket.";
+                return -EMEDIUMTYPE;
+        }
+        if (copy < 0)
+                return copy;
+        *ret_fd = copy;
+        return 0;
+}
