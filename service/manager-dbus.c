@@ -91,6 +91,14 @@ static int start_error(Manager *m, int r, const StartResult *res, sd_bus_error *
         }
 }
 
+/* An event the index still had, gone from tracefs (a probe removed a moment ago), is
+ * UnknownEvent, as if the index had been read after; any other failure start_error(). */
+static int start_failed(Manager *m, sd_bus_message *message, int r, const StartResult *res, sd_bus_error *error) {
+        if (r == -ENOENT && res->failure == START_FAILURE_TRACING && start_recheck_events(message, m, error) < 0)
+                return r;
+        return start_error(m, r, res, error);
+}
+
 /* The session (or the refusal) of a start, which may come from the worker. */
 static void on_session_started(Manager *m, int r, const StartResult *res, void *userdata) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *message = userdata;
@@ -107,12 +115,8 @@ static void on_session_started(Manager *m, int r, const StartResult *res, void *
                         (void) session_stop(s, SESSION_END_CLIENT_VANISHED);
                         r = sd_bus_error_set_errnof(&error, r, "Failed to track the caller: %m");
                 }
-        } else if (r == -ENOENT && res->failure == START_FAILURE_TRACING &&
-                   start_recheck_events(message, m, &error) < 0) {
-                /* An event the index still had, gone from tracefs (a probe removed a moment
-                 * ago): UnknownEvent, as if the index had been read after. */
         } else if (r < 0)
-                r = start_error(m, r, res, &error);
+                r = start_failed(m, message, r, res, &error);
         if (r >= 0)
                 r = reply_with_session(message, s);
         if (r < 0 && sd_bus_error_is_set(&error))
