@@ -323,16 +323,24 @@ static gpointer flood_thread(gpointer ud) {
         return NULL;
 }
 
+/* The flood keeps 50 calls queued at tracebusd, which the probe waits behind (each
+ * a little work of the service, none of the floor's): measured p90 x19 and worst
+ * x14 in a plain build, up to twice that with sanitizers. A loop blocked 100 ms on
+ * each IsDetached (a quarter of the flood) makes every probe wait a second or more,
+ * x1000 and up against a floor of about 1 ms; a single stall of seconds is as far
+ * above the floor's worst. */
+#define FLOOD_LATENCY ((TbLatencyBounds) { .percentile = 100.0, .worst = 150.0 })
+
 /* A flood of calls from one client while another user records: the
- * recording goes on, its file is complete, and a third connection's call is
- * answered within 100 ms throughout. */
+ * recording goes on, its file is complete, and a third connection's calls are
+ * answered in time throughout: compared with the bus driver's, as FLOOD_LATENCY says. */
 static void case_flood_while_recording(void) {
         g_autofree char *out_path = NULL, *path = NULL, *stats = NULL, *err = NULL;
         int fd = open_output("flood.pftrace", &out_path);
         ClientSpec holder = { .user = "tbuser", .op = OP_START, .events = sched_events, .duration_ms = 60000,
                               .output_fd = fd, .hold = true };
         g_auto(TbTraceSummary) s = { 0 };
-        gint64 worst = 0;
+        g_auto(TbLatency) latency = { 0 };
         Client c;
 
         g_assert_cmpint(chown(out_path, 0, 0), ==, 0);
@@ -348,12 +356,9 @@ static void case_flood_while_recording(void) {
         GThread *thread = g_thread_new("flood", flood_thread, &flood);
         while (!g_atomic_int_get(&flood.running))
                 g_usleep(10 * 1000);
+        tb_latency_init(&latency);
         for (int i = 0; i < 100; i++) {
-                gint64 t0 = g_get_monotonic_time(), dt;
-                g_autofree char *e = manager_call("IsDetached", g_variant_new("(s)", "ping"), NULL);
-                dt = g_get_monotonic_time() - t0;
-                g_assert_null(e);
-                worst = MAX(worst, dt);
+                tb_latency_probe(&latency, tb_bus()->conn);
                 g_usleep(50 * 1000);
         }
         g_atomic_int_set(&flood.stop, TRUE);
@@ -362,13 +367,7 @@ static void case_flood_while_recording(void) {
              flood.over_cap, flood.errors);
         g_assert_cmpuint(flood.answered, >, 1000);
         g_assert_cmpuint(flood.errors, ==, 0);
-        /* Built with sanitizers (tools/test in CI), everything is 2-5 times slower. */
-        {
-                gint64 limit = (gint64) tb_scaled_ms(100) * 1000;
-                note("worst IsDetached latency during the flood: %.1f ms (limit %.0f ms)\n", worst / 1000.0,
-                     limit / 1000.0);
-                g_assert_cmpint(worst, <, limit);
-        }
+        tb_latency_assert(&latency, "a third connection during the flood", FLOOD_LATENCY);
         {
                 g_autofree char *st = NULL;
                 st = tb_session_state(tb_bus()->conn, path, NULL);

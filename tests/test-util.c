@@ -375,3 +375,82 @@ bool tb_pid_alive(pid_t pid) {
                 return false;
         return p[2] != 'Z' && p[2] != 'X';
 }
+
+/* ---- latency against a floor measured alongside ---- */
+
+/* The high percentile compared: the 90th, high enough that a service slowed on
+ * most calls shows, low enough that a few scheduling hiccups in 30 to 600 pairs
+ * (on two vCPUs shared with other builds) do not decide it. */
+#define LATENCY_PERMILLE 900
+
+void tb_latency_init(TbLatency *lat) {
+        lat->service_us = g_array_new(FALSE, FALSE, sizeof(gint64));
+        lat->floor_us = g_array_new(FALSE, FALSE, sizeof(gint64));
+}
+
+void tb_latency_clear(TbLatency *lat) {
+        g_clear_pointer(&lat->service_us, g_array_unref);
+        g_clear_pointer(&lat->floor_us, g_array_unref);
+}
+
+/* One synchronous call on @conn, its round trip in µs; the test fails on an error. */
+static gint64 timed_call(GDBusConnection *conn, const char *dest, const char *path, const char *iface,
+                         const char *method, GVariant *args) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GVariant) reply = NULL;
+        gint64 t0 = g_get_monotonic_time();
+
+        reply = g_dbus_connection_call_sync(conn, dest, path, iface, method, args, NULL, G_DBUS_CALL_FLAGS_NONE, 60000,
+                                            NULL, &error);
+        g_assert_no_error(error);
+        return g_get_monotonic_time() - t0;
+}
+
+void tb_latency_probe(TbLatency *lat, GDBusConnection *conn) {
+        /* Which one goes first alternates, so that neither always finds the other's wake-ups. */
+        bool floor_first = lat->floor_us->len % 2 == 0;
+        gint64 floor_us, service_us;
+
+        if (!floor_first)
+                service_us = timed_call(conn, TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_INTERFACE, "IsDetached",
+                                        g_variant_new("(s)", "latency-probe"));
+        floor_us = timed_call(conn, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetId",
+                              NULL);
+        if (floor_first)
+                service_us = timed_call(conn, TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_INTERFACE, "IsDetached",
+                                        g_variant_new("(s)", "latency-probe"));
+        g_array_append_val(lat->floor_us, floor_us);
+        g_array_append_val(lat->service_us, service_us);
+}
+
+static gint cmp_gint64(gconstpointer a, gconstpointer b) {
+        gint64 x = *(const gint64 *) a, y = *(const gint64 *) b;
+
+        return x < y ? -1 : x > y;
+}
+
+/* The @permille-th per mille of @samples (1000: the worst), in µs, at least 1. */
+static double percentile_us(GArray *samples, guint permille) {
+        g_autoptr(GArray) sorted = g_array_copy(samples);
+        guint i;
+
+        g_assert_cmpuint(sorted->len, >, 0);
+        g_array_sort(sorted, cmp_gint64);
+        i = (guint) (((guint64) sorted->len * permille + 999) / 1000);
+        return MAX((double) g_array_index(sorted, gint64, i > 0 ? i - 1 : 0), 1.0);
+}
+
+void tb_latency_assert(const TbLatency *lat, const char *what, TbLatencyBounds bounds) {
+        double s50 = percentile_us(lat->service_us, 500), f50 = percentile_us(lat->floor_us, 500);
+        double shigh = percentile_us(lat->service_us, LATENCY_PERMILLE);
+        double fhigh = percentile_us(lat->floor_us, LATENCY_PERMILLE);
+        double smax = percentile_us(lat->service_us, 1000), fmax = percentile_us(lat->floor_us, 1000);
+
+        g_printerr("# %s: %u pairs; IsDetached / the bus driver's GetId in ms: median %.2f / %.2f (x%.1f), "
+                   "p%u %.2f / %.2f (x%.1f, bound x%.0f), worst %.2f / %.2f (x%.1f, bound x%.0f)\n",
+                   what, lat->service_us->len, s50 / 1000, f50 / 1000, s50 / f50, LATENCY_PERMILLE / 10,
+                   shigh / 1000, fhigh / 1000, shigh / fhigh, bounds.percentile, smax / 1000, fmax / 1000,
+                   smax / fmax, bounds.worst);
+        g_assert_cmpfloat(shigh / fhigh, <, bounds.percentile);
+        g_assert_cmpfloat(smax / fmax, <, bounds.worst);
+}
