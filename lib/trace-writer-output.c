@@ -2,9 +2,9 @@
 #include <errno.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <time.h>
 
 #include "macro.h"
+#include "time-util.h"
 #include "trace-writer-local.h"
 
 void trace_writer_set_output(TraceWriter *w, TraceWriterOutput output, uint64_t timeout_usec) {
@@ -12,21 +12,14 @@ void trace_writer_set_output(TraceWriter *w, TraceWriterOutput output, uint64_t 
         w->timeout_usec = timeout_usec;
 }
 
-static uint64_t monotonic_usec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ull + (uint64_t) ts.tv_nsec / 1000ull;
-}
-
 /* Waits until the output takes bytes again, at most w->timeout_usec: a reader that
  * stopped reading must not hold the recorder (and with it Stop and shutdown) forever. */
 static int wait_writable(TraceWriter *w) {
-        uint64_t deadline = w->timeout_usec == UINT64_MAX ? UINT64_MAX : monotonic_usec() + w->timeout_usec;
+        uint64_t deadline = w->timeout_usec == UINT64_MAX ? UINT64_MAX : now_usec(CLOCK_MONOTONIC) + w->timeout_usec;
 
         for (;;) {
                 struct pollfd p = { .fd = w->fd, .events = POLLOUT };
-                uint64_t now = monotonic_usec();
+                uint64_t now = now_usec(CLOCK_MONOTONIC);
                 int timeout_ms = -1, k;
 
                 if (deadline != UINT64_MAX) {

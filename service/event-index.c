@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "event-index.h"
 #include "fd-util.h"
 #include "strv.h"
+#include "time-util.h"
 
 #define NO_ENTRY UINT32_MAX
 /* available_events lists a few thousand lines of about 30 bytes: far below this. */
@@ -42,13 +42,6 @@ struct EventIndex {
 
 /* One per process: the service has one tracefs, the fuzzers one captured tree. */
 static EventIndex *cached_index;
-
-static uint64_t now_usec(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000ULL;
-}
 
 bool event_name_valid(const char *s, size_t len) {
         if (len == 0 || len > 128)
@@ -291,7 +284,7 @@ static int read_events(EventIndex *idx) {
         for (KeyKind k = 0; k < _KEY_MAX; k++)
                 idx->slots[k] = fresh.slots[k];
         idx->n_slots = fresh.n_slots;
-        idx->read_usec = now_usec();
+        idx->read_usec = now_usec(CLOCK_MONOTONIC);
         idx->generation++;
         return 0;
 }
@@ -330,12 +323,12 @@ int event_index_get(const char *tracefs_root, EventIndex **ret) {
 int event_index_refresh(EventIndex *idx, bool force) {
         int r;
 
-        if (!force && now_usec() - idx->read_usec < EVENT_INDEX_REFRESH_USEC)
+        if (!force && now_usec(CLOCK_MONOTONIC) - idx->read_usec < EVENT_INDEX_REFRESH_USEC)
                 return 0;
         r = read_events(idx);
         if (r < 0) {
                 /* Tried: the next try waits its second too. */
-                idx->read_usec = now_usec();
+                idx->read_usec = now_usec(CLOCK_MONOTONIC);
                 return r;
         }
         return 1;

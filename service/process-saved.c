@@ -8,11 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "fd-util.h"
 #include "macro.h"
 #include "process-scan-local.h"
+#include "time-util.h"
 
 static int saved_task_cmp(const void *a, const void *b) {
         int32_t x = ((const SavedTask *) a)->pid, y = ((const SavedTask *) b)->pid;
@@ -44,13 +44,6 @@ static int saved_reserve(ProcessTreeBuilder *b, size_t n) {
         return 0;
 }
 
-static uint64_t monotonic_ns(void) {
-        struct timespec ts;
-
-        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
-}
-
 /* Reading saved_tgids and saved_cmdlines costs 10-20 ms of the kernel's formatting
  * (they list tens of thousands of tasks on a busy machine), so the second read
  * comes a second after the first and every further one waits twice as long, up to 16
@@ -62,7 +55,7 @@ static uint64_t monotonic_ns(void) {
 #define PENDING_MAX 4096
 
 static bool saved_reload_due(const ProcessTreeBuilder *b) {
-        return !b->saved_loaded || monotonic_ns() - b->saved_loaded_ns >= b->saved_reload_ns;
+        return !b->saved_loaded || now_ns(CLOCK_MONOTONIC) - b->saved_loaded_ns >= b->saved_reload_ns;
 }
 
 /* Fills in, from one of the kernel's saved tables ("pid tgid" or "pid comm" lines), the
@@ -106,7 +99,7 @@ static int load_saved_tasks(ProcessTreeBuilder *b) {
         b->saved_reload_ns = b->saved_loaded ? MIN(b->saved_reload_ns * 2, SAVED_RELOAD_MAX_NS) :
                                                SAVED_RELOAD_FIRST_NS;
         b->saved_loaded = true;
-        b->saved_loaded_ns = monotonic_ns();
+        b->saved_loaded_ns = now_ns(CLOCK_MONOTONIC);
 
         r = saved_reserve(b, 2 * b->n_pending);
         if (r < 0)

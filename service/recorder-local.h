@@ -6,11 +6,11 @@
  * service's own packets) and recorder-stats.c (the kernel's counters, the live stats). */
 
 #include <pthread.h>
-#include <time.h>
 
 #include "ftrace-parser.h"
 #include "process-scan.h"
 #include "recorder.h"
+#include "time-util.h"
 #include "trace-writer.h"
 
 /* At most this many pages per CPU in one pass, so one busy CPU cannot starve the others;
@@ -64,13 +64,6 @@ struct Recorder {
         RecorderEnd end;
         int error;
 };
-
-static inline uint64_t now_ns(clockid_t clock) {
-        struct timespec ts;
-
-        (void) clock_gettime(clock, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000ull + (uint64_t) ts.tv_nsec;
-}
 
 /* recorder-packets.c: the service's packets (sequence 1) and the process tree. */
 int recorder_append_opening_packets(Recorder *rec);

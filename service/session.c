@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "log.h"
 #include "session.h"
 #include "strv.h"
+#include "time-util.h"
 
 #define PROGRESS_INTERVAL_USEC (1000ull * 1000ull)
 
@@ -33,13 +33,6 @@ const char *session_state_to_string(SessionState s) {
 
 const char *session_end_reason_to_string(SessionEndReason r) {
         return r >= 0 && r < _SESSION_END_REASON_MAX ? session_end_reason_table[r] : NULL;
-}
-
-static uint64_t now_usec(clockid_t clock) {
-        struct timespec ts;
-
-        (void) clock_gettime(clock, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ull + (uint64_t) ts.tv_nsec / 1000ull;
 }
 
 void session_get_stats(const Session *s, RecorderStats *ret) {
