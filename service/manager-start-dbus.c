@@ -153,7 +153,6 @@ static int read_start_options(sd_bus_message *m, StartOptions *o, sd_bus_error *
         return sd_bus_message_exit_container(m);
 }
 
-
 static int config_error(int r, const char *raw_msg, sd_bus_error *error) {
         _cleanup_free_ char *msg = raw_msg ? printable_copy(raw_msg) : NULL;
 
@@ -227,7 +226,6 @@ int start_load_config(sd_bus_message *m, Manager *manager, SessionConfig *ret, s
                 return r;
         return load_config(manager, o.text, &o, ret, error);
 }
-
 
 int start_recheck_events(sd_bus_message *m, Manager *manager, sd_bus_error *error) {
         _cleanup_(session_config_done) SessionConfig config = {};
