@@ -84,7 +84,15 @@ int manager_create_session(Manager *m, StartRequest *req, uint64_t id, SessionOu
                 return r;
         }
         res->failure = START_FAILURE_TRACING;
-        r = session_new(m->event, id, req->uid, &req->config, output, &s);
+        /* The pollers' thread, started with the first session and kept for the next. */
+        if (!m->poller) {
+                r = poller_new(&m->poller);
+                if (r < 0) {
+                        output->fd = safe_close(output->fd);
+                        return r;
+                }
+        }
+        r = session_new(m->event, m->poller, id, req->uid, &req->config, output, &s);
         if (r < 0)
                 return r;
         manager_add_session(m, s);

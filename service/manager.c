@@ -45,6 +45,7 @@ Manager *manager_free(Manager *m) {
                 session_free(s);
         }
         manager_free_trace_dir(m);
+        poller_free(m->poller);
         sd_event_unref(m->event);
         free(m->state_dir);
         return mfree(m);

@@ -42,6 +42,8 @@ struct Manager {
         /* Starts into the trace directory wait for the worker, which scans the UID's
          * directory and creates the file off the event loop (manager-sessions.c). */
         Worker *worker;
+        /* The polling data sources' thread (service/poller.c), shared by all sessions. */
+        Poller *poller;
         PendingStart *pending_starts;
         /* Per UID with sessions writing into the trace directory: its quota, counted
          * as the sessions write. */

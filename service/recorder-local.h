@@ -43,6 +43,12 @@ struct Recorder {
         struct { uint64_t timestamp; const char *name; } annotations[16];
         size_t n_annotations;
 
+        /* Packets other threads submitted (recorder-inbox.c), oldest first. */
+        pthread_mutex_t inbox_lock;
+        struct SubmittedPacket *inbox_head, *inbox_tail;
+        size_t inbox_bytes;
+        uint64_t inbox_dropped;
+
         /* Worker-only state for the service tracks and the loss accounting. */
         uint64_t *lost_reported;      /* per CPU, what the lost counter track last said */
         unsigned *bundle_pages;       /* per CPU, pages in the current bundle */
@@ -73,6 +79,10 @@ int recorder_append_annotations(Recorder *rec);
 int recorder_append_process_tree(Recorder *rec);
 int recorder_describe_all_processes(Recorder *rec);
 int recorder_write_closing_packets(Recorder *rec);
+
+/* recorder-inbox.c: packets from other threads, appended by the worker; freed at the end. */
+int recorder_append_submitted(Recorder *rec);
+void recorder_inbox_free(Recorder *rec);
 
 /* recorder-stats.c */
 int recorder_sample_cpu_stats(Recorder *rec);

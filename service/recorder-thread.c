@@ -194,6 +194,8 @@ void *recorder_thread_main(void *userdata) {
                 if (r >= 0)
                         r = recorder_append_annotations(rec);
                 if (r >= 0)
+                        r = recorder_append_submitted(rec);
+                if (r >= 0)
                         r = recorder_append_periodic_snapshot(rec, /* force= */ false);
                 if (r >= 0)
                         r = drain_all(rec);

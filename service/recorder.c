@@ -129,6 +129,7 @@ int recorder_new(const SessionConfig *config, TraceInstance *instance, int outpu
         rec->output_fd = output_fd;
         rec->stop_fd = rec->done_fd = -EBADF;
         (void) pthread_mutex_init(&rec->annotations_lock, NULL);
+        (void) pthread_mutex_init(&rec->inbox_lock, NULL);
         recorder_configure(rec, config, output_fd);
 
         rec->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -190,6 +191,8 @@ Recorder *recorder_free(Recorder *rec) {
         free(rec->fill_reported);
         free(rec->page);
         (void) pthread_mutex_destroy(&rec->annotations_lock);
+        recorder_inbox_free(rec);
+        (void) pthread_mutex_destroy(&rec->inbox_lock);
         ftrace_parser_free(rec->parser);
         process_tree_builder_free(rec->processes);
         if (rec->trace_config)

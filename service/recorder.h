@@ -63,3 +63,15 @@ void recorder_get_stats(const Recorder *r, RecorderStats *ret);
 
 /* Marks a moment (a static string: "detached", "attached") on the trace's tracebus track. */
 void recorder_annotate(Recorder *r, const char *name);
+
+/* What other threads (the pollers of service/poller.c) have the recorder write: a packed
+ * TracePacket with no sequence id, copied and appended by the recorder's thread on its
+ * next pass under @sequence_id (a TRACE_SEQUENCE_*), into @target_buffer's data, or into
+ * the metadata that is never overwritten when @meta. At most RECORDER_MAX_SUBMITTED_BYTES
+ * wait at a time: beyond that a packet is refused with -ENOBUFS and counted, so a stalled
+ * recorder cannot make a poller grow the service's memory. Thread-safe. */
+#define RECORDER_MAX_SUBMITTED_BYTES (8u * 1024u * 1024u)
+int recorder_submit_packet(Recorder *r, uint32_t sequence_id, uint32_t target_buffer, bool meta,
+                           const void *packet, size_t len);
+/* Packets refused by recorder_submit_packet() so far. */
+uint64_t recorder_submitted_dropped(Recorder *r);

@@ -43,6 +43,32 @@ static void check_missing_event(EventResolution *res, const char *e) {
 void session_config_done(SessionConfig *c) {
         c->events = strv_free(c->events);
         c->trace_config = mfree(c->trace_config);
+        c->warnings = strv_free(c->warnings);
+        c->n_warnings_dropped = 0;
+}
+
+int session_config_warn(SessionConfig *c, const char *fmt, ...) {
+        _cleanup_free_ char *text = NULL;
+        size_t n = strv_length(c->warnings);
+        va_list ap;
+        int r;
+
+        /* A config of thousands of missing events must not make thousands of warnings:
+         * the last slot counts the rest. */
+        if (n + 1 >= SESSION_MAX_WARNINGS) {
+                c->n_warnings_dropped++;
+                if (n + 1 > SESSION_MAX_WARNINGS)
+                        free(c->warnings[--n]), c->warnings[n] = NULL;
+                if (asprintf(&text, "%zu more warnings left out", c->n_warnings_dropped) < 0)
+                        return -ENOMEM;
+                return strv_extend(&c->warnings, text);
+        }
+        va_start(ap, fmt);
+        r = vasprintf(&text, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+        return strv_extend(&c->warnings, text);
 }
 
 int session_config_parse_text(const char *text, Tracebus__TraceConfig **ret, char **ret_error) {

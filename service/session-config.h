@@ -63,9 +63,20 @@ typedef struct SessionConfig {
          * org.tracebus.manage. Otherwise a keyed hash, as kptr_restrict would. */
         bool kernel_pointers_raw;
         uint32_t max_process_entries;  /* tracebusd.conf's MaxProcessEntries; 0: process-scan.h's default */
+        /* What the service skips or changes of the config, one sentence each ("ftrace event
+         * 'sched/sched_blocked_reason' does not exist on this kernel: skipped"): told in
+         * the Start reply, the Session's Warnings property, the CLI's stderr and the trace.
+         * At most SESSION_MAX_WARNINGS, the last saying how many more were left out. */
+        char **warnings;
+        size_t n_warnings_dropped;
 } SessionConfig;
 
+#define SESSION_MAX_WARNINGS 64u
+
 void session_config_done(SessionConfig *c);
+
+/* Adds a warning to @c (printf format). Returns 0 or -ENOMEM. */
+int session_config_warn(SessionConfig *c, const char *fmt, ...) _printf_(2, 3);
 
 static inline void trace_config_freep(Tracebus__TraceConfig **tc) {
         if (*tc)

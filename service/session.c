@@ -155,7 +155,7 @@ static int session_setup_instance(Session *s) {
         return 0;
 }
 
-int session_new(sd_event *event, uint64_t id, uid_t owner_uid, SessionConfig *config, SessionOutput *output,
+int session_new(sd_event *event, Poller *poller, uint64_t id, uid_t owner_uid, SessionConfig *config, SessionOutput *output,
                 Session **ret) {
         _cleanup_close_ int fd = TAKE_FD(output->fd);
         Session *s;
@@ -169,6 +169,7 @@ int session_new(sd_event *event, uint64_t id, uid_t owner_uid, SessionConfig *co
         if (!s)
                 return -ENOMEM;
         s->event = event;
+        s->poller = poller;
         s->id = id;
         s->owner_uid = owner_uid;
         s->state = SESSION_STARTING;

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
+#include "poller.h"
 #include "recorder.h"
 #include "session-config.h"
 #include "tracefs-instance.h"
@@ -59,6 +60,7 @@ struct Session {
         Manager *manager;            /* its owner (manager.c); opaque here */
         Session *next, *prev;
         sd_event *event;             /* its owner's */
+        Poller *poller;              /* its owner's: where its polling data sources run */
         const SessionCallbacks *callbacks;
         void *callbacks_userdata;
         /* Kept by whoever presents the session (the bus layer: session-dbus.c), released
@@ -107,9 +109,9 @@ typedef struct SessionOutput {
 } SessionOutput;
 
 /* Creates session @id's tracefs instance, enables its events and starts recording into
- * @output. Its timers and the recorder's end are watched on @event. It reports nothing
- * until its owner has set its callbacks. */
-int session_new(sd_event *event, uint64_t id, uid_t owner_uid, SessionConfig *config, SessionOutput *output,
+ * @output. Its timers and the recorder's end are watched on @event, its polling data
+ * sources run on @poller. It reports nothing until its owner has set its callbacks. */
+int session_new(sd_event *event, Poller *poller, uint64_t id, uid_t owner_uid, SessionConfig *config, SessionOutput *output,
                 Session **ret);
 
 /* Frees an ended session (or one that failed to start). */

@@ -24,12 +24,18 @@
  */
 
 /* Sequence ids: 1 for the service's own packets, as Perfetto's service does, 2 for the
- * ftrace data, 3 for the process descriptions, 4 for the service's own tracks. */
+ * ftrace data, 3 for the process descriptions, 4 for the service's own tracks; then one
+ * per polling data source, each a writer of its own as in Perfetto. */
 enum {
         TRACE_SEQUENCE_SERVICE = 1,
         TRACE_SEQUENCE_FTRACE = 2,
         TRACE_SEQUENCE_PROCESSES = 3,
         TRACE_SEQUENCE_TRACKS = 4,
+        TRACE_SEQUENCE_SYS_STATS = 5,      /* linux.sys_stats */
+        TRACE_SEQUENCE_PROCESS_STATS = 6,  /* linux.process_stats */
+        TRACE_SEQUENCE_SYSTEM_INFO = 7,    /* linux.system_info */
+        TRACE_SEQUENCE_POWER = 8,          /* linux.sysfs_power */
+        TRACE_SEQUENCE_JOURNALD = 9,       /* linux.systemd_journald */
         _TRACE_SEQUENCE_MAX,
 };
 
