@@ -3,6 +3,7 @@
  * every field has a rule, the README shows the table, and the corpus of configs in
  * tests/configs parses with the warnings each file expects. */
 #include "session-config-fields.h"
+#include "textproto-types.h"
 
 #include <glib.h>
 #include <stdio.h>
@@ -111,7 +112,7 @@ static int compare_strings(gconstpointer a, gconstpointer b) {
         return g_strcmp0(*(char *const *) a, *(char *const *) b);
 }
 
-static void check_corpus_file(const char *path) {
+static void check_corpus_file(const char *path, const char *protos_dir) {
         g_autofree char *text = NULL;
         g_autoptr(GPtrArray) want = NULL;
         g_autoptr(GPtrArray) got = g_ptr_array_new();
@@ -125,6 +126,9 @@ static void check_corpus_file(const char *path) {
         g_ptr_array_sort(want, compare_strings);
         if (session_config_parse_text(text, &tc, &error) < 0)
                 g_error("%s: %s", path, error);
+        /* The parser reads every v58 field of the corpus as protoc does. */
+        g_assert_cmpuint(assert_same_as_protoc(&tracebus__trace_config__descriptor, protos_dir, "config.proto",
+                                               "tracebus.TraceConfig", text, strlen(text)), >, 0);
         g_assert_cmpint(session_config_check_fields(tc, &c), ==, 0);
         for (char **w = c.warnings; w && *w; w++)
                 g_ptr_array_add(got, *w);
@@ -140,6 +144,7 @@ static void check_corpus_file(const char *path) {
 
 static void test_corpus(void) {
         g_autofree char *dir_path = source_path("tests/configs");
+        g_autofree char *protos_dir = source_path("protos");
         g_autoptr(GDir) dir = g_dir_open(dir_path, 0, NULL);
         const char *name;
         unsigned n = 0;
@@ -152,7 +157,7 @@ static void test_corpus(void) {
                         continue;
                 path = g_build_filename(dir_path, name, NULL);
                 g_test_message("%s", name);
-                check_corpus_file(path);
+                check_corpus_file(path, protos_dir);
                 n++;
         }
         g_assert_cmpuint(n, >=, 8);
