@@ -163,6 +163,35 @@ static void test_corpus(void) {
         g_assert_cmpuint(n, >=, 8);
 }
 
+/* A binary config's fields v58 lacks: protobuf-c keeps them; each is warned with its path. */
+static void test_binary_unknown_fields(void) {
+        /* TraceConfig { duration_ms: 1, data_sources { config { name: "linux.ftrace"
+         * ftrace_config { ftrace_events: "a", <99: 7> } } }, <200: 5> } */
+        static const uint8_t bin[] = {
+                0x18, 0x01,                                     /* duration_ms: 1 */
+                0x12, 0x19,                                     /* data_sources, 25 bytes */
+                0x0a, 0x17,                                     /* config, 23 bytes */
+                0x0a, 0x0c, 'l', 'i', 'n', 'u', 'x', '.', 'f', 't', 'r', 'a', 'c', 'e',
+                0xa2, 0x06, 0x06,                               /* ftrace_config (100), 6 bytes */
+                0x0a, 0x01, 'a',                                /* ftrace_events: "a" */
+                0x98, 0x06, 0x07,                               /* field 99, varint 7 */
+                0xc0, 0x0c, 0x05,                               /* field 200, varint 5 */
+        };
+        Tracebus__TraceConfig *tc = NULL;
+        g_autofree char *error = NULL;
+        SessionConfig c = {};
+
+        g_assert_cmpint(session_config_parse_binary(bin, sizeof(bin), &tc, &error), ==, 0);
+        g_assert_cmpstr(tc->data_sources[0]->config->ftrace_config->ftrace_events[0], ==, "a");
+        g_assert_cmpint(session_config_check_fields(tc, &c), ==, 0);
+        g_assert_cmpuint(g_strv_length(c.warnings), ==, 2);
+        g_assert_cmpstr(c.warnings[0], ==, "unknown field 200 in TraceConfig: skipped");
+        g_assert_cmpstr(c.warnings[1], ==,
+                        "unknown field 99 in TraceConfig.data_sources[0].config.ftrace_config: skipped");
+        session_config_done(&c);
+        trace_config_freep(&tc);
+}
+
 int main(int argc, char **argv) {
         if (argc > 1 && g_str_equal(argv[1], "--print")) {
                 session_config_fields_markdown(stdout);
@@ -173,5 +202,6 @@ int main(int argc, char **argv) {
         g_test_add_func("/config-fields/source-rules", test_source_rules);
         g_test_add_func("/config-fields/readme", test_readme_shows_the_table);
         g_test_add_func("/config-fields/corpus", test_corpus);
+        g_test_add_func("/config-fields/binary-unknown-fields", test_binary_unknown_fields);
         return g_test_run();
 }
