@@ -112,7 +112,36 @@ static int compare_strings(gconstpointer a, gconstpointer b) {
         return g_strcmp0(*(char *const *) a, *(char *const *) b);
 }
 
-static void check_corpus_file(const char *path, const char *protos_dir) {
+/* Which "Message.field"s some corpus file sets, whatever the depth. */
+static void note_set_fields(const ProtobufCMessage *m, GHashTable *seen) {
+        const uint8_t *base = (const uint8_t *) m;
+
+        for (unsigned i = 0; i < m->descriptor->n_fields; i++) {
+                const ProtobufCFieldDescriptor *fd = &m->descriptor->fields[i];
+                bool repeated = fd->label == PROTOBUF_C_LABEL_REPEATED;
+                size_t n = repeated ? *(const size_t *) (base + fd->quantifier_offset) : 1;
+                bool set;
+
+                if (repeated)
+                        set = n > 0;
+                else if (fd->flags & PROTOBUF_C_FIELD_FLAG_ONEOF)
+                        set = *(const uint32_t *) (base + fd->quantifier_offset) == fd->id;
+                else if (fd->type == PROTOBUF_C_TYPE_STRING || fd->type == PROTOBUF_C_TYPE_MESSAGE)
+                        set = *(const void *const *) (base + fd->offset) != NULL;
+                else
+                        set = fd->quantifier_offset && *(const protobuf_c_boolean *) (base + fd->quantifier_offset);
+                if (!set)
+                        continue;
+                g_hash_table_add(seen, g_strdup_printf("%s.%s", rule_name(m->descriptor), fd->name));
+                if (fd->type != PROTOBUF_C_TYPE_MESSAGE)
+                        continue;
+                for (size_t j = 0; j < n; j++)
+                        note_set_fields(repeated ? (*(ProtobufCMessage *const *const *) (base + fd->offset))[j]
+                                                 : *(ProtobufCMessage *const *) (base + fd->offset), seen);
+        }
+}
+
+static void check_corpus_file(const char *path, const char *protos_dir, GHashTable *seen) {
         g_autofree char *text = NULL;
         g_autoptr(GPtrArray) want = NULL;
         g_autoptr(GPtrArray) got = g_ptr_array_new();
@@ -130,6 +159,7 @@ static void check_corpus_file(const char *path, const char *protos_dir) {
         g_assert_cmpuint(assert_same_as_protoc(&tracebus__trace_config__descriptor, protos_dir, "config.proto",
                                                "tracebus.TraceConfig", text, strlen(text)), >, 0);
         g_assert_cmpint(session_config_check_fields(tc, &c), ==, 0);
+        note_set_fields(&tc->base, seen);
         for (char **w = c.warnings; w && *w; w++)
                 g_ptr_array_add(got, *w);
         g_ptr_array_sort(got, compare_strings);
@@ -146,6 +176,21 @@ static void test_corpus(void) {
         g_autofree char *dir_path = source_path("tests/configs");
         g_autofree char *protos_dir = source_path("protos");
         g_autoptr(GDir) dir = g_dir_open(dir_path, 0, NULL);
+        g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+        g_autoptr(GString) missing = g_string_new("");
+        const ProtobufCMessageDescriptor *covered[] = {
+                &tracebus__trace_config__descriptor,
+                &tracebus__trace_config__buffer_config__descriptor,
+                &tracebus__trace_config__data_source__descriptor,
+                &tracebus__trace_config__builtin_data_source__descriptor,
+                &tracebus__trace_config__trace_filter__descriptor,
+                &tracebus__data_source_config__descriptor,
+                &tracebus__ftrace_config__descriptor,
+                &tracebus__sys_stats_config__descriptor,
+                &tracebus__process_stats_config__descriptor,
+                &tracebus__journald_config__descriptor,
+                &tracebus__perf_event_config__descriptor,
+        };
         const char *name;
         unsigned n = 0;
 
@@ -157,10 +202,21 @@ static void test_corpus(void) {
                         continue;
                 path = g_build_filename(dir_path, name, NULL);
                 g_test_message("%s", name);
-                check_corpus_file(path, protos_dir);
+                check_corpus_file(path, protos_dir, seen);
                 n++;
         }
         g_assert_cmpuint(n, >=, 8);
+
+        /* The corpus sets every field of TraceConfig and of the configs of the data
+         * sources tracebus records (and of linux.perf, parsed here for issue 24). */
+        for (size_t i = 0; i < G_N_ELEMENTS(covered); i++)
+                for (unsigned f = 0; f < covered[i]->n_fields; f++) {
+                        g_autofree char *key = g_strdup_printf("%s.%s", rule_name(covered[i]), covered[i]->fields[f].name);
+
+                        if (!g_hash_table_contains(seen, key))
+                                g_string_append_printf(missing, " %s", key);
+                }
+        g_assert_cmpstr(missing->str, ==, "");
 }
 
 /* A binary config's fields v58 lacks: protobuf-c keeps them; each is warned with its path. */
