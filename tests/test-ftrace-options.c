@@ -358,6 +358,39 @@ static void test_bad_values(void) {
         verdict();
 }
 
+/* drain_buffer_percent (Perfetto: "read kernel ring buffers as soon as they're filled
+ * past this percentage of occupancy"): two sessions at once, both with a small kernel
+ * buffer and a 5 s drain period, through the same storm; the one with a 20% watermark
+ * is woken by the kernel and must lose far less than the one that waits its period. */
+static void test_drain_watermark(void) {
+        g_auto(Rec) slow = {}, wm = {};
+        const char *const events[] = { "sched/sched_switch", "sched/sched_waking", NULL };
+        const char *common = "  buffer_size_kb: 256\n  drain_period_ms: 5000\n";
+        g_autofree char *extra = g_strconcat(common, "  drain_buffer_percent: 20\n", NULL);
+        g_autofree char *slow_cfg = ftrace_config("buffers { size_kb: 65536 }\n", events, common);
+        g_autofree char *wm_cfg = ftrace_config("buffers { size_kb: 65536 }\n", events, extra);
+        g_autoptr(GHashTable) st_slow = NULL, st_wm = NULL;
+        guint64 lost_slow, lost_wm, ev_slow, ev_wm;
+        GPid storm;
+
+        rec_start(&slow, "tbuser", "slow.pftrace", slow_cfg);
+        rec_start(&wm, "tbuser", "watermark.pftrace", wm_cfg);
+        storm = storm_start(200000, true);
+        storm_wait(storm);
+        st_wm = rec_stop(&wm);
+        st_slow = rec_stop(&slow);
+        lost_slow = stat_u64(st_slow, "KernelEventsLost");
+        lost_wm = stat_u64(st_wm, "KernelEventsLost");
+        ev_slow = stat_u64(st_slow, "Events");
+        ev_wm = stat_u64(st_wm, "Events");
+        note("period only: %" G_GUINT64_FORMAT " events, %" G_GUINT64_FORMAT " lost; watermark: %" G_GUINT64_FORMAT
+             " events, %" G_GUINT64_FORMAT " lost\n", ev_slow, lost_slow, ev_wm, lost_wm);
+        expect(lost_slow > 0, "the storm did not overrun the 5 s drain period: no comparison");
+        expect(lost_wm * 4 < lost_slow, "the watermark session lost %" G_GUINT64_FORMAT " events, the other %"
+               G_GUINT64_FORMAT ": not a quarter", lost_wm, lost_slow);
+        verdict();
+}
+
 RECORDER_WRAP(test_syscall_events)
 RECORDER_WRAP(test_tids_to_trace)
 RECORDER_WRAP(test_tracing_cpumask)
@@ -366,6 +399,7 @@ RECORDER_WRAP(test_monotonic_raw)
 RECORDER_WRAP(test_instance_files)
 RECORDER_WRAP(test_event_choices)
 RECORDER_WRAP(test_bad_values)
+RECORDER_WRAP(test_drain_watermark)
 
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
@@ -378,5 +412,6 @@ int main(int argc, char **argv) {
         RECORDER_CASE("ftrace-options/instance-files", test_instance_files);
         RECORDER_CASE("ftrace-options/event-choices", test_event_choices);
         RECORDER_CASE("ftrace-options/bad-values", test_bad_values);
+        RECORDER_CASE("ftrace-options/drain-watermark", test_drain_watermark);
         return tb_test_run(TB_START_SERVICE);
 }
