@@ -126,3 +126,8 @@ int session_config_from_options(char **events, uint32_t duration_ms, uint32_t bu
  * names, comma-separated, in *ret_error). */
 int session_config_load(const Tracebus__TraceConfig *tc, const char *tracefs_root,
                         SessionConfig *ret, char **ret_error);
+
+/* Adds to @c a warning for every field, data source and unknown field (binary configs)
+ * of @tc that tracebus skips: the table of service/session-config-fields.c. Returns 0 or
+ * -ENOMEM. */
+int session_config_check_fields(const Tracebus__TraceConfig *tc, SessionConfig *c);
