@@ -23,8 +23,9 @@
 #define MAX_TIDS_TO_TRACE 4096u
 #define MAX_CPUMASK_CHARS 1024u     /* 4096 CPUs */
 #define MAX_TRACEFS_OPTIONS 64u
-#define MAX_PRINT_RULES 256u
-#define MAX_PRINT_PREFIX 1024u
+/* Each rule is compared with every ftrace/print the session records: few and short. */
+#define MAX_PRINT_RULES 64u
+#define MAX_PRINT_PREFIX 256u
 #define SYSCALL_NR_LIMIT 4096
 
 /* tracefs options a session may set in its own instance: each exists in instances and
@@ -356,6 +357,8 @@ static int load_clock_and_drain(const Tracebus__FtraceConfig *fc, const char *ro
 static int drop_event(SessionConfig *c, const char *event) {
         size_t n = strv_length(c->events), j = 0;
 
+        if (n == 0)
+                return 0;
         for (size_t i = 0; i < n; i++) {
                 if (strcmp(c->events[i], event) == 0)
                         free(c->events[i]);
