@@ -140,6 +140,11 @@ static uint8_t *put_errors(uint8_t *p, const FtraceBundle *b) {
         return p;
 }
 
+void ftrace_bundle_set_clock(FtraceBundle *b, uint32_t ftrace_clock) {
+        assert(b);
+        b->ftrace_clock = ftrace_clock;
+}
+
 static void bundle_reset(FtraceBundle *b) {
         if (b->n_events > 0)
                 b->previous_end_ts = b->last_ts;
@@ -164,6 +169,10 @@ static uint8_t *put_trailer(uint8_t *p, FtraceBundle *b, const uint8_t *base, si
                 *p++ = 1;
         }
         p = put_errors(p, b);
+        if (b->ftrace_clock != 0) {
+                *p++ = (BUNDLE_FTRACE_CLOCK << 3) | PB_WIRE_VARINT;
+                *p++ = (uint8_t) b->ftrace_clock;       /* FtraceClock values are below 128 */
+        }
         /* Always written, 0 for the first bundle of a CPU (facts note 3.1, soft-drop rule). */
         *p++ = (BUNDLE_PREVIOUS_END_TIMESTAMP << 3) | PB_WIRE_VARINT;
         p = pb_varint_encode(p, b->previous_end_ts);
@@ -174,7 +183,8 @@ static uint8_t *put_trailer(uint8_t *p, FtraceBundle *b, const uint8_t *base, si
 
 /* The exact size put_trailer() and the out buffer make together. */
 static size_t bundle_packed_size(const FtraceBundle *b, size_t compact_size) {
-        size_t n = b->out.len + (b->lost_events ? 2 : 0) + errors_size(b) + 1 + pb_varint_size(b->previous_end_ts);
+        size_t n = b->out.len + (b->lost_events ? 2 : 0) + (b->ftrace_clock != 0 ? 2 : 0) + errors_size(b) + 1 +
+                pb_varint_size(b->previous_end_ts);
 
         if (compact_size > 0)
                 n += 1 + pb_varint_size(compact_size) + compact_size;

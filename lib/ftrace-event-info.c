@@ -483,6 +483,23 @@ static const TypedEvent *typed_event_find(const char *group, const char *name) {
         return NULL;
 }
 
+bool ftrace_event_is_typed(const char *group, const char *name) {
+        return typed_event_find(group, name) != NULL;
+}
+
+/* Where ftrace/print keeps buf, for the print filter (ftrace-print-filter.c). */
+void ftrace_event_info_setup_print(EventInfo *e, const struct tep_event *ev) {
+        const struct tep_format_field *f;
+
+        if (!streq(strempty(ev->system), "ftrace") || !streq(strempty(ev->name), "print"))
+                return;
+        f = tep_find_field((struct tep_event *) ev, "buf");
+        if (!f || f->offset < 0 || f->offset > UINT16_MAX)
+                return;
+        e->is_print = true;
+        e->print_buf_offset = (uint16_t) f->offset;
+}
+
 static void event_info_setup_rename(EventInfo *e, const struct tep_event *ev, uint32_t number) {
         const struct tep_format_field *f;
 

@@ -163,6 +163,12 @@ static inline __attribute__((always_inline)) int parser_add_record(
         }
         if (_unlikely_(len < e->min_len))
                 return -EBADMSG;
+        if (_unlikely_(e->is_print) && p->n_print_rules > 0 && len > e->print_buf_offset &&
+            !ftrace_print_filter_allows(p->print_rules, p->n_print_rules,
+                                        (const char *) rec + e->print_buf_offset, len - e->print_buf_offset)) {
+                p->stats.filtered++;
+                return 0;
+        }
         if (w->compact && e->compact_role == COMPACT_SWITCH)
                 return walk_compact_switch(b, w, e, rec, ts);
         if (w->compact && e->compact_role == COMPACT_WAKING)

@@ -42,6 +42,7 @@ enum {
         BUNDLE_EVENT = 2,
         BUNDLE_LOST_EVENTS = 3,
         BUNDLE_COMPACT_SCHED = 4,
+        BUNDLE_FTRACE_CLOCK = 5,
         BUNDLE_ERROR = 8,
         BUNDLE_PREVIOUS_END_TIMESTAMP = 10,
         EVENT_TIMESTAMP = 1,
@@ -202,6 +203,8 @@ typedef struct EventInfo {
         uint8_t *name_pb;         /* generic only: encoded GenericFtraceEvent.event_name */
         size_t name_pb_len;
         AddressHasher *hasher;    /* the parser's, once its SRC_ADDRESS fields are hashed */
+        bool is_print;            /* ftrace/print: the print filter reads buf at print_buf_offset */
+        uint16_t print_buf_offset;
         /* Offset and size of the fields the compact encoders read (CS_* or CW_*). */
         uint16_t compact_offset[4];
         uint8_t compact_size[4];
@@ -221,6 +224,8 @@ struct FtraceParser {
         uint64_t signature[_COMPACT_ROLE_MAX];
         FtraceParserStats stats;
         AddressHasher *hasher;    /* NULL: addresses written as they are */
+        FtracePrintRule *print_rules;   /* FtraceConfig.print_filter, owned copies */
+        size_t n_print_rules;
 };
 
 /* ---- bundles ------------------------------------------------------------------- */
@@ -271,6 +276,7 @@ typedef struct CompactSched {
 
 struct FtraceBundle {
         uint32_t cpu;
+        uint32_t ftrace_clock;    /* FtraceClock, 0: boot (the field is left out) */
         bool compact_sched;
         bool lost_events;
         int32_t pid_cache[PID_CACHE_SIZE];
@@ -346,6 +352,8 @@ static inline size_t str_len(const uint8_t *s, size_t max) {
 /* ftrace-event-info.c: @ev's EventInfo, @text its format file. */
 int ftrace_event_info_new(const struct tep_event *ev, const char *text, EventInfo **ret);
 void ftrace_event_info_free(EventInfo *e);
+void ftrace_parser_free_print_filter(FtraceParser *p);
+void ftrace_event_info_setup_print(EventInfo *e, const struct tep_event *ev);
 /* @e's address fields become SRC_ADDRESS, hashed by @hasher (which must outlive @e). */
 void ftrace_event_info_hash_addresses(EventInfo *e, AddressHasher *hasher);
 DEFINE_TRIVIAL_CLEANUP_FUNC_VOID(EventInfo *, ftrace_event_info_free);

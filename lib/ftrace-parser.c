@@ -40,6 +40,7 @@ FtraceParser *ftrace_parser_free(FtraceParser *p) {
                 ftrace_event_info_free(p->by_id[i]);
         free(p->by_id);
         free(p->hasher);
+        ftrace_parser_free_print_filter(p);
         tep_free(p->tep);
         return mfree(p);
 }
@@ -161,6 +162,7 @@ int ftrace_parser_add_event(FtraceParser *p, const char *group, const char *text
                 return r;
         if (p->hasher)
                 ftrace_event_info_hash_addresses(e, p->hasher);
+        ftrace_event_info_setup_print(e, ev);
         r = parser_set_event(p, (unsigned) id, e);
         if (r < 0)
                 return r;

@@ -69,6 +69,11 @@ struct Recorder {
         _Atomic uint64_t events, bytes_written, events_lost, kernel_events_lost, events_overwritten;
         RecorderEnd end;
         int error;
+
+        /* ftfilter: with drain_buffer_percent, the worker also wakes when a CPU's buffer
+         * passes the instance's buffer_percent (poll on its trace_pipe_raw): stop_fd, then
+         * the pipes. NULL: it wakes every drain period only. */
+        struct pollfd *watermark_fds;
 };
 
 /* recorder-packets.c: the service's packets (sequence 1) and the process tree. */

@@ -146,9 +146,13 @@ static bool write_due(Recorder *rec) {
 
 static bool wait_for_stop(Recorder *rec) {
         struct pollfd p = { .fd = rec->stop_fd, .events = POLLIN };
+        struct pollfd *fds = rec->watermark_fds ?: &p;
         uint64_t v;
 
-        if (poll(&p, 1, (int) rec->drain_period_ms) <= 0)
+        /* With a watermark, a pipe that polls readable (a buffer past buffer_percent) ends
+         * the wait early: the drain follows at once. */
+        if (poll(fds, rec->watermark_fds ? rec->n_cpus + 1 : 1, (int) rec->drain_period_ms) <= 0 ||
+            !(fds[0].revents & POLLIN))
                 return false;
         return read(rec->stop_fd, &v, sizeof(v)) == sizeof(v);
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
@@ -113,6 +114,27 @@ static void recorder_configure(Recorder *rec, const SessionConfig *config, int o
                           (size_t) config->trace_buffer_kb * 1024u, config->max_file_size_bytes);
 }
 
+/* The FtraceConfig options the worker carries out: the print filter in the parser, the
+ * clock the bundles name, the pipes polled for the buffer watermark. */
+static int recorder_apply_ftrace_options(Recorder *rec, const SessionConfig *config) {
+        int r;
+
+        r = ftrace_parser_set_print_filter(rec->parser, config->print_rules, config->n_print_rules);
+        if (r < 0)
+                return r;
+        for (unsigned cpu = 0; config->mono_raw_clock && cpu < rec->n_cpus; cpu++)
+                ftrace_bundle_set_clock(rec->bundles[cpu], FTRACE_CLOCK_MONO_RAW);
+        if (config->drain_buffer_percent == 0)
+                return 0;
+        rec->watermark_fds = calloc(rec->n_cpus + 1, sizeof(struct pollfd));
+        if (!rec->watermark_fds)
+                return -ENOMEM;
+        rec->watermark_fds[0] = (struct pollfd) { .fd = rec->stop_fd, .events = POLLIN };
+        for (unsigned cpu = 0; cpu < rec->n_cpus; cpu++)
+                rec->watermark_fds[cpu + 1] = (struct pollfd) { .fd = rec->pipe_fds[cpu], .events = POLLIN };
+        return 0;
+}
+
 int recorder_new(const SessionConfig *config, TraceInstance *instance, int output_fd, Recorder **ret) {
         _cleanup_(recorder_freep) Recorder *rec = NULL;
         int r;
@@ -160,6 +182,9 @@ int recorder_new(const SessionConfig *config, TraceInstance *instance, int outpu
         r = open_cpus(rec, instance, config->compact_sched);
         if (r < 0)
                 return r;
+        r = recorder_apply_ftrace_options(rec, config);
+        if (r < 0)
+                return r;
 
         *ret = TAKE_PTR(rec);
         return 0;
@@ -190,6 +215,7 @@ Recorder *recorder_free(Recorder *rec) {
         free(rec->bundle_pages);
         free(rec->fill_reported);
         free(rec->page);
+        free(rec->watermark_fds);
         (void) pthread_mutex_destroy(&rec->annotations_lock);
         recorder_inbox_free(rec);
         (void) pthread_mutex_destroy(&rec->inbox_lock);

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "config.pb-c.h"
+#include "ftrace-parser.h"
 #include "macro.h"
 
 /*
@@ -69,11 +70,29 @@ typedef struct SessionConfig {
          * At most SESSION_MAX_WARNINGS, the last saying how many more were left out. */
         char **warnings;
         size_t n_warnings_dropped;
+        /* ftfilter: FtraceConfig's remaining options, checked by session-config-ftrace.c and
+         * applied to the session's instance by ftrace-options.c. */
+        char *syscall_filter;          /* "id == 0 || id == 1", for raw_syscalls; NULL: all */
+        uint32_t *tids_to_trace;       /* written to set_event_pid */
+        size_t n_tids_to_trace;
+        char *tracing_cpumask;         /* hex digits and commas; NULL: every CPU */
+        char **tracefs_options;        /* "name" then "0" or "1", pairs, names allowlisted */
+        bool mono_raw_clock;           /* trace_clock mono_raw, FtraceClock MONO_RAW in bundles */
+        uint32_t drain_buffer_percent; /* the instance's buffer_percent, the pipes polled; 0: off */
+        FtracePrintRule *print_rules;  /* ftrace/print filter, strings owned */
+        size_t n_print_rules;
 } SessionConfig;
 
 #define SESSION_MAX_WARNINGS 64u
 
 void session_config_done(SessionConfig *c);
+
+/* session-config-ftrace.c: the FtraceConfig options beyond events and sizes, from every
+ * linux.ftrace data source of @tc, checked (-EINVAL, the field named in *ret_error) or
+ * turned into warnings; after the events were resolved, as it adds and drops some. */
+int session_config_load_ftrace_options(const Tracebus__TraceConfig *tc, const char *tracefs_root,
+                                       SessionConfig *c, char **ret_error);
+void session_config_ftrace_done(SessionConfig *c);
 
 /* Adds a warning to @c (printf format). Returns 0 or -ENOMEM. */
 int session_config_warn(SessionConfig *c, const char *fmt, ...) _printf_(2, 3);

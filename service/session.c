@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ftrace-options.h"
 #include "log.h"
 #include "session.h"
 #include "strv.h"
@@ -146,6 +147,9 @@ static int session_setup_instance(Session *s) {
         r = trace_instance_new(name, s->config.buffer_size_kb, &s->instance);
         if (r < 0)
                 return log_error_errno(r, "Failed to create tracefs instance %s: %m", name);
+        r = ftrace_options_apply(s->instance, &s->config);
+        if (r < 0)
+                return r;
 
         STRV_FOREACH(e, s->config.events) {
                 r = trace_instance_enable_event(s->instance, *e);

@@ -206,6 +206,10 @@ int trace_instance_enable_event(TraceInstance *t, const char *event) {
         return instance_write(t, file, "1");
 }
 
+int trace_instance_write_file(TraceInstance *t, const char *file, const char *value) {
+        return instance_write(t, file, value);
+}
+
 int trace_instance_set_tracing(TraceInstance *t, bool on) {
         return instance_write(t, "tracing_on", on ? "1" : "0");
 }

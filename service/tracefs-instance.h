@@ -39,6 +39,8 @@ const char *trace_instance_name(const TraceInstance *t);
 /* @event is "group/name", already checked against the kernel's events. */
 int trace_instance_enable_event(TraceInstance *t, const char *event);
 int trace_instance_set_tracing(TraceInstance *t, bool on);
+/* Writes @value to a file of the instance; @file is the service's own name, never a caller's. */
+int trace_instance_write_file(TraceInstance *t, const char *file, const char *value);
 
 /* Reads a file of the instance (e.g. "events/sched/sched_switch/format"). */
 int trace_instance_read_file(TraceInstance *t, const char *file, char **ret, size_t *ret_len);

@@ -48,6 +48,7 @@ typedef struct FtraceParserStats {
         uint64_t time_extends;      /* time-extend records */
         uint64_t time_stamps;       /* absolute time-stamp records */
         uint64_t paddings;          /* padding records (discarded events, page tails) */
+        uint64_t filtered;          /* ftrace/print records the print filter dropped */
 } FtraceParserStats;
 
 int ftrace_parser_new(FtraceParser **ret);
@@ -74,6 +75,26 @@ void ftrace_parser_get_stats(const FtraceParser *p, FtraceParserStats *ret);
  * ip, parent_ip, caller_ip...: ftrace-event-info.c lists them). */
 int ftrace_parser_hash_addresses(FtraceParser *p, const uint8_t key[FTRACE_ADDRESS_KEY_SIZE]);
 
+/* One rule of Perfetto's FtraceConfig.print_filter. With @type NULL the rule matches an
+ * ftrace/print whose buf starts with @prefix; otherwise a buf of the atrace form
+ * "<type>|<digits>|<prefix>...". The first rule that matches decides (@allow); a print
+ * that no rule matches is kept. */
+typedef struct FtracePrintRule {
+        const char *type;
+        const char *prefix;
+        bool allow;
+} FtracePrintRule;
+
+/* From now on, ftrace/print events the rules refuse are dropped before they are encoded
+ * (counted in FtraceParserStats.filtered). The rules are copied; n = 0 removes them. */
+int ftrace_parser_set_print_filter(FtraceParser *p, const FtracePrintRule *rules, size_t n);
+/* Whether @buf (at most @size bytes, up to a NUL) passes @rules: exposed for tests. */
+bool ftrace_print_filter_allows(const FtracePrintRule *rules, size_t n, const char *buf, size_t size);
+
+/* Whether tracebus writes events @group/@name as a typed FtraceEvent field rather than a
+ * GenericFtraceEvent (what FtraceConfig.disable_generic_events leaves out). */
+bool ftrace_event_is_typed(const char *group, const char *name);
+
 /* The data length in the page's commit word (the bytes of records the page holds). */
 ssize_t ftrace_parser_page_data_size(const FtraceParser *p, const void *page, size_t size);
 /* Whether the header of @page has the missed-events flag, so that a reader can pack
@@ -99,6 +120,11 @@ size_t ftrace_bundle_n_skipped(const FtraceBundle *b);
 /* FtraceErrors recorded since the last pack. */
 size_t ftrace_bundle_n_errors(const FtraceBundle *b);
 bool ftrace_bundle_lost_events(const FtraceBundle *b);
+/* FtraceEventBundle.ftrace_clock (Perfetto's FtraceClock): 0 (unset) for the boot clock,
+ * FTRACE_CLOCK_MONO_RAW when the instance's trace_clock is mono_raw, so that
+ * trace_processor converts the events' timestamps from CLOCK_MONOTONIC_RAW. */
+#define FTRACE_CLOCK_MONO_RAW 4
+void ftrace_bundle_set_clock(FtraceBundle *b, uint32_t ftrace_clock);
 /* Marks the bundle as coming after lost events that no page header reported (the kernel
  * cleared the buffer), so that the trace says where data is missing. */
 void ftrace_bundle_set_lost_events(FtraceBundle *b);
