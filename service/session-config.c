@@ -356,6 +356,9 @@ int session_config_load(const Tracebus__TraceConfig *tc, const char *root, Sessi
                                  "ftrace_events, or pass the Events option");
         if (c.buffer_size_kb == 0)
                 c.buffer_size_kb = SESSION_DEFAULT_BUFFER_SIZE_KB;
+        r = session_config_load_sys_stats(tc, &c);
+        if (r < 0)
+                return r;
 
         r = pack_config(tc, &c);
         if (r < 0)

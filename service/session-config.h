@@ -7,6 +7,7 @@
 
 #include "config.pb-c.h"
 #include "macro.h"
+#include "session-config-sysstats.h"
 
 /*
  * What a session records, validated: the TraceConfig a caller sent (text format, or
@@ -69,6 +70,9 @@ typedef struct SessionConfig {
          * At most SESSION_MAX_WARNINGS, the last saying how many more were left out. */
         char **warnings;
         size_t n_warnings_dropped;
+
+        /* linux.sys_stats, linux.system_info, linux.sysfs_power (helper "sysstats"). */
+        SysStatsSelection sys_stats;
 } SessionConfig;
 
 #define SESSION_MAX_WARNINGS 64u
