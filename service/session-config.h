@@ -7,7 +7,7 @@
 
 #include "config.pb-c.h"
 #include "macro.h"
-#include "session-config-sysstats.h"
+#include "sys-stats-types.h"
 
 /*
  * What a session records, validated: the TraceConfig a caller sent (text format, or
@@ -111,3 +111,8 @@ int session_config_from_options(char **events, uint32_t duration_ms, uint32_t bu
  * names, comma-separated, in *ret_error). */
 int session_config_load(const Tracebus__TraceConfig *tc, const char *tracefs_root,
                         SessionConfig *ret, char **ret_error);
+
+/* Reads the linux.sys_stats, linux.system_info and linux.sysfs_power data sources of @tc
+ * into @c->sys_stats (service/session-config-sysstats.c). What this kernel lacks, a period
+ * under 10 ms, a counter tracebus does not read: warnings, never errors. */
+int session_config_load_sys_stats(const Tracebus__TraceConfig *tc, SessionConfig *c);

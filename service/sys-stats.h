@@ -21,6 +21,11 @@
  * is a fixed path in the service and a fixture directory in the unit tests only.
  */
 
+/* Whether the kernel has what @group reads (fixed paths under /proc and /sys), and the
+ * group's name (session-config-sysstats.c). */
+bool sys_stats_group_available(SysStatsGroup group);
+const char *sys_stats_group_to_string(SysStatsGroup group);
+
 bool sys_stats_meminfo_key_known(uint32_t key);
 bool sys_stats_vmstat_key_known(uint32_t key);
 

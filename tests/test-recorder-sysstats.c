@@ -24,6 +24,7 @@
 #include "trace-reader.h"
 #include "trace.pb-c.h"
 #include "recorder.h"
+#include "session-util.h"
 
 #define TINY_FTRACE "data_sources { config { name: \"linux.ftrace\" ftrace_config { ftrace_events: \"sched/sched_process_exit\" } } }\n"
 
@@ -210,17 +211,12 @@ static void test_every_group(void) {
         verdict();
 }
 
-/* Perfetto's CPU-frequency config (docs/data-sources/cpu-freq.md), in its shape: the
- * ftrace events beside cpufreq polling. A machine without cpufreq records no
- * cpufreq_khz (and warns: tests/test-sys-stats.c); one with it, one per CPU. */
+/* Perfetto's CPU-frequency config (docs/data-sources/cpu-freq.md, as
+ * tests/fixtures/textproto/cpu-freq.pbtxt has it): the ftrace events, cpufreq polling
+ * every 500 ms and linux.system_info. A machine without cpufreq records no cpufreq_khz
+ * (and warns: tests/test-sys-stats.c); one with it, one value per CPU. */
 static void test_cpufreq_doc_config(void) {
-        const char *cfg =
-                "buffers { size_kb: 8960 fill_policy: DISCARD }\n"
-                "data_sources { config { name: \"linux.ftrace\" ftrace_config {\n"
-                "  ftrace_events: \"power/cpu_frequency\" ftrace_events: \"power/cpu_idle\"\n"
-                "  ftrace_events: \"power/suspend_resume\" } } }\n"
-                "data_sources { config { name: \"linux.sys_stats\" sys_stats_config { cpufreq_period_ms: 100 } } }\n"
-                "duration_ms: 10000\n";
+        g_autofree char *cfg = fixture_config("cpu-freq.pbtxt");
         g_auto(Trace) t = { 0 };
         g_auto(Rec) r = { 0 };
         g_auto(SysSummary) s = { 0 };
@@ -228,17 +224,57 @@ static void test_cpufreq_doc_config(void) {
         bool has_cpufreq = exists("/sys/devices/system/cpu/cpu0/cpufreq");
 
         rec_start(&r, "tbuser", "sys-stats-cpufreq.pftrace", cfg);
-        g_usleep(800 * 1000);
+        g_usleep(1300 * 1000);
         st = rec_stop(&r);
         trace_load(r.out, false, &t);
         check_trace(&t, &(CheckOpts) { .closed = true });
         summarize(&t, &s);
-        note("cpufreq: this machine %s cpufreq; %u sys_stats packets, %u with cpufreq_khz\n",
-             has_cpufreq ? "has" : "has no", s.n_packets, s.cpufreq);
+        note("cpufreq: this machine %s cpufreq; %u sys_stats packets, %u with cpufreq_khz; %u CpuInfo\n",
+             has_cpufreq ? "has" : "has no", s.n_packets, s.cpufreq, s.n_cpu_info);
         if (has_cpufreq)
-                expect(s.cpufreq >= 4, "cpufreq exists but only %u samples", s.cpufreq);
+                expect(s.cpufreq >= 2, "cpufreq exists but only %u samples in 1.3 s at 500 ms", s.cpufreq);
         else
                 expect(s.n_packets == 0, "no cpufreq here, yet %u sys_stats packets", s.n_packets);
+        expect(s.n_cpu_info == 1, "%u CpuInfo packets for linux.system_info", s.n_cpu_info);
+        verdict();
+}
+
+/* Perfetto's memory-counters config (tests/fixtures/textproto/memory-sys-stats.pbtxt)
+ * at 1 s: exactly the counters it names (NR_ALLOC_BATCH is gone from modern kernels),
+ * cpu times and forks but no interrupts. */
+static void test_memory_doc_config(void) {
+        g_autofree char *doc = fixture_config("memory-sys-stats.pbtxt");
+        g_autofree char *cfg = g_strconcat(doc, TINY_FTRACE, NULL);
+        g_auto(Trace) t = { 0 };
+        g_auto(Rec) r = { 0 };
+        g_autoptr(GHashTable) st = NULL;
+        guint n = 0, bad = 0;
+
+        rec_start(&r, "tbuser", "sys-stats-memory.pftrace", cfg);
+        g_usleep(1500 * 1000);
+        st = rec_stop(&r);
+        trace_load(r.out, false, &t);
+        check_trace(&t, &(CheckOpts) { .closed = true });
+        for (guint i = 0; i < t.pkts->len; i++) {
+                const Tracebus__SysStats *ss = PKT(&t, i)->p->sys_stats;
+
+                if (!ss)
+                        continue;
+                /* One packet a group and read (the groups are read apart, each shared on
+                 * its own): trace_processor takes every packet's counters alike. */
+                n++;
+                if (ss->n_meminfo > 0)
+                        bad += ss->n_meminfo != 3;
+                else if (ss->n_vmstat > 0)
+                        bad += ss->n_vmstat < 3 || ss->n_vmstat > 4;
+                else
+                        bad += ss->n_cpu_stat == 0 || !ss->has_num_forks || ss->has_num_irq_total || ss->n_num_softirq > 0;
+                for (size_t k = 0; k < ss->n_vmstat; k++)
+                        bad += ss->vmstat[k]->key > TRACEBUS__VMSTAT_COUNTERS__VMSTAT_NR_ACTIVE_ANON;
+        }
+        note("memory config: %u sys_stats packets, %u not as asked\n", n, bad);
+        expect(n >= 6, "%u samples of the three groups in 1.5 s at 1 s", n);
+        expect(bad == 0, "%u samples carry other counters than the config names", bad);
         verdict();
 }
 
@@ -292,6 +328,7 @@ static void test_shared_read(void) {
 
 RECORDER_WRAP(test_every_group)
 RECORDER_WRAP(test_cpufreq_doc_config)
+RECORDER_WRAP(test_memory_doc_config)
 RECORDER_WRAP(test_shared_read)
 
 int main(int argc, char **argv) {
@@ -299,6 +336,7 @@ int main(int argc, char **argv) {
         tb_require_system_bus_environment();
         RECORDER_CASE("08-sys-stats-every-group", test_every_group);
         RECORDER_CASE("08-sys-stats-cpufreq-doc-config", test_cpufreq_doc_config);
+        RECORDER_CASE("08-sys-stats-memory-doc-config", test_memory_doc_config);
         RECORDER_CASE("08-sys-stats-shared-read", test_shared_read);
         return tb_test_run(TB_START_SERVICE);
 }
