@@ -37,6 +37,8 @@ struct Recorder {
         uint8_t *page;
 
         ProcessTreeBuilder *processes;
+        FtraceTaskNote *task_notes;   /* worker: the task notes of all CPUs in one pass */
+        size_t task_notes_allocated;
 
         /* Moments the main thread asks to mark on the tracebus track (detached, attached). */
         pthread_mutex_t annotations_lock;

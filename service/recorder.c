@@ -195,6 +195,7 @@ Recorder *recorder_free(Recorder *rec) {
         (void) pthread_mutex_destroy(&rec->inbox_lock);
         ftrace_parser_free(rec->parser);
         process_tree_builder_free(rec->processes);
+        free(rec->task_notes);
         if (rec->trace_config)
                 tracebus__trace_config__free_unpacked(rec->trace_config, NULL);
         trace_writer_done(&rec->writer);
