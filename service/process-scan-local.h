@@ -73,6 +73,9 @@ struct ProcessTreeBuilder {
         uint64_t saved_reload_ns;  /* the wait before the next read, doubling */
         int32_t *pending;          /* gone threads the saved tables read before did not know */
         size_t n_pending, pending_allocated;
+        bool record_age;           /* linux.process_stats record_process_age */
+        bool skip_main_thread;     /* linux.process_stats skip_main_thread_message */
+        uint64_t ns_per_tick;      /* of /proc/PID/stat's times */
         Tracebus__ProcessTree tree;
         Tracebus__ProcessTree__Process **procs;
         Tracebus__ProcessTree__Thread **thrs;

@@ -48,6 +48,10 @@ int process_tree_builder_write_kept(ProcessTreeBuilder *b,
 /* Processes and threads forgotten to stay within the budget. */
 uint64_t process_tree_builder_n_evicted(const ProcessTreeBuilder *b);
 
+/* linux.process_stats's options: each process's start time (record_process_age), and no
+ * Thread entry for a process's main thread (skip_main_thread_message). */
+void process_tree_builder_set_options(ProcessTreeBuilder *b, bool record_age, bool skip_main_thread);
+
 /* Where tracefs is: threads gone from /proc before we looked are then described from the
  * kernel's saved_tgids and saved_cmdlines (the instance records tgids for that). */
 void process_tree_builder_set_tracefs(ProcessTreeBuilder *b, const char *tracefs_root);

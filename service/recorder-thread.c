@@ -67,10 +67,27 @@ static int describe_tasks(Recorder *rec) {
         return r < 0 ? r : 0;
 }
 
+/* linux.process_stats quirk DISABLE_ON_DEMAND: the lists are emptied, nothing read. */
+static int forget_new_threads(Recorder *rec) {
+        for (unsigned cpu = 0; cpu < rec->n_cpus; cpu++) {
+                const FtraceTaskNote *notes;
+                const int32_t *pids;
+
+                (void) ftrace_bundle_take_tasks(rec->bundles[cpu], &notes);
+                (void) ftrace_bundle_take_pids(rec->bundles[cpu], &pids);
+                (void) ftrace_bundle_take_renamed(rec->bundles[cpu], &pids);
+        }
+        return 0;
+}
+
 /* Threads first seen in the events since the last pass: their names and processes. The
  * tasks' own events first, which describe those already gone. */
 static int describe_new_threads(Recorder *rec) {
-        int r = describe_tasks(rec);
+        int r;
+
+        if (!rec->on_demand)
+                return forget_new_threads(rec);
+        r = describe_tasks(rec);
 
         for (unsigned cpu = 0; r >= 0 && cpu < rec->n_cpus; cpu++) {
                 const int32_t *pids;

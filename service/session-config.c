@@ -342,6 +342,9 @@ int session_config_load(const Tracebus__TraceConfig *tc, const char *root, Sessi
         r = load_trace_buffer(tc, &c, ret_error);
         if (r < 0)
                 return r;
+        r = session_config_load_process_stats(tc, &c);
+        if (r < 0)
+                return r;
         if (tc->output_path)
                 return set_error(ret_error, "output_path is not supported: the service never opens a path a caller "
                                  "names; pass a file descriptor as the Output option instead");

@@ -69,7 +69,25 @@ typedef struct SessionConfig {
          * At most SESSION_MAX_WARNINGS, the last saying how many more were left out. */
         char **warnings;
         size_t n_warnings_dropped;
+
+        /* procstats: linux.process_stats (session-config-procstats.c, process-stats.c) */
+        bool process_stats;                   /* the data source is in the config */
+        uint32_t process_stats_poll_ms;       /* 0: no periodic ProcessStats */
+        uint32_t process_stats_cache_ttl_ms;  /* 0: a value is written only when it changes */
+        uint32_t process_stats_target_buffer;
+        bool process_stats_smaps;             /* scan_smaps_rollup */
+        bool process_stats_runtime;           /* record_process_runtime */
+        bool process_age;                     /* record_process_age: ProcessTree's start times */
+        bool process_skip_main_thread;        /* skip_main_thread_message */
+        bool process_initial_dump_off;        /* quirk DISABLE_INITIAL_DUMP: no scan at start */
+        bool process_on_demand_off;           /* quirk DISABLE_ON_DEMAND: no scan of new pids */
 } SessionConfig;
+
+/* Perfetto's minimum proc_stats_poll_ms: a shorter one is raised, with a warning. */
+#define PROCESS_STATS_MIN_POLL_MS 100u
+
+/* session-config-procstats.c: the linux.process_stats data source, into @c. */
+int session_config_load_process_stats(const Tracebus__TraceConfig *tc, SessionConfig *c);
 
 #define SESSION_MAX_WARNINGS 64u
 

@@ -73,6 +73,7 @@ static int on_recorder_done(sd_event_source *source, int fd, uint32_t revents, v
                 /* Ended by itself (size limit, output error): reason from the recorder. */
                 s->end_reason = SESSION_END_STOPPED;
 
+        s->process_stats = process_stats_stop(s->process_stats);
         end = recorder_join(s->recorder, &s->end_error);
         s->end_reason = reason_for_recorder_end(s, end);
         recorder_get_stats(s->recorder, &s->final_stats);
@@ -192,6 +193,8 @@ int session_new(sd_event *event, Poller *poller, uint64_t id, uid_t owner_uid, S
                 s->started_at_usec = now_usec(CLOCK_REALTIME);
                 r = recorder_start(s->recorder, s->instance);
         }
+        if (r >= 0)
+                r = process_stats_start(poller, s->recorder, &s->config, owner_uid, &s->process_stats);
         if (r < 0) {
                 session_free(s);
                 return r;
@@ -212,6 +215,7 @@ Session *session_free(Session *s) {
         sd_event_source_disable_unref(s->done_source);
         sd_event_source_disable_unref(s->duration_source);
         sd_event_source_disable_unref(s->progress_source);
+        process_stats_stop(s->process_stats);
         recorder_free(s->recorder);
         trace_instance_free(s->instance);
         session_config_done(&s->config);
@@ -229,6 +233,7 @@ int session_stop(Session *s, SessionEndReason reason) {
         s->state = SESSION_STOPPING;
         s->end_reason = reason;
         s->duration_source = sd_event_source_disable_unref(s->duration_source);
+        s->process_stats = process_stats_stop(s->process_stats);
 
         /* Off first, so that the recorder's final drain empties the buffers for good. */
         r = trace_instance_set_tracing(s->instance, false);

@@ -7,6 +7,7 @@
 #include <systemd/sd-event.h>
 
 #include "poller.h"
+#include "process-stats.h"
 #include "recorder.h"
 #include "session-config.h"
 #include "tracefs-instance.h"
@@ -94,6 +95,8 @@ struct Session {
         sd_event_source *done_source;
         sd_event_source *progress_source;
         RecorderStats progress_reported;
+
+        ProcessStatsSource *process_stats;  /* linux.process_stats's polls (process-stats.c) */
 };
 
 /* Session ids (manager_new_session_id()) are at most this: 48 random bits. */
