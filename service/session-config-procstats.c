@@ -95,3 +95,9 @@ int session_config_load_process_stats(const Tracebus__TraceConfig *tc, SessionCo
         }
         return 0;
 }
+
+int session_config_load_process_sources(const Tracebus__TraceConfig *tc, SessionConfig *c) {
+        int r = session_config_load_process_stats(tc, c);
+
+        return r < 0 ? r : session_config_load_journald(tc, c);
+}

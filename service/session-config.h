@@ -81,6 +81,12 @@ typedef struct SessionConfig {
         bool process_skip_main_thread;        /* skip_main_thread_message */
         bool process_initial_dump_off;        /* quirk DISABLE_INITIAL_DUMP: no scan at start */
         bool process_on_demand_off;           /* quirk DISABLE_ON_DEMAND: no scan of new pids */
+        /* procstats: linux.systemd_journald (session-config-journald.c, journald.c) */
+        bool journald;                        /* the data source is in the config, and a journal here */
+        uint32_t journald_min_prio;           /* entries of PRIORITY up to this (7: all) */
+        char **journald_identifiers;          /* only these SYSLOG_IDENTIFIERs, when not NULL */
+        char **journald_units;                /* only these _SYSTEMD_UNITs, when not NULL */
+        uint32_t journald_target_buffer;
 } SessionConfig;
 
 /* Perfetto's minimum proc_stats_poll_ms: a shorter one is raised, with a warning. */
@@ -88,6 +94,10 @@ typedef struct SessionConfig {
 
 /* session-config-procstats.c: the linux.process_stats data source, into @c. */
 int session_config_load_process_stats(const Tracebus__TraceConfig *tc, SessionConfig *c);
+/* session-config-journald.c: the linux.systemd_journald data source, into @c. */
+int session_config_load_journald(const Tracebus__TraceConfig *tc, SessionConfig *c);
+/* Both of the above. */
+int session_config_load_process_sources(const Tracebus__TraceConfig *tc, SessionConfig *c);
 
 #define SESSION_MAX_WARNINGS 64u
 

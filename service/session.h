@@ -7,6 +7,7 @@
 #include <systemd/sd-event.h>
 
 #include "poller.h"
+#include "journald.h"
 #include "process-stats.h"
 #include "recorder.h"
 #include "session-config.h"
@@ -97,6 +98,7 @@ struct Session {
         RecorderStats progress_reported;
 
         ProcessStatsSource *process_stats;  /* linux.process_stats's polls (process-stats.c) */
+        JournaldSource *journald;           /* linux.systemd_journald's reads (journald.c) */
 };
 
 /* Session ids (manager_new_session_id()) are at most this: 48 random bits. */
