@@ -99,5 +99,10 @@ int add_process(ProcessTreeBuilder *b, pid_t pid, const ProcStatus *known);
 int add_entry_process(ProcessTreeBuilder *b, Tracebus__ProcessTree__Process *p);
 /* Takes @t: on failure it is freed. */
 int add_entry_thread(ProcessTreeBuilder *b, Tracebus__ProcessTree__Thread *t);
+/* process-scan-tasks.c: a process gone from /proc, described by its parent @ppid (0:
+ * unknown) and its comm (NULL: unknown), marked as a comm. */
+int add_comm_process(ProcessTreeBuilder *b, int32_t pid, int32_t ppid, const char *comm);
+/* Thread @tid of @tgid named @comm (NULL or "": no name). */
+int add_comm_thread(ProcessTreeBuilder *b, int32_t tid, int32_t tgid, const char *comm);
 /* process-saved.c: a thread gone from /proc waits for the next read of the saved tables. */
 int add_gone_thread(ProcessTreeBuilder *b, pid_t tid);

@@ -35,8 +35,7 @@ static int32_t known_tgid(ProcessTreeBuilder *b, int32_t tid) {
         return 0;
 }
 
-/* A process gone from /proc: its parent and its comm, marked as a comm. */
-static int add_born_process(ProcessTreeBuilder *b, int32_t pid, int32_t ppid, const char *comm) {
+int add_comm_process(ProcessTreeBuilder *b, int32_t pid, int32_t ppid, const char *comm) {
         Tracebus__ProcessTree__Process *p;
 
         if (!pid_table_find(&b->processes, pid) && !pid_table_has_room(&b->processes))
@@ -49,17 +48,19 @@ static int add_born_process(ProcessTreeBuilder *b, int32_t pid, int32_t ppid, co
         p->pid = pid;
         p->has_ppid = ppid > 0;
         p->ppid = ppid;
-        p->cmdline = calloc(1, sizeof(char *));
-        if (!p->cmdline || !(p->cmdline[0] = strdup(comm))) {
-                process_description_free(p, /* thread= */ false);
-                return -ENOMEM;
+        if (comm && comm[0]) {
+                p->cmdline = calloc(1, sizeof(char *));
+                if (!p->cmdline || !(p->cmdline[0] = strdup(comm))) {
+                        process_description_free(p, /* thread= */ false);
+                        return -ENOMEM;
+                }
+                p->n_cmdline = 1;
+                p->has_cmdline_is_comm = p->cmdline_is_comm = true;
         }
-        p->n_cmdline = 1;
-        p->has_cmdline_is_comm = p->cmdline_is_comm = true;
         return add_entry_process(b, p);
 }
 
-static int add_named_thread(ProcessTreeBuilder *b, int32_t tid, int32_t tgid, const char *comm) {
+int add_comm_thread(ProcessTreeBuilder *b, int32_t tid, int32_t tgid, const char *comm) {
         Tracebus__ProcessTree__Thread *t;
 
         if (!pid_table_find(&b->threads, tid) && !pid_table_has_room(&b->threads))
@@ -71,8 +72,7 @@ static int add_named_thread(ProcessTreeBuilder *b, int32_t tid, int32_t tgid, co
         t->has_tid = t->has_tgid = true;
         t->tid = tid;
         t->tgid = tgid;
-        t->name = strdup(comm);
-        if (!t->name) {
+        if (comm && comm[0] && !(t->name = strdup(comm))) {
                 process_description_free(t, /* thread= */ true);
                 return -ENOMEM;
         }
@@ -90,11 +90,11 @@ static int describe_born(ProcessTreeBuilder *b, const FtraceTaskNote *born, cons
         if (tgid <= 0)
                 return add_gone_thread(b, born->pid);
         if (!thread) {
-                r = add_born_process(b, born->pid, parent, comm);
+                r = add_comm_process(b, born->pid, parent, comm);
                 if (r < 0)
                         return r;
         }
-        r = add_named_thread(b, born->pid, tgid, comm);
+        r = add_comm_thread(b, born->pid, tgid, comm);
         return r < 0 ? r : 1;
 }
 
@@ -113,7 +113,7 @@ static int describe_task(ProcessTreeBuilder *b, const FtraceTaskNote *born, cons
         e = pid_table_find(&b->threads, last->pid);
         if (!e || e->tgid <= 0)
                 return 0;
-        return add_named_thread(b, last->pid, e->tgid, last->comm);
+        return add_comm_thread(b, last->pid, e->tgid, last->comm);
 }
 
 int process_tree_builder_add_tasks(ProcessTreeBuilder *b, FtraceTaskNote *notes, size_t n) {
