@@ -45,6 +45,8 @@ void session_config_done(SessionConfig *c) {
         c->trace_config = mfree(c->trace_config);
         c->warnings = strv_free(c->warnings);
         c->n_warnings_dropped = 0;
+        c->journald_identifiers = strv_free(c->journald_identifiers);
+        c->journald_units = strv_free(c->journald_units);
 }
 
 int session_config_warn(SessionConfig *c, const char *fmt, ...) {
@@ -340,6 +342,9 @@ int session_config_load(const Tracebus__TraceConfig *tc, const char *root, Sessi
         if (r < 0)
                 return r;
         r = load_trace_buffer(tc, &c, ret_error);
+        if (r < 0)
+                return r;
+        r = session_config_load_process_sources(tc, &c);
         if (r < 0)
                 return r;
         if (tc->output_path)
