@@ -79,3 +79,6 @@ uint64_t sys_stats_reads(SysStatsGroup group);
 
 /* Makes room for one more element in a repeated field being built (@n elements now). */
 int sys_stats_grow(void *array, size_t n, size_t elem_size);
+/* Appends a new, initialized message of type @d to the repeated field @array (a T ***)
+ * of @n elements. NULL when out of memory. */
+void *sys_stats_append(void *array, size_t *n, const ProtobufCMessageDescriptor *d);
