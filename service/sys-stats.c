@@ -12,25 +12,28 @@
 #include "time-util.h"
 
 /*
- * The shared reads. One Feed per (poller, group, period): one poller entry reads the
- * group's files once per period and hands every subscribed session a packet filtered
- * to the counters it asked for. Subscribing and unsubscribing happen on the event
- * loop; the reads run on the poller's thread. @feeds_lock guards the list, each
- * feed's @lock its subscribers, so that after sys_stats_unsubscribe() no packet goes
- * to that session's recorder.
+ * The shared reads. One Feed per (poller, period, kind): one poller entry reads, each
+ * period, every counter group one of its subscribers wants at that period, into one
+ * sample, and hands every subscribed session one SysStats packet of its own groups and
+ * counters, as traced_probes writes one packet per tick. Sessions that ask for the same
+ * group at the same period so share its read. Subscribing and unsubscribing happen on
+ * the event loop; the reads run on the poller's thread. @feeds_lock guards the list, each
+ * feed's @lock its subscribers, so that after sys_stats_unsubscribe() no packet goes to
+ * that session's recorder. linux.sysfs_power's batteries are a feed of their own kind.
  */
 
 typedef struct Subscriber {
         struct Subscriber *next;
         Recorder *rec;
         const SysStatsSelection *sel;
+        uint32_t groups;                     /* 1 << SysStatsGroup, at this feed's period */
 } Subscriber;
 
 typedef struct Feed {
         struct Feed *next;
         Poller *poller;
-        SysStatsGroup group;
         uint32_t period_ms;
+        bool power;
         PollerEntry *entry;
         pthread_mutex_t lock;
         Subscriber *subscribers;
@@ -41,6 +44,7 @@ struct SysStatsSession {
         Recorder *rec;
         SysStatsSelection sel;
         PollerEntry *system_info;            /* the one-off CpuInfo read */
+        size_t n_feeds;                      /* one per distinct period, and the batteries' */
         Feed *feeds[_SYS_STATS_GROUP_MAX];
         Subscriber subs[_SYS_STATS_GROUP_MAX];
 };
@@ -150,6 +154,36 @@ static void **filter_keys(void **items, size_t n, const SysStatsKeys *keys, size
         return kept;
 }
 
+/* Leaves out of @view the groups its subscriber did not ask for at this period. */
+static void filter_groups(Tracebus__SysStats *view, uint32_t groups) {
+#define KEEP(g) (groups & (1u << (g)))
+        if (!KEEP(SYS_STATS_MEMINFO))
+                view->n_meminfo = 0;
+        if (!KEEP(SYS_STATS_VMSTAT))
+                view->n_vmstat = 0;
+        if (!KEEP(SYS_STATS_STAT)) {
+                view->n_cpu_stat = view->n_num_irq = view->n_num_softirq = 0;
+                view->has_num_irq_total = view->has_num_softirq_total = view->has_num_forks = false;
+        }
+        if (!KEEP(SYS_STATS_DEVFREQ))
+                view->n_devfreq = 0;
+        if (!KEEP(SYS_STATS_CPUFREQ))
+                view->n_cpufreq_khz = 0;
+        if (!KEEP(SYS_STATS_BUDDYINFO))
+                view->n_buddy_info = 0;
+        if (!KEEP(SYS_STATS_DISKSTAT))
+                view->n_disk_stat = 0;
+        if (!KEEP(SYS_STATS_PSI))
+                view->n_psi = 0;
+        if (!KEEP(SYS_STATS_THERMAL))
+                view->n_thermal_zone = 0;
+        if (!KEEP(SYS_STATS_CPUIDLE))
+                view->n_cpuidle_state = 0;
+        if (!KEEP(SYS_STATS_SLAB))
+                view->n_slab_info = 0;
+#undef KEEP
+}
+
 static void filter_stat(Tracebus__SysStats *view, uint32_t fields) {
         if (!(fields & (1u << TRACEBUS__SYS_STATS_CONFIG__STAT_COUNTERS__STAT_CPU_TIMES)))
                 view->n_cpu_stat = 0;
@@ -180,30 +214,49 @@ static int submit_sys_stats(const Subscriber *s, const Tracebus__SysStats *sampl
                 view.vmstat = (Tracebus__SysStats__VmstatValue **) vmstat;
         }
         filter_stat(&view, s->sel->stat_fields);
+        filter_groups(&view, s->groups);
         p.has_timestamp = true;
         p.timestamp = ts;
         p.sys_stats = &view;
         return submit_packet(s->rec, TRACE_SEQUENCE_SYS_STATS, false, &p);
 }
 
+static uint32_t wanted_groups(Feed *f) {
+        uint32_t groups = 0;
+
+        (void) pthread_mutex_lock(&f->lock);
+        for (Subscriber *s = f->subscribers; s; s = s->next)
+                groups |= s->groups;
+        (void) pthread_mutex_unlock(&f->lock);
+        return groups;
+}
+
+/* Every group a subscriber wants at this period, read once into one sample. */
 static void poll_sys_stats(Feed *f, uint64_t ts) {
         _cleanup_(sys_stats_freep) Tracebus__SysStats *sample = calloc(1, sizeof(*sample));
+        uint32_t groups = wanted_groups(f);
         int r;
 
         if (!sample)
                 return;
         tracebus__sys_stats__init(sample);
-        r = sys_stats_read_group(f->group, sample);
-        if (r < 0)
-                log_debug_errno(r, "Reading the %s counters failed: %m", sys_stats_group_to_string(f->group));
+        for (SysStatsGroup g = 0; g < _SYS_STATS_GROUP_MAX; g++) {
+                if (!(groups & (1u << g)))
+                        continue;
+                r = sys_stats_read_group(g, sample);
+                if (r < 0)
+                        log_debug_errno(r, "Reading the %s counters failed: %m", sys_stats_group_to_string(g));
+                atomic_fetch_add(&group_reads[g], 1);
+        }
         /* As Perfetto: the packet's time is when the read began, this when it ended. */
         sample->has_collection_end_timestamp = true;
         sample->collection_end_timestamp = now_ns(CLOCK_BOOTTIME);
-        atomic_fetch_add(&group_reads[f->group], 1);
 
         (void) pthread_mutex_lock(&f->lock);
         for (Subscriber *s = f->subscribers; s; s = s->next)
-                (void) submit_sys_stats(s, sample, ts);
+                /* One that came while reading gets what was read of its groups next time. */
+                if ((s->groups & groups) == s->groups)
+                        (void) submit_sys_stats(s, sample, ts);
         (void) pthread_mutex_unlock(&f->lock);
 }
 
@@ -213,7 +266,7 @@ static void poll_power(Feed *f, uint64_t ts) {
 
         if (power_read_batteries("/sys/class/power_supply", &b, &n) < 0)
                 return;
-        atomic_fetch_add(&group_reads[f->group], 1);
+        atomic_fetch_add(&group_reads[SYS_STATS_POWER], 1);
         (void) pthread_mutex_lock(&f->lock);
         for (Subscriber *s = f->subscribers; s; s = s->next)
                 for (size_t i = 0; i < n; i++) {
@@ -231,15 +284,15 @@ static void poll_power(Feed *f, uint64_t ts) {
 static void feed_poll(uint64_t now_ns, void *userdata) {
         Feed *f = userdata;
 
-        if (f->group == SYS_STATS_POWER)
+        if (f->power)
                 poll_power(f, now_ns);
         else
                 poll_sys_stats(f, now_ns);
 }
 
-static Feed *feed_find(Poller *p, SysStatsGroup group, uint32_t period_ms) {
+static Feed *feed_find(Poller *p, bool power, uint32_t period_ms) {
         for (Feed *f = feeds; f; f = f->next)
-                if (f->poller == p && f->group == group && f->period_ms == period_ms)
+                if (f->poller == p && f->power == power && f->period_ms == period_ms)
                         return f;
         return NULL;
 }
@@ -250,8 +303,8 @@ static Feed *feed_free(Feed *f) {
 }
 
 /* Called with @feeds_lock held. */
-static int feed_get(Poller *p, SysStatsGroup group, uint32_t period_ms, Feed **ret) {
-        Feed *f = feed_find(p, group, period_ms);
+static int feed_get(Poller *p, bool power, uint32_t period_ms, Feed **ret) {
+        Feed *f = feed_find(p, power, period_ms);
         int r;
 
         if (f) {
@@ -261,7 +314,7 @@ static int feed_get(Poller *p, SysStatsGroup group, uint32_t period_ms, Feed **r
         f = calloc(1, sizeof(*f));
         if (!f)
                 return -ENOMEM;
-        *f = (Feed) { .poller = p, .group = group, .period_ms = period_ms };
+        *f = (Feed) { .poller = p, .power = power, .period_ms = period_ms };
         (void) pthread_mutex_init(&f->lock, NULL);
         r = poller_add(p, period_ms, feed_poll, f, &f->entry);
         if (r < 0) {
@@ -274,41 +327,44 @@ static int feed_get(Poller *p, SysStatsGroup group, uint32_t period_ms, Feed **r
         return 0;
 }
 
-static int subscribe_group(SysStatsSession *s, SysStatsGroup g) {
+/* Subscribes @s to the feed of @period_ms (of the batteries when @power) for @groups. */
+static int subscribe_period(SysStatsSession *s, bool power, uint32_t period_ms, uint32_t groups) {
+        size_t i = s->n_feeds;
         Feed *f;
         int r;
 
         (void) pthread_mutex_lock(&feeds_lock);
-        r = feed_get(s->poller, g, s->sel.period_ms[g], &f);
+        r = feed_get(s->poller, power, period_ms, &f);
         if (r >= 0) {
-                s->subs[g] = (Subscriber) { .rec = s->rec, .sel = &s->sel };
+                s->subs[i] = (Subscriber) { .rec = s->rec, .sel = &s->sel, .groups = groups };
                 (void) pthread_mutex_lock(&f->lock);
-                s->subs[g].next = f->subscribers;
-                f->subscribers = &s->subs[g];
+                s->subs[i].next = f->subscribers;
+                f->subscribers = &s->subs[i];
                 (void) pthread_mutex_unlock(&f->lock);
-                s->feeds[g] = f;
+                s->feeds[i] = f;
+                s->n_feeds++;
         }
         (void) pthread_mutex_unlock(&feeds_lock);
         return r;
 }
 
-static void unsubscribe_group(SysStatsSession *s, SysStatsGroup g) {
-        Feed *f = s->feeds[g];
+static void unsubscribe_one(SysStatsSession *s, size_t i) {
+        Feed *f = s->feeds[i];
         bool last;
 
         (void) pthread_mutex_lock(&feeds_lock);
         (void) pthread_mutex_lock(&f->lock);
-        for (Subscriber **i = &f->subscribers; *i; i = &(*i)->next)
-                if (*i == &s->subs[g]) {
-                        *i = s->subs[g].next;
+        for (Subscriber **j = &f->subscribers; *j; j = &(*j)->next)
+                if (*j == &s->subs[i]) {
+                        *j = s->subs[i].next;
                         break;
                 }
         last = !f->subscribers;
         (void) pthread_mutex_unlock(&f->lock);
         if (last)
-                for (Feed **i = &feeds; *i; i = &(*i)->next)
-                        if (*i == f) {
-                                *i = f->next;
+                for (Feed **j = &feeds; *j; j = &(*j)->next)
+                        if (*j == f) {
+                                *j = f->next;
                                 break;
                         }
         (void) pthread_mutex_unlock(&feeds_lock);
@@ -318,7 +374,30 @@ static void unsubscribe_group(SysStatsSession *s, SysStatsGroup g) {
                 poller_remove(s->poller, f->entry);
                 feed_free(f);
         }
-        s->feeds[g] = NULL;
+        s->feeds[i] = NULL;
+}
+
+/* One subscription per distinct period of the session's groups, and the batteries'. */
+static int subscribe_all(SysStatsSession *s) {
+        uint32_t done = 0;
+        int r;
+
+        for (SysStatsGroup g = 0; g < SYS_STATS_POWER; g++) {
+                uint32_t period = s->sel.period_ms[g], groups = 0;
+
+                if (period == 0 || (done & (1u << g)))
+                        continue;
+                for (SysStatsGroup h = g; h < SYS_STATS_POWER; h++)
+                        if (s->sel.period_ms[h] == period)
+                                groups |= 1u << h;
+                done |= groups;
+                r = subscribe_period(s, false, period, groups);
+                if (r < 0)
+                        return r;
+        }
+        if (s->sel.period_ms[SYS_STATS_POWER] > 0)
+                return subscribe_period(s, true, s->sel.period_ms[SYS_STATS_POWER], 1u << SYS_STATS_POWER);
+        return 0;
 }
 
 /* linux.system_info's one packet, read on the poller's thread like the rest. */
@@ -363,9 +442,8 @@ int sys_stats_subscribe(Poller *poller, const SysStatsSelection *sel, Recorder *
         /* Once: the period only has to outlast any session. */
         if (sel->system_info)
                 r = poller_add(poller, UINT32_MAX, poll_system_info, s, &s->system_info);
-        for (SysStatsGroup g = 0; r >= 0 && g < _SYS_STATS_GROUP_MAX; g++)
-                if (sel->period_ms[g] > 0)
-                        r = subscribe_group(s, g);
+        if (r >= 0)
+                r = subscribe_all(s);
         if (r < 0) {
                 sys_stats_unsubscribe(s);
                 return r;
@@ -378,8 +456,7 @@ SysStatsSession *sys_stats_unsubscribe(SysStatsSession *s) {
         if (!s)
                 return NULL;
         poller_remove(s->poller, s->system_info);
-        for (SysStatsGroup g = 0; g < _SYS_STATS_GROUP_MAX; g++)
-                if (s->feeds[g])
-                        unsubscribe_group(s, g);
+        for (size_t i = 0; i < s->n_feeds; i++)
+                unsubscribe_one(s, i);
         return mfree(s);
 }

@@ -240,8 +240,8 @@ static void test_cpufreq_doc_config(void) {
 }
 
 /* Perfetto's memory-counters config (tests/fixtures/textproto/memory-sys-stats.pbtxt)
- * at 1 s: exactly the counters it names (NR_ALLOC_BATCH is gone from modern kernels),
- * cpu times and forks but no interrupts. */
+ * at 1 s: one packet a second with exactly the counters it names (NR_ALLOC_BATCH is gone
+ * from modern kernels), cpu times and forks but no interrupts. */
 static void test_memory_doc_config(void) {
         g_autofree char *doc = fixture_config("memory-sys-stats.pbtxt");
         g_autofree char *cfg = g_strconcat(doc, TINY_FTRACE, NULL);
@@ -260,20 +260,15 @@ static void test_memory_doc_config(void) {
 
                 if (!ss)
                         continue;
-                /* One packet a group and read (the groups are read apart, each shared on
-                 * its own): trace_processor takes every packet's counters alike. */
+                /* One packet a tick with every group due, as traced_probes writes them. */
                 n++;
-                if (ss->n_meminfo > 0)
-                        bad += ss->n_meminfo != 3;
-                else if (ss->n_vmstat > 0)
-                        bad += ss->n_vmstat < 3 || ss->n_vmstat > 4;
-                else
-                        bad += ss->n_cpu_stat == 0 || !ss->has_num_forks || ss->has_num_irq_total || ss->n_num_softirq > 0;
+                bad += ss->n_meminfo != 3 || ss->n_vmstat < 3 || ss->n_vmstat > 4 || ss->n_cpu_stat == 0 ||
+                        !ss->has_num_forks || ss->has_num_irq_total || ss->n_num_softirq > 0;
                 for (size_t k = 0; k < ss->n_vmstat; k++)
                         bad += ss->vmstat[k]->key > TRACEBUS__VMSTAT_COUNTERS__VMSTAT_NR_ACTIVE_ANON;
         }
         note("memory config: %u sys_stats packets, %u not as asked\n", n, bad);
-        expect(n >= 6, "%u samples of the three groups in 1.5 s at 1 s", n);
+        expect(n >= 2, "%u samples in 1.5 s at 1 s", n);
         expect(bad == 0, "%u samples carry other counters than the config names", bad);
         verdict();
 }
