@@ -46,6 +46,8 @@ void session_config_done(SessionConfig *c) {
         c->warnings = strv_free(c->warnings);
         c->n_warnings_dropped = 0;
         session_config_ftrace_done(c);
+        c->journald_identifiers = strv_free(c->journald_identifiers);
+        c->journald_units = strv_free(c->journald_units);
 }
 
 int session_config_warn(SessionConfig *c, const char *fmt, ...) {
@@ -346,6 +348,9 @@ int session_config_load(const Tracebus__TraceConfig *tc, const char *root, Sessi
         r = load_trace_buffer(tc, &c, ret_error);
         if (r < 0)
                 return r;
+        r = session_config_load_process_sources(tc, &c);
+        if (r < 0)
+                return r;
         if (tc->output_path)
                 return set_error(ret_error, "output_path is not supported: the service never opens a path a caller "
                                  "names; pass a file descriptor as the Output option instead");
@@ -363,6 +368,9 @@ int session_config_load(const Tracebus__TraceConfig *tc, const char *root, Sessi
                                  "ftrace_events, or pass the Events option");
         if (c.buffer_size_kb == 0)
                 c.buffer_size_kb = SESSION_DEFAULT_BUFFER_SIZE_KB;
+        r = session_config_load_sys_stats(tc, &c);
+        if (r < 0)
+                return r;
 
         r = pack_config(tc, &c);
         if (r < 0)

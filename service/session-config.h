@@ -8,6 +8,7 @@
 #include "config.pb-c.h"
 #include "ftrace-parser.h"
 #include "macro.h"
+#include "sys-stats-types.h"
 
 /*
  * What a session records, validated: the TraceConfig a caller sent (text format, or
@@ -81,7 +82,37 @@ typedef struct SessionConfig {
         uint32_t drain_buffer_percent; /* the instance's buffer_percent, the pipes polled; 0: off */
         FtracePrintRule *print_rules;  /* ftrace/print filter, strings owned */
         size_t n_print_rules;
+
+        /* linux.sys_stats, linux.system_info, linux.sysfs_power (helper "sysstats"). */
+        SysStatsSelection sys_stats;
+        /* procstats: linux.process_stats (session-config-procstats.c, process-stats.c) */
+        bool process_stats;                   /* the data source is in the config */
+        uint32_t process_stats_poll_ms;       /* 0: no periodic ProcessStats */
+        uint32_t process_stats_cache_ttl_ms;  /* 0: a value is written only when it changes */
+        uint32_t process_stats_target_buffer;
+        bool process_stats_smaps;             /* scan_smaps_rollup */
+        bool process_stats_runtime;           /* record_process_runtime */
+        bool process_age;                     /* record_process_age: ProcessTree's start times */
+        bool process_skip_main_thread;        /* skip_main_thread_message */
+        bool process_initial_dump_off;        /* quirk DISABLE_INITIAL_DUMP: no scan at start */
+        bool process_on_demand_off;           /* quirk DISABLE_ON_DEMAND: no scan of new pids */
+        /* procstats: linux.systemd_journald (session-config-journald.c, journald.c) */
+        bool journald;                        /* the data source is in the config, and a journal here */
+        uint32_t journald_min_prio;           /* entries of PRIORITY up to this (7: all) */
+        char **journald_identifiers;          /* only these SYSLOG_IDENTIFIERs, when not NULL */
+        char **journald_units;                /* only these _SYSTEMD_UNITs, when not NULL */
+        uint32_t journald_target_buffer;
 } SessionConfig;
+
+/* Perfetto's minimum proc_stats_poll_ms: a shorter one is raised, with a warning. */
+#define PROCESS_STATS_MIN_POLL_MS 100u
+
+/* session-config-procstats.c: the linux.process_stats data source, into @c. */
+int session_config_load_process_stats(const Tracebus__TraceConfig *tc, SessionConfig *c);
+/* session-config-journald.c: the linux.systemd_journald data source, into @c. */
+int session_config_load_journald(const Tracebus__TraceConfig *tc, SessionConfig *c);
+/* Both of the above. */
+int session_config_load_process_sources(const Tracebus__TraceConfig *tc, SessionConfig *c);
 
 #define SESSION_MAX_WARNINGS 64u
 
@@ -131,3 +162,7 @@ int session_config_load(const Tracebus__TraceConfig *tc, const char *tracefs_roo
  * of @tc that tracebus skips: the table of service/session-config-fields.c. Returns 0 or
  * -ENOMEM. */
 int session_config_check_fields(const Tracebus__TraceConfig *tc, SessionConfig *c);
+/* Reads the linux.sys_stats, linux.system_info and linux.sysfs_power data sources of @tc
+ * into @c->sys_stats (service/session-config-sysstats.c). What this kernel lacks, a period
+ * under 10 ms, a counter tracebus does not read: warnings, never errors. */
+int session_config_load_sys_stats(const Tracebus__TraceConfig *tc, SessionConfig *c);

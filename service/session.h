@@ -7,8 +7,11 @@
 #include <systemd/sd-event.h>
 
 #include "poller.h"
+#include "journald.h"
+#include "process-stats.h"
 #include "recorder.h"
 #include "session-config.h"
+#include "sys-stats.h"
 #include "tracefs-instance.h"
 
 typedef struct Manager Manager;
@@ -94,6 +97,12 @@ struct Session {
         sd_event_source *done_source;
         sd_event_source *progress_source;
         RecorderStats progress_reported;
+
+        /* linux.sys_stats, linux.sysfs_power, linux.system_info: the shared reads it
+         * takes packets from, left before the recorder's final drain. */
+        SysStatsSession *sys_stats;
+        ProcessStatsSource *process_stats;  /* linux.process_stats's polls (process-stats.c) */
+        JournaldSource *journald;           /* linux.systemd_journald's reads (journald.c) */
 };
 
 /* Session ids (manager_new_session_id()) are at most this: 48 random bits. */
