@@ -74,6 +74,7 @@ static int on_recorder_done(sd_event_source *source, int fd, uint32_t revents, v
                 s->end_reason = SESSION_END_STOPPED;
 
         end = recorder_join(s->recorder, &s->end_error);
+        session_collect_warnings(s);
         s->end_reason = reason_for_recorder_end(s, end);
         recorder_get_stats(s->recorder, &s->final_stats);
         s->recorder = recorder_free(s->recorder);
@@ -108,6 +109,7 @@ static int on_progress(sd_event_source *source, uint64_t usec, void *userdata) {
         RecorderStats now;
         int r;
 
+        session_collect_warnings(s);
         session_get_stats(s, &now);
         if (memcmp(&now, &s->progress_reported, sizeof(now)) != 0) {
                 s->progress_reported = now;

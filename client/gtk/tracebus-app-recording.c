@@ -62,7 +62,7 @@ static void on_start_reply(GObject *source, GAsyncResult *res, gpointer user_dat
                 start_failed(d->app, d->r, error);
                 return;
         }
-        g_variant_get(reply, "(&o)", &path);
+        g_variant_get_child(reply, 0, "&o", &path);
         d->r->object_path = g_strdup(path);
         d->r->started_at_us = g_get_real_time();
         app_save_index(d->app);
