@@ -39,6 +39,18 @@ int session_warn(Session *s, const char *fmt, ...) {
         return 0;
 }
 
+/* Packets of the polling data sources that the recorder's inbox refused (it fell behind):
+ * never silently. One warning when it starts, with the count so far. */
+static void warn_submitted_dropped(Session *s) {
+        uint64_t n = recorder_submitted_dropped(s->recorder);
+
+        if (n == 0 || s->submitted_dropped_warned > 0)
+                return;
+        s->submitted_dropped_warned = n;
+        (void) session_warn(s, "the recorder fell behind: %" PRIu64 " packets of the polling data sources dropped "
+                            "(and any after)", n);
+}
+
 void session_collect_warnings(Session *s) {
         _cleanup_strv_free_ char **l = NULL;
         size_t dropped = 0;
@@ -46,6 +58,7 @@ void session_collect_warnings(Session *s) {
 
         if (!s->recorder)
                 return;
+        warn_submitted_dropped(s);
         l = recorder_take_warnings(s->recorder, &dropped);
         if (!l && dropped == 0)
                 return;

@@ -95,6 +95,8 @@ struct Session {
         sd_event_source *done_source;
         sd_event_source *progress_source;
         RecorderStats progress_reported;
+        /* Helper "warn": the pollers' packets the recorder refused, as last warned about. */
+        uint64_t submitted_dropped_warned;
 };
 
 /* Session ids (manager_new_session_id()) are at most this: 48 random bits. */

@@ -245,6 +245,30 @@ static void test_recorder_warn(void) {
         recorder_warnings_free(&rec);
 }
 
+/* Packets the recorder's inbox refused are told, once. */
+static void test_submitted_dropped(void) {
+        static const SessionCallbacks callbacks = { .on_changed = on_changed };
+        Recorder rec = {};
+        unsigned calls = 0;
+        Session s = { .id = 3, .recorder = &rec, .callbacks = &callbacks, .callbacks_userdata = &calls };
+
+        (void) pthread_mutex_init(&rec.warnings_lock, NULL);
+        (void) pthread_mutex_init(&rec.inbox_lock, NULL);
+        session_collect_warnings(&s);
+        g_assert_null(s.config.warnings);
+        rec.inbox_dropped = 5;
+        session_collect_warnings(&s);
+        rec.inbox_dropped = 9;
+        session_collect_warnings(&s);
+        g_assert_cmpuint(strv_length(s.config.warnings), ==, 1);
+        g_assert_nonnull(strstr(s.config.warnings[0], "5 packets of the polling data sources dropped"));
+        g_assert_cmpuint(calls, ==, 1);
+
+        session_config_done(&s.config);
+        recorder_warnings_free(&rec);
+        (void) pthread_mutex_destroy(&rec.inbox_lock);
+}
+
 static void test_session_warn(void) {
         static const SessionCallbacks callbacks = { .on_changed = on_changed };
         Recorder rec = {};
@@ -277,6 +301,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/warnings/atrace-categories", test_atrace_categories);
         g_test_add_func("/warnings/recorder-warn", test_recorder_warn);
         g_test_add_func("/warnings/session-warn", test_session_warn);
+        g_test_add_func("/warnings/submitted-dropped", test_submitted_dropped);
         r = g_test_run();
         {
                 g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", tracefs_root);
