@@ -29,12 +29,22 @@ static int take_output_fd(int fd, uid_t uid, int *ret, sd_bus_error *error) {
         return 0;
 }
 
-static int reply_with_session(sd_bus_message *m, Session *s) {
+/* The session; for Start, also what of its config the service skipped or changed. */
+static int reply_with_session(sd_bus_message *m, Session *s, bool warnings) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_free_ char *path = session_dbus_path(s);
+        int r;
 
         if (!path)
                 return -ENOMEM;
-        return sd_bus_reply_method_return(m, "o", path);
+        r = sd_bus_message_new_method_return(m, &reply);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "o", path);
+        if (r >= 0 && warnings)
+                r = sd_bus_message_append_strv(reply, s->config.warnings);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
 }
 
 static int trace_dir_error(Manager *m, uid_t uid, const StartResult *res, sd_bus_error *error) {
@@ -118,7 +128,7 @@ static void on_session_started(Manager *m, int r, const StartResult *res, void *
         } else if (r < 0)
                 r = start_failed(m, message, r, res, &error);
         if (r >= 0)
-                r = reply_with_session(message, s);
+                r = reply_with_session(message, s, /* warnings= */ true);
         if (r < 0 && sd_bus_error_is_set(&error))
                 (void) sd_bus_reply_method_error(message, &error);
         else if (r < 0)
@@ -269,7 +279,7 @@ static int method_attach(sd_bus_message *message, void *userdata, sd_bus_error *
         if (r < 0)
                 return r;
         session_set_detached(s, false, NULL);
-        return reply_with_session(message, s);
+        return reply_with_session(message, s, /* warnings= */ false);
 }
 
 static int method_is_detached(sd_bus_message *message, void *userdata, sd_bus_error *error) {
@@ -401,7 +411,7 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_METHOD_WITH_ARGS("Start",
                                 SD_BUS_ARGS("s", config, "a{sv}", options),
-                                SD_BUS_RESULT("o", session),
+                                SD_BUS_RESULT("o", session, "as", warnings),
                                 method_start, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Stop",
                                 SD_BUS_ARGS("o", session),

@@ -77,6 +77,13 @@ struct Recorder {
          * passes the instance's buffer_percent (poll on its trace_pipe_raw): stop_fd, then
          * the pipes. NULL: it wakes every drain period only. */
         struct pollfd *watermark_fds;
+        /* Helper "warn" (recorder-warnings.c): the config's warnings and ftrace setup errors
+         * for the opening packets, and the warnings of other threads (recorder_warn()): for
+         * the session, taken on the event loop, and for the trace, written by the worker. */
+        char **setup_warnings, **unknown_events, **failed_events, **atrace_errors;
+        pthread_mutex_t warnings_lock;
+        char **warnings_for_session, **warnings_for_trace;
+        size_t n_warned, n_warnings_dropped;
 };
 
 /* recorder-packets.c: the service's packets (sequence 1) and the process tree. */
@@ -91,6 +98,12 @@ int recorder_write_closing_packets(Recorder *rec);
 /* recorder-inbox.c: packets from other threads, appended by the worker; freed at the end. */
 int recorder_append_submitted(Recorder *rec);
 void recorder_inbox_free(Recorder *rec);
+
+/* recorder-warnings.c */
+int recorder_warnings_init(Recorder *rec, const SessionConfig *config);
+void recorder_warnings_free(Recorder *rec);
+int recorder_append_setup_warnings(Recorder *rec);
+int recorder_append_warnings(Recorder *rec);
 
 /* recorder-stats.c */
 int recorder_sample_cpu_stats(Recorder *rec);

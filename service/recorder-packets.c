@@ -7,6 +7,7 @@
 #include "log.h"
 #include "recorder-local.h"
 #include "service-tracks.h"
+#include "strv.h"
 
 /* The service's packets (sequence 1) that tell trace_processor how to read the rest. */
 
@@ -125,6 +126,7 @@ static int append_ftrace_stats(Recorder *rec, bool end) {
         Tracebus__FtraceStats stats = TRACEBUS__FTRACE_STATS__INIT;
         _cleanup_free_ Tracebus__FtraceCpuStats *cpu_stats = NULL;
         _cleanup_free_ Tracebus__FtraceCpuStats **ptrs = NULL;
+        _cleanup_free_ char *atrace = NULL;
         int r;
 
         cpu_stats = calloc(rec->n_cpus, sizeof(*cpu_stats));
@@ -144,6 +146,17 @@ static int append_ftrace_stats(Recorder *rec, bool end) {
                 ptrs[cpu] = &cpu_stats[cpu];
         }
 
+        /* The config's setup errors, at the start only: where trace_processor reads them. */
+        if (!end) {
+                stats.unknown_ftrace_events = rec->unknown_events;
+                stats.n_unknown_ftrace_events = strv_length(rec->unknown_events);
+                stats.failed_ftrace_events = rec->failed_events;
+                stats.n_failed_ftrace_events = strv_length(rec->failed_events);
+                atrace = strv_join(rec->atrace_errors, "\n");
+                if (!atrace)
+                        return -ENOMEM;
+                stats.atrace_errors = isempty_str(atrace) ? NULL : atrace;
+        }
         stats.has_phase = true;
         stats.phase = end ? TRACEBUS__FTRACE_STATS__PHASE__END_OF_TRACE : TRACEBUS__FTRACE_STATS__PHASE__START_OF_TRACE;
         stats.cpu_stats = ptrs;
@@ -175,7 +188,10 @@ int recorder_append_opening_packets(Recorder *rec) {
         r = append_ftrace_stats(rec, /* end= */ false);
         if (r < 0)
                 return r;
-        return service_tracks_append_descriptors(&rec->writer, rec->n_cpus);
+        r = service_tracks_append_descriptors(&rec->writer, rec->n_cpus);
+        if (r < 0)
+                return r;
+        return recorder_append_setup_warnings(rec);
 }
 
 /* Perfetto's service marks every 10 s: a clock snapshot (clocks drift) and the sync
@@ -246,7 +262,9 @@ int recorder_append_annotations(Recorder *rec) {
                                                   rec->annotations[i].name);
         rec->n_annotations = 0;
         (void) pthread_mutex_unlock(&rec->annotations_lock);
-        return r;
+        if (r < 0)
+                return r;
+        return recorder_append_warnings(rec);
 }
 
 void recorder_annotate(Recorder *rec, const char *name) {

@@ -152,6 +152,7 @@ int recorder_new(const SessionConfig *config, TraceInstance *instance, int outpu
         rec->stop_fd = rec->done_fd = -EBADF;
         (void) pthread_mutex_init(&rec->annotations_lock, NULL);
         (void) pthread_mutex_init(&rec->inbox_lock, NULL);
+        (void) pthread_mutex_init(&rec->warnings_lock, NULL);
         recorder_configure(rec, config, output_fd);
 
         rec->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -178,6 +179,9 @@ int recorder_new(const SessionConfig *config, TraceInstance *instance, int outpu
         rec->trace_config = tracebus__trace_config__unpack(NULL, config->trace_config_len, config->trace_config);
         if (!rec->trace_config)
                 return -ENOMEM;
+        r = recorder_warnings_init(rec, config);
+        if (r < 0)
+                return r;
 
         r = load_formats(rec, instance, config->events, config->kernel_pointers_raw);
         if (r < 0)
@@ -222,6 +226,7 @@ Recorder *recorder_free(Recorder *rec) {
         (void) pthread_mutex_destroy(&rec->annotations_lock);
         recorder_inbox_free(rec);
         (void) pthread_mutex_destroy(&rec->inbox_lock);
+        recorder_warnings_free(rec);
         ftrace_parser_free(rec->parser);
         process_tree_builder_free(rec->processes);
         free(rec->task_notes);

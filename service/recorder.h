@@ -75,3 +75,15 @@ int recorder_submit_packet(Recorder *r, uint32_t sequence_id, uint32_t target_bu
                            const void *packet, size_t len);
 /* Packets refused by recorder_submit_packet() so far. */
 uint64_t recorder_submitted_dropped(Recorder *r);
+
+/* A warning from any thread (a poller: "no battery: linux.sysfs_power skipped"), printf
+ * format: written into the trace (an instant on the tracebus track) on the worker's next
+ * pass, and taken by the session on the event loop (recorder_take_warnings(), at least
+ * once a second) into its Warnings. At most SESSION_MAX_WARNINGS per recorder; the rest
+ * are counted. Thread-safe; -ENOMEM or 0. */
+int recorder_warn(Recorder *r, const char *fmt, ...) _printf_(2, 3);
+/* For the event loop: the warnings since the last call (NULL if none), and in
+ * *ret_dropped how many were left out since. */
+char **recorder_take_warnings(Recorder *r, size_t *ret_dropped);
+/* Puts a warning the session made on the event loop (session_warn()) into the trace. */
+int recorder_trace_warning(Recorder *r, const char *text);

@@ -23,6 +23,7 @@ typedef struct EventResolution {
         size_t n_unknown;
         unsigned n_checked;      /* missing names looked up in tracefs */
         bool index_stale;        /* one of them exists: the index is older than the kernel's list */
+        bool mark_renamed;       /* "tracing_mark_write" was asked for: ftrace/print recorded */
 } EventResolution;
 
 static void event_resolution_reset(EventResolution *res) {
@@ -31,6 +32,7 @@ static void event_resolution_reset(EventResolution *res) {
         res->n_unknown = 0;
         res->n_checked = 0;
         res->index_stale = false;
+        res->mark_renamed = false;
 }
 
 static void check_missing_event(EventResolution *res, const char *e) {
@@ -48,6 +50,9 @@ void session_config_done(SessionConfig *c) {
         session_config_ftrace_done(c);
         c->journald_identifiers = strv_free(c->journald_identifiers);
         c->journald_units = strv_free(c->journald_units);
+        c->unknown_ftrace_events = strv_free(c->unknown_ftrace_events);
+        c->failed_ftrace_events = strv_free(c->failed_ftrace_events);
+        c->atrace_errors = strv_free(c->atrace_errors);
 }
 
 int session_config_warn(SessionConfig *c, const char *fmt, ...) {
@@ -158,6 +163,11 @@ static int resolve_events(const Tracebus__FtraceConfig *fc, EventResolution *res
         for (size_t i = 0; i < fc->n_ftrace_events; i++) {
                 const char *e = fc->ftrace_events[i];
 
+                /* What systrace's text shows for ftrace/print: not a kernel event name. */
+                if (strcmp(e, "tracing_mark_write") == 0 || strcmp(e, "ftrace/tracing_mark_write") == 0) {
+                        e = "ftrace/print";
+                        res->mark_renamed = true;
+                }
                 r = event_index_select(res->index, e, &res->selection);
                 if (r == -EINVAL)
                         return set_error(ret_error, "'%.128s' is not an event name (expected group/name, group/* or name)", e);
@@ -180,9 +190,19 @@ static int resolve_events(const Tracebus__FtraceConfig *fc, EventResolution *res
         return 0;
 }
 
+/* An event an atrace category stands for: the ones this kernel lacks are left out. */
+static int select_quietly(const char *pattern, void *userdata) {
+        EventResolution *res = userdata;
+        int r = event_index_select(res->index, pattern, &res->selection);
+
+        return r == -EINVAL ? 0 : r;
+}
+
 /* Takes the ftrace data sources' settings: events are the union, sizes the largest. */
 static int load_ftrace_config(const Tracebus__FtraceConfig *fc, SessionConfig *c, EventResolution *res,
                               char **ret_error) {
+        int r;
+
         if (fc->has_buffer_size_kb && fc->buffer_size_kb > SESSION_MAX_BUFFER_SIZE_KB)
                 return set_error(ret_error, "buffer_size_kb %u is above the limit of %u KiB per CPU",
                                  fc->buffer_size_kb, SESSION_MAX_BUFFER_SIZE_KB);
@@ -199,7 +219,15 @@ static int load_ftrace_config(const Tracebus__FtraceConfig *fc, SessionConfig *c
         if (fc->n_ftrace_events > SESSION_MAX_EVENTS)
                 return set_error(ret_error, "%zu events requested, at most %u are allowed",
                                  fc->n_ftrace_events, SESSION_MAX_EVENTS);
-        return resolve_events(fc, res, ret_error);
+        r = resolve_events(fc, res, ret_error);
+        if (r < 0)
+                return r;
+        r = session_config_atrace_patterns(fc, select_quietly, res);
+        if (r < 0)
+                return r;
+        if (res->selection.n_order > SESSION_MAX_EVENTS)
+                return set_error(ret_error, "the events requested expand to more than %u events", SESSION_MAX_EVENTS);
+        return 0;
 }
 
 static const Tracebus__FtraceConfig *ftrace_config_of(const Tracebus__TraceConfig__DataSource *source) {
@@ -220,7 +248,7 @@ static int check_config_size(const Tracebus__TraceConfig *tc, char **ret_error) 
         for (size_t i = 0; i < tc->n_data_sources; i++) {
                 const Tracebus__FtraceConfig *fc = ftrace_config_of(tc->data_sources[i]);
 
-                names += fc ? fc->n_ftrace_events : 0;
+                names += fc ? fc->n_ftrace_events + fc->n_atrace_categories : 0;
         }
         if (names > SESSION_MAX_CONFIG_EVENT_NAMES)
                 return set_error(ret_error, "the linux.ftrace data sources name %zu events together, at most %u are allowed",
@@ -325,6 +353,35 @@ static int pack_config(const Tracebus__TraceConfig *tc, SessionConfig *c) {
         return 0;
 }
 
+/* The linux.ftrace data sources: events resolved (the ones this kernel lacks skipped, as
+ * Perfetto does, with a warning each; only a config left with nothing is refused), the
+ * remaining FtraceConfig options, the atrace categories. */
+static int load_ftrace(const Tracebus__TraceConfig *tc, const char *root, SessionConfig *c,
+                       EventResolution *res, char **ret_error) {
+        int r;
+
+        r = load_events(tc, root, c, res, ret_error);
+        if (r < 0)
+                return r;
+        if (!c->events && res->n_unknown > 0)
+                return unknown_events_error(res, ret_error);
+        r = session_config_load_ftrace_options(tc, root, c, ret_error);
+        if (r < 0)
+                return r;
+        if (!c->events)
+                return set_error(ret_error, "no ftrace events to record: add a linux.ftrace data source with "
+                                 "ftrace_events, or pass the Events option");
+        r = session_config_note_unknown_events(c, res->unknown, res->n_unknown);
+        if (r >= 0)
+                r = session_config_load_atrace(tc, c);
+        if (r >= 0 && res->mark_renamed)
+                r = session_config_warn(c, "'tracing_mark_write' is what systrace shows for ftrace/print, "
+                                        "which is not a kernel event name: recording ftrace/print");
+        if (r < 0)
+                return r;
+        return 0;
+}
+
 int session_config_load(const Tracebus__TraceConfig *tc, const char *root, SessionConfig *ret, char **ret_error) {
         _cleanup_(event_resolution_reset) EventResolution res = {};
         _cleanup_(session_config_done) SessionConfig c = {
@@ -355,17 +412,9 @@ int session_config_load(const Tracebus__TraceConfig *tc, const char *root, Sessi
                 return set_error(ret_error, "output_path is not supported: the service never opens a path a caller "
                                  "names; pass a file descriptor as the Output option instead");
 
-        r = load_events(tc, root, &c, &res, ret_error);
+        r = load_ftrace(tc, root, &c, &res, ret_error);
         if (r < 0)
                 return r;
-        if (res.n_unknown > 0)
-                return unknown_events_error(&res, ret_error);
-        r = session_config_load_ftrace_options(tc, root, &c, ret_error);
-        if (r < 0)
-                return r;
-        if (!c.events)
-                return set_error(ret_error, "no ftrace events to record: add a linux.ftrace data source with "
-                                 "ftrace_events, or pass the Events option");
         if (c.buffer_size_kb == 0)
                 c.buffer_size_kb = SESSION_DEFAULT_BUFFER_SIZE_KB;
         r = session_config_load_sys_stats(tc, &c);

@@ -102,6 +102,12 @@ typedef struct SessionConfig {
         char **journald_identifiers;          /* only these SYSLOG_IDENTIFIERs, when not NULL */
         char **journald_units;                /* only these _SYSTEMD_UNITs, when not NULL */
         uint32_t journald_target_buffer;
+        /* Helper "warn": the ftrace setup errors, written into the FtraceStats at the start
+         * of the trace (unknown_ftrace_events, failed_ftrace_events, atrace_errors), which
+         * trace_processor counts in its ftrace_setup_errors stat. Each is also a warning. */
+        char **unknown_ftrace_events;  /* "group/name" asked for, not on this kernel */
+        char **failed_ftrace_events;   /* on this kernel, but enabling it failed */
+        char **atrace_errors;          /* atrace categories and apps that enable nothing here */
 } SessionConfig;
 
 /* Perfetto's minimum proc_stats_poll_ms: a shorter one is raised, with a warning. */
@@ -132,6 +138,17 @@ static inline void trace_config_freep(Tracebus__TraceConfig **tc) {
         if (*tc)
                 tracebus__trace_config__free_unpacked(*tc, NULL);
 }
+
+/* session-config-atrace.c (helper "warn"): what loading skipped, as warnings and setup
+ * errors. @unknown holds the first of the @n_unknown event names that resolved to
+ * nothing; the atrace categories and apps of @tc are checked against c->events. */
+int session_config_note_unknown_events(SessionConfig *c, char **unknown, size_t n_unknown);
+int session_config_load_atrace(const Tracebus__TraceConfig *tc, SessionConfig *c);
+/* What ftrace_events and atrace_categories of the linux.ftrace data sources add to the
+ * events to resolve: the categories' kernel events, and ftrace/print for atrace. Calls
+ * @select for each pattern; the events of a category this kernel lacks are no error. */
+int session_config_atrace_patterns(const Tracebus__FtraceConfig *fc,
+                                   int (*select)(const char *pattern, void *userdata), void *userdata);
 
 /* Parses a text-format TraceConfig. -EINVAL with a message in *ret_error on bad input. */
 int session_config_parse_text(const char *text, Tracebus__TraceConfig **ret, char **ret_error);

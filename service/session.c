@@ -78,6 +78,7 @@ static int on_recorder_done(sd_event_source *source, int fd, uint32_t revents, v
         s->process_stats = process_stats_stop(s->process_stats);
         s->journald = journald_stop(s->journald);
         end = recorder_join(s->recorder, &s->end_error);
+        session_collect_warnings(s);
         s->end_reason = reason_for_recorder_end(s, end);
         recorder_get_stats(s->recorder, &s->final_stats);
         s->recorder = recorder_free(s->recorder);
@@ -112,6 +113,7 @@ static int on_progress(sd_event_source *source, uint64_t usec, void *userdata) {
         RecorderStats now;
         int r;
 
+        session_collect_warnings(s);
         session_get_stats(s, &now);
         if (memcmp(&now, &s->progress_reported, sizeof(now)) != 0) {
                 s->progress_reported = now;
@@ -142,6 +144,40 @@ static int session_add_event_sources(Session *s) {
                                           (uint64_t) s->config.duration_ms * 1000ull, 0, on_duration_reached, s);
 }
 
+/* As Perfetto: an event the kernel refuses to enable is skipped, with a warning, and listed
+ * in FtraceStats.failed_ftrace_events; only a session that asked for events and is left
+ * with none fails (the error of the first, so that a removed event is still UnknownEvent). */
+#define FAILED_EVENTS_KEPT 32u
+
+static int enable_events(Session *s) {
+        _cleanup_strv_free_ char **enabled = NULL;
+        int r, first_error = 0;
+
+        STRV_FOREACH(e, s->config.events) {
+                r = trace_instance_enable_event(s->instance, *e);
+                if (r >= 0) {
+                        if (strv_extend(&enabled, *e) < 0)
+                                return -ENOMEM;
+                        continue;
+                }
+                if (r == -ENOMEM)
+                        return r;
+                log_warning_errno(r, "Failed to enable event %s, skipping it: %m", *e);
+                first_error = first_error ?: r;
+                if (strv_length(s->config.failed_ftrace_events) < FAILED_EVENTS_KEPT &&
+                    strv_extend(&s->config.failed_ftrace_events, *e) < 0)
+                        return -ENOMEM;
+                if (session_config_warn(&s->config, "ftrace event '%s' could not be enabled (%s): skipped", *e,
+                                        strerror(-r)) < 0)
+                        return -ENOMEM;
+        }
+        if (!enabled && first_error < 0)
+                return first_error;
+        strv_free(s->config.events);
+        s->config.events = TAKE_PTR(enabled);
+        return 0;
+}
+
 static int session_setup_instance(Session *s) {
         char name[64];
         int r;
@@ -154,11 +190,9 @@ static int session_setup_instance(Session *s) {
         if (r < 0)
                 return r;
 
-        STRV_FOREACH(e, s->config.events) {
-                r = trace_instance_enable_event(s->instance, *e);
-                if (r < 0)
-                        return log_error_errno(r, "Failed to enable event %s: %m", *e);
-        }
+        r = enable_events(s);
+        if (r < 0)
+                return log_error_errno(r, "Failed to enable the session's events: %m");
         return 0;
 }
 

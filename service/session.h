@@ -46,6 +46,7 @@ const char *session_end_reason_to_string(SessionEndReason r);
 typedef enum SessionChange {
         SESSION_CHANGED_STATE = 1 << 0,     /* state, detached */
         SESSION_CHANGED_PROGRESS = 1 << 1,  /* bytes, events, lost: at most once a second */
+        SESSION_CHANGED_WARNINGS = 1 << 2,  /* config.warnings grew */
 } SessionChange;
 
 /* How a session reports to its owner. It calls no one else: whoever presents sessions
@@ -103,6 +104,8 @@ struct Session {
         SysStatsSession *sys_stats;
         ProcessStatsSource *process_stats;  /* linux.process_stats's polls (process-stats.c) */
         JournaldSource *journald;           /* linux.systemd_journald's reads (journald.c) */
+        /* Helper "warn": the pollers' packets the recorder refused, as last warned about. */
+        uint64_t submitted_dropped_warned;
 };
 
 /* Session ids (manager_new_session_id()) are at most this: 48 random bits. */
@@ -150,3 +153,11 @@ bool session_detach_key_valid(const char *key);
 /* Marks the session detached, under @key (moved; may be NULL), or attached again, and
  * reports the change. */
 void session_set_detached(Session *s, bool detached, char *key);
+
+/* session-warnings.c (helper "warn"): a warning made on the event loop, printf format:
+ * added to the session's Warnings (config.warnings, capped), written into the trace and
+ * reported (SESSION_CHANGED_WARNINGS). Returns 0 or -ENOMEM. */
+int session_warn(Session *s, const char *fmt, ...) _printf_(2, 3);
+/* Takes the warnings the recorder's threads made (recorder_warn()) into the session's:
+ * from its progress timer, and before the recorder goes. */
+void session_collect_warnings(Session *s);

@@ -34,9 +34,9 @@ char *manager_call(const char *method, GVariant *params, GUnixFDList *fds) {
         char *err = call_full(TB_MANAGER_PATH, TB_MANAGER_IFACE, method, params, fds, &reply, NULL);
 
         /* A Start that should have failed but did not: stop it, and fail below. */
-        if (!err && g_str_equal(method, "Start") && g_variant_is_of_type(reply, G_VARIANT_TYPE("(o)"))) {
+        if (!err && g_str_equal(method, "Start") && g_variant_is_of_type(reply, G_VARIANT_TYPE("(oas)"))) {
                 const char *path;
-                g_variant_get(reply, "(&o)", &path);
+                g_variant_get_child(reply, 0, "&o", &path);
                 note("Start unexpectedly returned %s; stopping it\n", path);
                 g_free(call_full(TB_MANAGER_PATH, TB_MANAGER_IFACE, "Stop", g_variant_new("(o)", path), NULL, NULL,
                                  NULL));

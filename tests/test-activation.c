@@ -294,9 +294,9 @@ static void test_detached_session_keeps_service(void) {
         g_variant_builder_add(opts, "{sv}", "DetachKey", g_variant_new_string("keepalive"));
         started = g_dbus_connection_call_sync(tb_bus()->conn, TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_IFACE,
                                               "Start", g_variant_new("(sa{sv})", config, opts),
-                                              G_VARIANT_TYPE("(o)"), G_DBUS_CALL_FLAGS_NONE, 25000, NULL, &error);
+                                              G_VARIANT_TYPE("(oas)"), G_DBUS_CALL_FLAGS_NONE, 25000, NULL, &error);
         g_assert_no_error(error);
-        g_variant_get(started, "(&o)", &path);
+        g_variant_get_child(started, 0, "&o", &path);
         pid = owner_pid(NULL);
         note("detached session %s in pid %d\n", path, (int) pid);
 

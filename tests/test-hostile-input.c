@@ -198,7 +198,7 @@ static void case_pipe_reader_gone(void) {
                 note("Start into a pipe without reader -> %s\n", err);
                 g_assert_cmpstr(err, ==, ERR_OUTPUT);
         } else {
-                g_variant_get(reply, "(&o)", &path);
+                g_variant_get_child(reply, 0, "&o", &path);
                 note("Start into a pipe without reader -> %s\n", path);
                 /* The session is bound to root's connection; it must end by itself. */
                 for (int i = 0; i < 200; i++) {

@@ -170,7 +170,7 @@ static void start_loop_cb(GObject *src, GAsyncResult *res, gpointer ud) {
         if (v) {
                 const char *p;
                 (*a->ok)++;
-                g_variant_get(v, "(&o)", &p);
+                g_variant_get_child(v, 0, "&o", &p);
                 g_ptr_array_add(a->started, g_strdup(p));
         } else {
                 g_autofree char *n = g_dbus_error_get_remote_error(e);
@@ -219,7 +219,7 @@ static void case_start_loop_limits(void) {
                 g_variant_builder_add(&b, "{sv}", "Output", g_variant_new_handle(0));
                 g_dbus_connection_call_with_unix_fd_list(
                         conn, TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_IFACE, "Start",
-                        g_variant_new("(s@a{sv})", "", g_variant_builder_end(&b)), G_VARIANT_TYPE("(o)"),
+                        g_variant_new("(s@a{sv})", "", g_variant_builder_end(&b)), G_VARIANT_TYPE("(oas)"),
                         G_DBUS_CALL_FLAGS_NONE, 120000, l, NULL,
                         start_loop_cb,
                         &acc);

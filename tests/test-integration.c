@@ -24,7 +24,8 @@
 /* busctl as tbuser                                                       */
 /* ===================================================================== */
 
-/* busctl ... Start as tbuser, which must succeed: its reply's two tokens ("o" PATH). */
+/* busctl ... Start as tbuser, which must succeed: its reply's tokens ("oas" PATH 0: the
+ * session and no warnings). */
 static char **busctl_start(const char *const *argv, const char *what) {
         g_auto(TbCommandResult) start = { 0 };
         g_autoptr(GError) error = NULL;
@@ -34,7 +35,8 @@ static char **busctl_start(const char *const *argv, const char *what) {
         log_command(what, &start);
         g_assert_true(tb_command_succeeded(&start));
         tok = busctl_tokens(start.out);
-        g_assert_cmpuint(g_strv_length(tok), ==, 2);
+        g_assert_cmpuint(g_strv_length(tok), ==, 3);
+        g_assert_cmpstr(tok[2], ==, "0");
         return tok;
 }
 
@@ -234,7 +236,7 @@ static void test_busctl_service_file(void) {
         snapshot_state(&inst, &files);
         g_assert_true(tb_busy_start("tbbusy-ctl", &busy, &error));
         tok = busctl_start(start_argv, "busctl Start as tbuser");
-        g_assert_cmpstr(tok[0], ==, "o");
+        g_assert_cmpstr(tok[0], ==, "oas");
         path = tok[1];
         g_assert_true(g_variant_is_object_path(path));
         g_assert_true(g_str_has_prefix(path, TB_MANAGER_PATH "/session/"));

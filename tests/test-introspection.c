@@ -220,10 +220,10 @@ static void test_session(void) {
         g_variant_builder_add(&opts, "{sv}", "Events", g_variant_new_strv(events, -1));
         g_variant_builder_add(&opts, "{sv}", "DurationMs", g_variant_new_uint32(60000));
         reply = g_dbus_connection_call_sync(tb_bus()->conn, TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_IFACE, "Start",
-                                            g_variant_new("(sa{sv})", "", &opts), G_VARIANT_TYPE("(o)"),
+                                            g_variant_new("(sa{sv})", "", &opts), G_VARIANT_TYPE("(oas)"),
                                             G_DBUS_CALL_FLAGS_NONE, 30000, NULL, &error);
         g_assert_no_error(error);
-        g_variant_get(reply, "(&o)", &path);
+        g_variant_get_child(reply, 0, "&o", &path);
         note("root's session: %s\n", path);
         check_object(path, ifaces);
 

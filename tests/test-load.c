@@ -215,11 +215,11 @@ static void case_start_stop_cycles(void) {
                 g_variant_builder_add(&b, "{sv}", "Output", g_variant_new_handle(0));
                 reply = g_dbus_connection_call_with_unix_fd_list_sync(
                         tb_bus()->conn, TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_IFACE, "Start",
-                        g_variant_new("(s@a{sv})", "", g_variant_builder_end(&b)), G_VARIANT_TYPE("(o)"),
+                        g_variant_new("(s@a{sv})", "", g_variant_builder_end(&b)), G_VARIANT_TYPE("(oas)"),
                         G_DBUS_CALL_FLAGS_NONE, 30000, fds, NULL, NULL, &error);
                 if (!reply)
                         g_error("cycle %u: Start: %s", i, error->message);
-                g_variant_get(reply, "(&o)", &path);
+                g_variant_get_child(reply, 0, "&o", &path);
                 stats = g_dbus_connection_call_sync(tb_bus()->conn, TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_IFACE,
                                                     "Stop", g_variant_new("(o)", path), G_VARIANT_TYPE("(a{sv})"),
                                                     G_DBUS_CALL_FLAGS_NONE, 30000, NULL, &error);
@@ -276,10 +276,10 @@ static char *start_config(const char *config, const char *out, char **ret_instan
         g_variant_builder_add(&b, "{sv}", "Output", g_variant_new_handle(0));
         reply = g_dbus_connection_call_with_unix_fd_list_sync(
                 tb_bus()->conn, TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_IFACE, "Start",
-                g_variant_new("(s@a{sv})", config, g_variant_builder_end(&b)), G_VARIANT_TYPE("(o)"),
+                g_variant_new("(s@a{sv})", config, g_variant_builder_end(&b)), G_VARIANT_TYPE("(oas)"),
                 G_DBUS_CALL_FLAGS_NONE, 30000, fds, NULL, NULL, &error);
         g_assert_no_error(error);
-        g_variant_get(reply, "(&o)", &path);
+        g_variant_get_child(reply, 0, "&o", &path);
         after = own_instances();
         added = tb_strv_added(before, after);
         g_assert_cmpuint(g_strv_length(added), ==, 1);

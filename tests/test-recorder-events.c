@@ -184,23 +184,36 @@ static void test_event_names(void) {
         const char *const bad[] = { "sched/sched_switch", "nosuchgroup/nosuchevent", "sched/no_such_event",
                                     "no_such_bare_event", "nosuchgroup2/*", NULL };
         const char *const good[] = { "sched/*", "cpu_idle", "irq/*", "ftrace/print", NULL };
-        g_autofree char *bad_cfg = ftrace_config("", bad, NULL);
+        g_autofree char *bad_cfg = ftrace_config("", bad, NULL), *only_bad_cfg = ftrace_config("", bad + 1, NULL);
+        g_autofree char *warnings = NULL, *bad_events = NULL;
         g_autofree char *good_cfg = ftrace_config("buffers { size_kb: 32768 }\n", good, NULL);
         g_autofree char *out = NULL, *err = NULL, *opath = NULL, *events = NULL;
         g_autoptr(GPtrArray) want = g_ptr_array_new_with_free_func(g_free);
         g_autoptr(GHashTable) st = NULL;
         g_auto(GStrv) got = NULL;
         g_auto(Trace) t = { 0 };
-        g_auto(Rec) r = { 0 };
+        g_auto(Rec) r = { 0 }, rb = { 0 };
         int fd = open_output("names-bad.pftrace", &opath);
-        ClientSpec spec = { .user = "tbuser", .op = OP_START, .config = bad_cfg, .output_fd = fd };
+        ClientSpec spec = { .user = "tbuser", .op = OP_START, .config = only_bad_cfg, .output_fd = fd };
         g_auto(GStrv) before = own_instances(), after = NULL;
 
-        /* Every name that matches nothing is named, and only those. */
+        /* As Perfetto: every name that matches nothing is skipped with a warning naming it,
+         * and only those; the rest is recorded. */
+        rec_start(&rb, "tbuser", "names-some-bad.pftrace", bad_cfg);
+        warnings = rec_get(&rb, "Warnings");
+        bad_events = rec_get(&rb, "Events");
+        for (size_t i = 1; bad[i]; i++)
+                expect(strstr(warnings, bad[i]) != NULL, "no warning names \"%s\": %s", bad[i], warnings);
+        expect(strstr(warnings, "sched/sched_switch") == NULL, "a warning names the known sched/sched_switch: %s",
+               warnings);
+        expect(g_str_equal(bad_events, "sched/sched_switch"), "Events is %s, expected sched/sched_switch", bad_events);
+        g_hash_table_unref(rec_stop(&rb));
+
+        /* Nothing left to record: refused, every name that matches nothing named. */
         g_free(client_run_full(&spec, &out, &err));
         close(fd);
         if (!err)
-                shortfall("Start with unknown events succeeded (%s)", out);
+                shortfall("Start with only unknown events succeeded (%s)", out);
         else {
                 g_autofree char *name = error_name(err);
                 const char *msg = error_message(err);

@@ -200,8 +200,10 @@ static void test_busctl_workflow(void) {
 
         g_assert_true(tb_busy_start("tbbusy-busctl", &busy, &error));
         start = busctl_as("tbuser", start_argv, "busctl Start (DetachKey mykey)");
-        g_assert_cmpuint(g_strv_length(start), ==, 2);
-        g_assert_cmpstr(start[0], ==, "o");
+        /* "oas" PATH N WARNING...: the session, and the config's warnings (none here). */
+        g_assert_cmpuint(g_strv_length(start), ==, 3);
+        g_assert_cmpstr(start[0], ==, "oas");
+        g_assert_cmpstr(start[2], ==, "0");
         path = start[1];
         g_usleep(300 * 1000);
         assert_recording(path);
@@ -220,7 +222,7 @@ static void test_busctl_workflow(void) {
         g_assert_cmpstr(is2[1], ==, "false");
 
         keyless = busctl_as("tbuser", keyless_argv, "busctl Start (keyless)");
-        g_assert_cmpstr(keyless[0], ==, "o");
+        g_assert_cmpstr(keyless[0], ==, "oas");
         path2 = keyless[1];
         g_usleep(500 * 1000);
         assert_recording(path2);

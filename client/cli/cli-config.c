@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "atrace-categories.h"
 #include "cli.h"
 #include "strv.h"
 #include "textproto.h"
@@ -78,6 +79,24 @@ static void append_quoted(FILE *f, const char *s) {
         fputc('"', f);
 }
 
+/* Perfetto's CLI takes a bare word as an atrace category, which enables the kernel
+ * events of its predefined table (the service resolves them); "group/name" is an event.
+ * A bare word that is no category stays an event name in any group, as tracebus always
+ * took it ("sched_switch"). "disk" also polls the disks' counters, as perfetto's does. */
+static void append_events(FILE *f, char *const *events) {
+        STRV_FOREACH(e, events) {
+                fputs(!strchr(*e, '/') && atrace_category_events(*e) ? "  atrace_categories: " : "  ftrace_events: ", f);
+                append_quoted(f, *e);
+                fputc('\n', f);
+        }
+}
+
+static void append_category_sources(FILE *f, char *const *events) {
+        STRV_FOREACH(e, events)
+                if (strcmp(*e, "disk") == 0)
+                        fputs("data_sources { config { name: \"linux.sys_stats\" sys_stats_config { diskstat_period_ms: 1000 } } }\n", f);
+}
+
 /* The config perfetto builds from -t, -b, -s and events (CreateConfigFromOptions). */
 static int build_light_config(const Args *a, char *const *events, uint32_t duration_ms, char **ret) {
         _cleanup_free_ char *text = NULL;
@@ -86,19 +105,17 @@ static int build_light_config(const Args *a, char *const *events, uint32_t durat
 
         if (!f)
                 return -ENOMEM;
+        append_category_sources(f, events);
         fprintf(f, "duration_ms: %" PRIu32 "\n", duration_ms);
         if (a->has_size && a->max_file_size_bytes > 0)
                 fprintf(f, "write_into_file: true\nmax_file_size_bytes: %" PRIu64 "\n", a->max_file_size_bytes);
         fprintf(f, "flush_period_ms: %u\n", LIGHT_FLUSH_PERIOD_MS);
         fprintf(f, "buffers { size_kb: %" PRIu64 " }\n", a->has_buffer ? a->buffer_kb : LIGHT_BUFFER_KB);
         fputs("data_sources { config { name: \"linux.ftrace\" ftrace_config {\n", f);
-        STRV_FOREACH(e, events) {
-                fputs("  ftrace_events: ", f);
-                append_quoted(f, *e);
-                fputc('\n', f);
-        }
+        append_events(f, events);
         fputs("  symbolize_ksyms: true\n} } }\n", f);
         fputs("data_sources { config { name: \"linux.process_stats\" target_buffer: 0 } }\n", f);
+        fputs("data_sources { config { name: \"linux.system_info\" target_buffer: 0 } }\n", f);
         if (fclose(f) != 0)
                 return -ENOMEM;
         *ret = TAKE_PTR(text);

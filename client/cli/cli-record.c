@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "bus-errors.h"
+#include "strv.h"
 
 #define PROGRESS_INTERVAL_USEC (1000ull * 1000ull)
 
@@ -30,6 +31,7 @@ typedef struct Client {
         SessionInfo info;
         sd_event_source *progress_timer;
         sd_bus_slot *progress_call;   /* a GetAll in flight */
+        char **warned;            /* the service's warnings printed so far */
 } Client;
 
 static void client_done(Client *c) {
@@ -39,19 +41,9 @@ static void client_done(Client *c) {
         c->service = mfree(c->service);
         c->output_label = mfree(c->output_label);
         session_info_done(&c->info);
+        c->warned = strv_free(c->warned);
         c->bus = sd_bus_flush_close_unref(c->bus);
         c->event = sd_event_unref(c->event);
-}
-
-static bool streq_ptr(const char *a, const char *b) {
-        return a && b && strcmp(a, b) == 0;
-}
-
-static uint64_t now_usec(clockid_t clock) {
-        struct timespec ts;
-
-        (void) clock_gettime(clock, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ull + (uint64_t) ts.tv_nsec / 1000ull;
 }
 
 /* ---- the progress line ---- */
@@ -66,7 +58,7 @@ static void progress_clear(Client *c) {
 
 static void progress_draw(Client *c) {
         char elapsed[32], total[32], bytes[32];
-        uint64_t now = now_usec(CLOCK_REALTIME), ms = 0;
+        uint64_t now = cli_now_usec(CLOCK_REALTIME), ms = 0;
 
         if (!c->progress || c->stopping)
                 return;
@@ -86,12 +78,23 @@ static void progress_draw(Client *c) {
         c->progress_drawn = true;
 }
 
+static void print_warnings(Client *c, char **l) {
+        if (cli_has_new_warnings(c->warned, l))
+                progress_clear(c);
+        (void) cli_print_new_warnings(&c->warned, l);
+}
+
+static void info_changed(Client *c) {
+        print_warnings(c, c->info.warnings);
+        progress_draw(c);
+}
+
 static int on_progress_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
         Client *c = ASSERT_PTR(userdata);
 
         c->progress_call = sd_bus_slot_unref(c->progress_call);
         if (!sd_bus_message_is_method_error(reply, NULL) && session_info_update(&c->info, reply) >= 0)
-                progress_draw(c);
+                info_changed(c);
         return 0;
 }
 
@@ -125,8 +128,14 @@ static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error
             strcmp(interface, TB_SESSION_INTERFACE) != 0)
                 return 0;
         (void) session_info_update(&c->info, m);
-        progress_draw(c);
+        info_changed(c);
         return 0;
+}
+
+/* The warnings of the running session reach every client, on a terminal or not. */
+static int watch_session(Client *c) {
+        return sd_bus_match_signal(c->bus, NULL, NULL, c->session, "org.freedesktop.DBus.Properties",
+                                   "PropertiesChanged", on_properties_changed, c);
 }
 
 /* Only on a terminal: in a pipe or a log, the line would be noise. */
@@ -136,10 +145,6 @@ static int progress_setup(Client *c, bool background) {
         if (background || !isatty(STDERR_FILENO))
                 return 0;
         c->progress = true;
-        r = sd_bus_match_signal(c->bus, NULL, NULL, c->session, "org.freedesktop.DBus.Properties",
-                                "PropertiesChanged", on_properties_changed, c);
-        if (r < 0)
-                return r;
         r = sd_event_add_time_relative(c->event, &c->progress_timer, CLOCK_MONOTONIC, PROGRESS_INTERVAL_USEC, 0,
                                        on_progress_timer, c);
         if (r < 0)
@@ -292,17 +297,21 @@ static int setup_client(Client *c) {
                                 on_service_gone, c);
 }
 
+/* The session of Start's (or Attach's) reply; Start's warnings go to stderr at once. */
 static int take_session(Client *c, sd_bus_message *reply) {
         const char *path, *sender = sd_bus_message_get_sender(reply);
+        _cleanup_strv_free_ char **warnings = NULL;
         int r;
 
-        r = sd_bus_message_read(reply, "o", &path);
+        r = cli_read_start_reply(reply, &path, &warnings);
         if (r < 0)
                 return r;
         c->session = strdup(path);
         if (!c->session || (sender && !(c->service = strdup(sender))))
                 return -ENOMEM;
-        return 0;
+        print_warnings(c, warnings);
+        /* Before load_info(): what comes between is in GetAll's answer. */
+        return watch_session(c);
 }
 
 /* The session's properties, for messages and the progress line; not fatal. */
@@ -310,7 +319,8 @@ static void load_info(Client *c) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
 
         session_info_done(&c->info);
-        (void) session_info_get(c->bus, c->session, &c->info, &error);
+        if (session_info_get(c->bus, c->session, &c->info, &error) >= 0)
+                print_warnings(c, c->info.warnings);
 }
 
 static int wait_for_end(Client *c) {
@@ -493,7 +503,7 @@ static int announce(Client *c, const Args *a) {
 static int go_background(Client *c, const Args *a, int notify_fd) {
         int r;
 
-        if (a->background_wait && !streq_ptr(c->info.state, "recording")) {
+        if (a->background_wait && !(c->info.state && strcmp(c->info.state, "recording") == 0)) {
                 cli_log("the session is %s, not recording.", c->info.state ?: "gone");
                 return -EIO;
         }

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <strings.h>
+#include <time.h>
 
 #include "cli.h"
 
@@ -142,4 +143,11 @@ int cli_refuse(const char *fmt, ...) {
         va_end(ap);
         fputc('\n', stderr);
         return -EINVAL;
+}
+
+uint64_t cli_now_usec(clockid_t clock) {
+        struct timespec ts;
+
+        (void) clock_gettime(clock, &ts);
+        return (uint64_t) ts.tv_sec * 1000000ull + (uint64_t) ts.tv_nsec / 1000ull;
 }

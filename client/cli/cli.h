@@ -93,6 +93,7 @@ void cli_json_string(FILE *f, const char *s);
 
 /* Prints "tracebus: ...". */
 void cli_log(const char *fmt, ...) _printf_(1, 2);
+uint64_t cli_now_usec(clockid_t clock);
 /* cli_log(), then returns -EINVAL: for refusals. */
 int cli_refuse(const char *fmt, ...) _printf_(1, 2);
 
@@ -134,6 +135,7 @@ typedef struct SessionInfo {
         uint64_t bytes_written;
         uint64_t events_recorded;
         uint64_t events_lost;
+        char **warnings;          /* the Warnings property */
 } SessionInfo;
 
 void session_info_done(SessionInfo *i);
@@ -167,3 +169,10 @@ int run_query(const Args *a);
 int run_list_events(const Args *a);
 int run_stop_all(const Args *a);
 int run_stop_session(const Args *a);
+
+/* cli-warnings.c: prints to stderr each warning of @l not in *@printed yet, once, and
+ * adds it there. Returns how many, or -ENOMEM. */
+int cli_print_new_warnings(char ***printed, char **l);
+bool cli_has_new_warnings(char **printed, char **l);
+/* Start's (or Attach's) reply: the session's path, and Start's warnings. */
+int cli_read_start_reply(sd_bus_message *reply, const char **ret_path, char ***ret_warnings);

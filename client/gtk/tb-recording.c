@@ -19,6 +19,7 @@ static void tb_recording_finalize(GObject *object) {
         g_free(r->saved_path);
         g_free(r->summary);
         g_free(r->reason);
+        g_strfreev(r->warnings);
         G_OBJECT_CLASS(tb_recording_parent_class)->finalize(object);
 }
 

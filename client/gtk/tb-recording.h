@@ -43,6 +43,7 @@ struct _TbRecording {
         gint64 ended_at_us;
         guint64 bytes, events, lost;
         char *reason;           /* the service's end reason */
+        char **warnings;        /* the service's warnings, shown once each (NULL-terminated) */
 };
 
 TbRecording *tb_recording_new(const char *id);

@@ -45,6 +45,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(CallData, call_data_free)
 
 /* tracebus-app.c */
 void app_emit_error(TracebusApp *app, const GError *error, const char *what_failed);
+void app_show_warnings(TracebusApp *app, TbRecording *r, const char *const *warnings);
 void app_save_index(TracebusApp *app);
 TbRecording *app_find_by_path(TracebusApp *app, const char *object_path);
 void app_remove_recording(TracebusApp *app, TbRecording *r);

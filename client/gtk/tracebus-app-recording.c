@@ -62,8 +62,14 @@ static void on_start_reply(GObject *source, GAsyncResult *res, gpointer user_dat
                 start_failed(d->app, d->r, error);
                 return;
         }
-        g_variant_get(reply, "(&o)", &path);
+        g_variant_get_child(reply, 0, "&o", &path);
         d->r->object_path = g_strdup(path);
+        if (g_variant_n_children(reply) > 1) {
+                g_autofree const char **warnings = NULL;
+
+                g_variant_get_child(reply, 1, "^a&s", &warnings);
+                app_show_warnings(d->app, d->r, warnings);
+        }
         d->r->started_at_us = g_get_real_time();
         app_save_index(d->app);
         /* Started detached so that it survives the app; bound to us while the window is

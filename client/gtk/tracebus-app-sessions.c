@@ -16,8 +16,14 @@
 static void on_properties_changed(GDBusProxy *proxy, GVariant *changed, GStrv invalidated, gpointer user_data) {
         TbRecording *r = TB_RECORDING(user_data);
 
+        GApplication *app = g_application_get_default();
+
         tb_recording_update_from_proxy(r);
         tb_recording_changed(r);
+        /* Ours only: another program's session has its own client to tell. */
+        if (r->ours && TRACEBUS_IS_APP(app))
+                app_show_warnings(TRACEBUS_APP(app), r,
+                                  tracebus_dbus_session_get_warnings(TRACEBUS_DBUS_SESSION(proxy)));
 }
 
 

@@ -7,7 +7,7 @@
 #include "config.h"
 #include "tracebus-app-private.h"
 
-enum { SIGNAL_ERROR, SIGNAL_READY, N_SIGNALS };
+enum { SIGNAL_ERROR, SIGNAL_READY, SIGNAL_WARNING, N_SIGNALS };
 static guint signals[N_SIGNALS];
 
 G_DEFINE_FINAL_TYPE(TracebusApp, tracebus_app, GTK_TYPE_APPLICATION)
@@ -33,6 +33,26 @@ void app_emit_error(TracebusApp *app, const GError *error, const char *what_fail
         tb_message_from_error(error, what_failed, &m);
         g_printerr("tracebus-gtk: %s %s (%s)\n", m.title, m.detail ? m.detail : "", error ? error->message : "");
         g_signal_emit(app, signals[SIGNAL_ERROR], 0, m.title, m.detail);
+}
+
+/* The service's warnings about a recording of ours (Start's reply, then its Warnings
+ * property as it grows): the new ones, each once, in the window's banner. */
+void app_show_warnings(TracebusApp *app, TbRecording *r, const char *const *warnings) {
+        g_autoptr(GString) fresh = g_string_new(NULL);
+        guint n = r->warnings ? g_strv_length(r->warnings) : 0;
+
+        for (; warnings && *warnings; warnings++) {
+                if (r->warnings && g_strv_contains((const char *const *) r->warnings, *warnings))
+                        continue;
+                r->warnings = g_renew(char *, r->warnings, n + 2);
+                r->warnings[n++] = g_strdup(*warnings);
+                r->warnings[n] = NULL;
+                g_string_append_printf(fresh, "%s%s", fresh->len > 0 ? "\n" : "", *warnings);
+        }
+        if (fresh->len == 0)
+                return;
+        g_printerr("tracebus-gtk: warning: %s\n", fresh->str);
+        g_signal_emit(app, signals[SIGNAL_WARNING], 0, _("Recording, but not everything asked for:"), fresh->str);
 }
 
 void app_save_index(TracebusApp *app) {
@@ -219,6 +239,9 @@ static void tracebus_app_class_init(TracebusAppClass *klass) {
                                              G_TYPE_NONE, 2, G_TYPE_STRING, G_TYPE_STRING);
         signals[SIGNAL_READY] = g_signal_new("ready", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
                                              G_TYPE_NONE, 0);
+        /* warning(title, detail): what the service skipped of a recording's config. */
+        signals[SIGNAL_WARNING] = g_signal_new("warning", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
+                                               NULL, G_TYPE_NONE, 2, G_TYPE_STRING, G_TYPE_STRING);
 }
 
 static void tracebus_app_init(TracebusApp *app) {

@@ -376,6 +376,7 @@ TracebusWindow *tracebus_window_new(TracebusApp *app) {
         gtk_window_set_child(GTK_WINDOW(win), outer);
 
         g_signal_connect_object(app, "error", G_CALLBACK(on_app_error), win, 0);
+        g_signal_connect_object(app, "warning", G_CALLBACK(on_app_error), win, 0);
         g_signal_connect_object(app, "ready", G_CALLBACK(on_app_ready), win, 0);
         g_signal_connect(win, "close-request", G_CALLBACK(on_close_request), NULL);
         win->tick_id = g_timeout_add_seconds(1, window_rows_tick, win);
