@@ -161,6 +161,35 @@ static int authorize_kernel_pointers(BusRequest *req) {
                                      on_kernel_pointers_result);
 }
 
+static void on_kprobes_result(BusRequest *req, int result) {
+        int r;
+
+        if (result < 0)
+                return bus_request_reply_refusal(req, result, ACTION_KPROBES, "Probing or tracing kernel functions");
+        r = authorize_kernel_pointers(req);
+        if (r < 0)
+                (void) sd_bus_reply_method_errnof(req->message, r, "Failed to start tracing: %m");
+}
+
+/* kprobe_events and enable_function_graph patch kernel code: org.tracebus.kprobes
+ * (admin by default), asked with a dialog as the record action is, before anything is
+ * created. The Start moves into a request of its own, as in authorize_kernel_pointers(). */
+static int authorize_kprobes(BusRequest *req) {
+        _cleanup_(bus_request_freep) BusRequest *next = NULL;
+        int r;
+
+        if (req->uid == 0 || !req->start.config.needs_kprobes_action)
+                return authorize_kernel_pointers(req);
+        r = bus_request_new(req->message, &next);
+        if (r < 0)
+                return r;
+        start_request_done(&next->start);
+        next->start = req->start;
+        req->start = (StartRequest) { .uid = req->uid, .output_fd = -EBADF };
+        return bus_request_authorize(req->context, &next, ACTION_KPROBES, /* interactive= */ true,
+                                     on_kprobes_result);
+}
+
 static void on_start_result(BusRequest *req, int result) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         int r;
@@ -170,7 +199,7 @@ static void on_start_result(BusRequest *req, int result) {
                 return bus_request_reply_refusal(req, result, ACTION_RECORD, "Recording kernel traces");
         r = start_load_config(req->message, req->context->manager, &req->start.config, &error);
         if (r >= 0)
-                r = authorize_kernel_pointers(req);
+                r = authorize_kprobes(req);
         if (r < 0 && sd_bus_error_is_set(&error))
                 (void) sd_bus_reply_method_error(req->message, &error);
         else if (r < 0)

@@ -69,6 +69,10 @@ struct Recorder {
         _Atomic uint64_t events, bytes_written, events_lost, kernel_events_lost, events_overwritten;
         RecorderEnd end;
         int error;
+
+        /* ftgraph: symbolize_ksyms. The table is read on the worker (ksyms-cache.c). */
+        bool symbolize_ksyms, ksyms_retain;
+        Ksyms *ksyms;
 };
 
 /* recorder-packets.c: the service's packets (sequence 1) and the process tree. */

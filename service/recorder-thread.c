@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <poll.h>
 
+#include "ksyms-cache.h"
 #include "log.h"
 #include "recorder-local.h"
 #include "service-tracks.h"
@@ -58,9 +59,12 @@ static int describe_new_threads(Recorder *rec, unsigned cpu) {
         return 0;
 }
 
-/* Ends the CPU's current bundle: its new threads described, the bundle packed. */
+/* Ends the CPU's current bundle: its new threads described, the functions it names
+ * (symbolize_ksyms) written ahead of it, the bundle packed. */
 static int flush_bundle(Recorder *rec, unsigned cpu) {
         int r = describe_new_threads(rec, cpu);
+        if (r >= 0 && rec->ksyms)
+                r = ksyms_append_new_symbols(rec->parser, rec->ksyms, &rec->writer);
         if (r < 0)
                 return r;
         rec->bundle_pages[cpu] = 0;
@@ -174,9 +178,25 @@ static RecorderEnd end_for_write_error(int r) {
         }
 }
 
+/* symbolize_ksyms: the kernel's symbols, read here rather than on the event loop. A
+ * table that cannot be read leaves the addresses as they would be without it. */
+static void start_symbolizing(Recorder *rec) {
+        int r;
+
+        if (!rec->symbolize_ksyms)
+                return;
+        r = ksyms_cache_get(rec->ksyms_retain, &rec->ksyms);
+        if (r >= 0)
+                r = ftrace_parser_symbolize(rec->parser, rec->ksyms);
+        if (r < 0)
+                log_warning_errno(r, "symbolize_ksyms: recording without kernel symbols: %m");
+}
+
 void *recorder_thread_main(void *userdata) {
         Recorder *rec = userdata;
         int r;
+
+        start_symbolizing(rec);
 
         /* The opening packets go out at once, from this thread: a write to a passed fd
          * may block, and the event loop must not. The file is a valid trace from here on. */

@@ -45,6 +45,7 @@ void session_config_done(SessionConfig *c) {
         c->trace_config = mfree(c->trace_config);
         c->warnings = strv_free(c->warnings);
         c->n_warnings_dropped = 0;
+        session_config_ftgraph_done(c);
 }
 
 int session_config_warn(SessionConfig *c, const char *fmt, ...) {
@@ -351,6 +352,9 @@ int session_config_load(const Tracebus__TraceConfig *tc, const char *root, Sessi
                 return r;
         if (res.n_unknown > 0)
                 return unknown_events_error(&res, ret_error);
+        r = session_config_load_ftgraph(tc, root, &c, ret_error);
+        if (r < 0)
+                return r;
         if (!c.events)
                 return set_error(ret_error, "no ftrace events to record: add a linux.ftrace data source with "
                                  "ftrace_events, or pass the Events option");

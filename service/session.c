@@ -2,6 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ftrace-funcgraph.h"
+#include "kprobes.h"
 #include "log.h"
 #include "session.h"
 #include "strv.h"
@@ -78,6 +80,8 @@ static int on_recorder_done(sd_event_source *source, int fd, uint32_t revents, v
         recorder_get_stats(s->recorder, &s->final_stats);
         s->recorder = recorder_free(s->recorder);
         s->instance = trace_instance_free(s->instance);
+        if (s->config.kprobes)
+                kprobes_remove_session(s->id);
         s->done_source = sd_event_source_disable_unref(s->done_source);
         s->duration_source = sd_event_source_disable_unref(s->duration_source);
         s->progress_source = sd_event_source_disable_unref(s->progress_source);
@@ -146,6 +150,9 @@ static int session_setup_instance(Session *s) {
         r = trace_instance_new(name, s->config.buffer_size_kb, &s->instance);
         if (r < 0)
                 return log_error_errno(r, "Failed to create tracefs instance %s: %m", name);
+        r = ftgraph_session_setup(s->instance, &s->config, s->id);
+        if (r < 0)
+                return r;
 
         STRV_FOREACH(e, s->config.events) {
                 r = trace_instance_enable_event(s->instance, *e);
@@ -214,6 +221,8 @@ Session *session_free(Session *s) {
         sd_event_source_disable_unref(s->progress_source);
         recorder_free(s->recorder);
         trace_instance_free(s->instance);
+        if (s->config.kprobes)
+                kprobes_remove_session(s->id);
         session_config_done(&s->config);
         free(s->output_path);
         free(s->detach_key);

@@ -369,3 +369,7 @@ int trace_instance_remove_stale(void) {
         tracefs_list_free(names);
         return removed;
 }
+
+int trace_instance_write_file(TraceInstance *t, const char *file, const char *value) {
+        return instance_write(t, file, value);
+}

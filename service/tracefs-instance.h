@@ -56,3 +56,6 @@ int trace_instance_n_cpus(TraceInstance *t);
  * behind by a service that crashed. Safe across pid and mount namespaces: an instance of
  * a live service in another container is never touched. Returns how many were removed. */
 int trace_instance_remove_stale(void);
+
+/* ftgraph: writes @value to the instance's @file (current_tracer, set_ftrace_filter...). */
+int trace_instance_write_file(TraceInstance *t, const char *file, const char *value);
