@@ -195,6 +195,15 @@ static void test_ksyms(void) {
         else
                 expect(strstr(decoded, "kernel_symbols {") && strstr(decoded, "workqueue_execute_start {"),
                        "protoc --decode shows no kernel_symbols or workqueue_execute_start");
+        {
+                const Tracebus__FtraceStats *end = NULL;
+                for (guint i = 0; i < t_user.pkts->len; i++)
+                        if (PKT(&t_user, i)->p->ftrace_stats)
+                                end = PKT(&t_user, i)->p->ftrace_stats;
+                expect(end && end->kernel_symbols_parsed == ksyms_count(k) && end->kernel_symbols_mem_kb > 0,
+                       "the last FtraceStats says %u kernel symbols parsed (%u KiB), /proc/kallsyms has %zu",
+                       end ? end->kernel_symbols_parsed : 0, end ? end->kernel_symbols_mem_kb : 0, ksyms_count(k));
+        }
         ksyms_unref(k);
         verdict();
 }
