@@ -107,6 +107,11 @@ static const TypedField funcgraph_exit_fields[] = {
         { "overrun", 4, PT_VARINT }, { "rettime", 5, PT_VARINT }, {},
 };
 
+/* Android kernels' sched_blocked_reason: trace_processor's blocked_function. */
+static const TypedField sched_blocked_reason_fields[] = {
+        { "pid", 1, PT_VARINT }, { "caller", 2, PT_VARINT }, { "io_wait", 3, PT_VARINT }, {},
+};
+
 static const TypedEvent typed_events[] = {
         { "ftrace", "print", 3, print_fields },
         { "sched", "sched_switch", 4, sched_switch_fields },
@@ -134,6 +139,7 @@ static const TypedEvent typed_events[] = {
         { "workqueue", "workqueue_queue_work", 59, workqueue_queue_work_fields },
         { "ftrace", "funcgraph_entry", 437, funcgraph_entry_fields },
         { "ftrace", "funcgraph_exit", 438, funcgraph_exit_fields },
+        { "sched", "sched_blocked_reason", 18, sched_blocked_reason_fields },
 };
 
 static inline bool streq(const char *a, const char *b) {

@@ -194,6 +194,54 @@ static void test_symbolized_events(void) {
         }
 }
 
+static const char fg_format[] =
+        "name: funcgraph_entry\n"
+        "ID: 11\n"
+        "format:\n"
+        "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+        "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+        "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+        "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+        "\n"
+        "\tfield:unsigned long func;\toffset:8;\tsize:8;\tsigned:0;\n"
+        "\tfield:unsigned int depth;\toffset:16;\tsize:4;\tsigned:0;\n"
+        "\tfield:unsigned long args[];\toffset:24;\tsize:0;\tsigned:0;\n"
+        "\n"
+        "print fmt: \"--> %ps (%u)\", (void *)REC->func, REC->depth\n";
+
+/* function_graph's entries as Perfetto's FuncgraphEntryFtraceEvent (437): depth 1, func 2,
+ * the function an iid, as trace_processor reads them for its slices. */
+static void test_funcgraph_entry(void) {
+        _auto_ksyms_ Ksyms *k = parse_fixture();
+        FtraceParser *p = parser_new_from_fixtures("none");
+        Tracebus__FtraceEventBundle *m;
+        PageWriter w = { .off = 16 };
+        FtraceBundle *b = NULL;
+        uint8_t rec[24] = {};
+        uint64_t func = 0xffffffff81000304;
+        uint32_t depth = 3;
+        int32_t pid = 700;
+
+        g_assert_cmpint(ftrace_parser_add_event(p, "ftrace", fg_format, strlen(fg_format)), ==, 11);
+        g_assert_cmpint(ftrace_parser_symbolize(p, k), ==, 0);
+        memcpy(rec, &(uint16_t) { 11 }, 2);
+        memcpy(rec + 4, &pid, 4);
+        memcpy(rec + 8, &func, 8);
+        memcpy(rec + 16, &depth, 4);
+        pw_word(&w, (uint32_t) (sizeof(rec) / 4) | 100 << 5);
+        pw_bytes(&w, rec, sizeof(rec));
+        pw_finish(&w, 1000000);
+        g_assert_cmpint(ftrace_bundle_new(0, false, &b), ==, 0);
+        g_assert_cmpint(ftrace_parser_parse_page(p, w.page, sizeof(w.page), b), ==, 1);
+        m = bundle_pack_unpack(b, NULL);
+        g_assert_nonnull(m->event[0]->funcgraph_entry);
+        g_assert_cmpint(m->event[0]->funcgraph_entry->depth, ==, 3);
+        g_assert_cmpuint(m->event[0]->funcgraph_entry->func, ==, 1);
+        tracebus__ftrace_event_bundle__free_unpacked(m, NULL);
+        ftrace_bundle_free(b);
+        ftrace_parser_free(p);
+}
+
 /* The packet naming the functions, as the recorder writes it: on the ftrace sequence,
  * first of it (so clearing its incremental state), in the metadata. */
 static void test_symbol_packet(void) {
@@ -242,5 +290,6 @@ int main(int argc, char **argv) {
         g_test_add_func("/ksyms/parse-refusals", test_parse_refusals);
         g_test_add_func("/ksyms/symbolized-events", test_symbolized_events);
         g_test_add_func("/ksyms/symbol-packet", test_symbol_packet);
+        g_test_add_func("/ksyms/funcgraph-entry", test_funcgraph_entry);
         return g_test_run();
 }
