@@ -152,6 +152,12 @@ int ksyms_parse(const char *text, size_t len, Ksyms **ret) {
         k->n_ref = 1;
         n = read_entries(k, text, len, entries);
         r = n < 0 ? (int) n : build_arrays(k, entries, (size_t) n);
+        if (r >= 0) {
+                /* The names take half the text: give the rest back. */
+                char *names = realloc(k->names, k->names_len ?: 1);
+                if (names)
+                        k->names = names;
+        }
         if (r < 0) {
                 ksyms_unref(k);
                 return r;
