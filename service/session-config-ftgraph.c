@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -205,8 +206,13 @@ int session_config_load_ftgraph(const Tracebus__TraceConfig *tc, const char *roo
                         return r;
         }
         r = check_kernel(root, c);
-        if (r < 0 || !c->function_graph)
+        if (r < 0)
                 return r;
+        /* Probes alone are something to record: their events are named once created. */
+        if (c->kprobes && !c->events && !(c->events = calloc(1, sizeof(char *))))
+                return -ENOMEM;
+        if (!c->function_graph)
+                return 0;
         /* The tracer's events: no enable file (always on in the instance), but their
          * formats are what the recorder decodes. */
         r = strv_extend_unique(&c->events, "ftrace/funcgraph_entry");
