@@ -94,11 +94,12 @@ static void busy_workqueues(void) {
         }
 }
 
-/* The functions of root's raw addresses, by name. */
-static GHashTable *names_of_addresses(const Trace *t, Ksyms *k, guint *n_events) {
+/* The functions of root's raw addresses: name -> events; *n_unresolved: events whose address
+ * is in no function of /proc/kallsyms (a BPF program, say), which no session can name. */
+static GHashTable *names_of_addresses(const Trace *t, Ksyms *k, guint *n_events, guint *n_unresolved) {
         GHashTable *set = g_hash_table_new(g_str_hash, g_str_equal);
 
-        *n_events = 0;
+        *n_events = *n_unresolved = 0;
         for (guint i = 0; i < t->evs->len; i++) {
                 guint64 f, w;
                 ssize_t s;
@@ -107,16 +108,22 @@ static GHashTable *names_of_addresses(const Trace *t, Ksyms *k, guint *n_events)
                         continue;
                 (*n_events)++;
                 s = ksyms_lookup(k, f);
-                if (s >= 0)
-                        g_hash_table_add(set, (gpointer) ksyms_name(k, (size_t) s));
+                if (s >= 0) {
+                        gpointer name = (gpointer) ksyms_name(k, (size_t) s);
+                        g_hash_table_insert(set, name, GUINT_TO_POINTER(GPOINTER_TO_UINT(g_hash_table_lookup(set, name)) + 1));
+                } else
+                        (*n_unresolved)++;
         }
         return set;
 }
 
-static void check_symbolized(const Trace *t, GHashTable *truth, guint truth_events) {
+static void check_symbolized(const Trace *t, GHashTable *truth, guint truth_events, guint truth_unresolved) {
         g_autoptr(GHashTable) pkt_of = g_hash_table_new(NULL, NULL);
         g_autoptr(GHashTable) names = collect_symbols(t, pkt_of);
-        guint n = 0, named = 0, early = 0, addresses = 0, unknown = 0;
+        g_autoptr(GHashTable) counts = g_hash_table_new(g_str_hash, g_str_equal);
+        guint n = 0, named = 0, early = 0, addresses = 0, unknown = 0, more = 0;
+        GHashTableIter it;
+        gpointer key, value;
 
         for (guint i = 0; i < t->evs->len; i++) {
                 const Ev *e = EV(t, i);
@@ -134,15 +141,27 @@ static void check_symbolized(const Trace *t, GHashTable *truth, guint truth_even
                 early += GPOINTER_TO_UINT(g_hash_table_lookup(pkt_of, GSIZE_TO_POINTER(f))) > e->pkt;
                 if (!g_hash_table_contains(truth, name) && unknown++ < 5)
                         note("named %s, which root's addresses never were\n", name);
+                g_hash_table_insert(counts, (gpointer) name,
+                                    GUINT_TO_POINTER(GPOINTER_TO_UINT(g_hash_table_lookup(counts, name)) + 1));
         }
+        /* Root's session saw every event this one did: no function may have more here. */
+        g_hash_table_iter_init(&it, counts);
+        while (g_hash_table_iter_next(&it, &key, &value))
+                if (GPOINTER_TO_UINT(value) > GPOINTER_TO_UINT(g_hash_table_lookup(truth, key)) && more++ < 5)
+                        note("%s: %u events here, %u in root's session\n", (const char *) key, GPOINTER_TO_UINT(value),
+                             GPOINTER_TO_UINT(g_hash_table_lookup(truth, key)));
         note("symbolized: %u workqueue events, %u named (%u names); root's session: %u events, %u functions\n", n, named,
              g_hash_table_size(names), truth_events, g_hash_table_size(truth));
         expect(n >= 10, "only %u workqueue events in 1.5 s of sync(2)", n);
-        expect(named == n, "%u of %u workqueue functions have no name in kernel_symbols", n - named, n);
+        /* As many unnamed as root's addresses in no function, in proportion (+1%). */
+        expect((double) (n - named) / MAX(n, 1u) <= (double) truth_unresolved / MAX(truth_events, 1u) + 0.01,
+               "%u of %u workqueue functions have no name in kernel_symbols (root's: %u of %u in no function)",
+               n - named, n, truth_unresolved, truth_events);
         expect(addresses == 0, "%u workqueue events of a caller without org.tracebus.manage hold a kernel address",
                addresses);
         expect(early == 0, "%u events come before the packet naming their function", early);
         expect(unknown == 0, "%u functions named that root's raw addresses do not fall in (wrong names)", unknown);
+        expect(more == 0, "%u functions named for more events than root's raw addresses fall in (wrong names)", more);
         expect(n <= truth_events, "the symbolized session saw %u events, root's (longer) session %u", n, truth_events);
 }
 
@@ -172,7 +191,7 @@ static void test_ksyms(void) {
         g_autofree char *decoded = NULL;
         g_autoptr(GError) error = NULL;
         Ksyms *k = read_kallsyms();
-        guint truth_events;
+        guint truth_events, truth_unresolved;
 
         /* root's window holds the others': every function they see, root sees. */
         rec_start(&root, "root", "ksyms-root", plain);
@@ -187,8 +206,8 @@ static void test_ksyms(void) {
         trace_load(user.out, false, &t_user);
         trace_load(hashed.out, false, &t_hashed);
         check_trace(&t_user, &(CheckOpts) { .closed = true });
-        truth = names_of_addresses(&t_root, k, &truth_events);
-        check_symbolized(&t_user, truth, truth_events);
+        truth = names_of_addresses(&t_root, k, &truth_events, &truth_unresolved);
+        check_symbolized(&t_user, truth, truth_events, truth_unresolved);
         check_hashed(&t_hashed);
         if (!tb_trace_protoc_decode(tb_bus()->source_dir, user.out, &decoded, &error))
                 shortfall("protoc --decode fails on the symbolized trace: %s", error->message);
