@@ -131,3 +131,8 @@ int session_config_load(const Tracebus__TraceConfig *tc, const char *tracefs_roo
 int session_config_load_ftgraph(const Tracebus__TraceConfig *tc, const char *root, SessionConfig *c,
                                 char **ret_error);
 void session_config_ftgraph_done(SessionConfig *c);
+
+/* Adds to @c a warning for every field, data source and unknown field (binary configs)
+ * of @tc that tracebus skips: the table of service/session-config-fields.c. Returns 0 or
+ * -ENOMEM. */
+int session_config_check_fields(const Tracebus__TraceConfig *tc, SessionConfig *c);
