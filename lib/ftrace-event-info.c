@@ -89,6 +89,29 @@ static const TypedField sys_exit_fields[] = {
         { "id", 1, PT_VARINT }, { "ret", 2, PT_VARINT }, {},
 };
 
+/* workqueue_activate_work, _execute_start and _execute_end; with symbolize_ksyms,
+ * trace_processor names the workqueue slices after the function. */
+static const TypedField workqueue_work_fields[] = {
+        { "work", 1, PT_VARINT }, { "function", 2, PT_VARINT }, {},
+};
+static const TypedField workqueue_queue_work_fields[] = {
+        { "work", 1, PT_VARINT }, { "function", 2, PT_VARINT }, { "workqueue", 3, PT_STRING },
+        { "req_cpu", 4, PT_VARINT }, { "cpu", 5, PT_VARINT }, {},
+};
+/* The function_graph tracer's events (enable_function_graph): nested slices. */
+static const TypedField funcgraph_entry_fields[] = {
+        { "depth", 1, PT_VARINT }, { "func", 2, PT_VARINT }, {},
+};
+static const TypedField funcgraph_exit_fields[] = {
+        { "calltime", 1, PT_VARINT }, { "depth", 2, PT_VARINT }, { "func", 3, PT_VARINT },
+        { "overrun", 4, PT_VARINT }, { "rettime", 5, PT_VARINT }, {},
+};
+
+/* Android kernels' sched_blocked_reason: trace_processor's blocked_function. */
+static const TypedField sched_blocked_reason_fields[] = {
+        { "pid", 1, PT_VARINT }, { "caller", 2, PT_VARINT }, { "io_wait", 3, PT_VARINT }, {},
+};
+
 static const TypedEvent typed_events[] = {
         { "ftrace", "print", 3, print_fields },
         { "sched", "sched_switch", 4, sched_switch_fields },
@@ -109,6 +132,14 @@ static const TypedEvent typed_events[] = {
         { "irq", "irq_handler_exit", 37, irq_handler_exit_fields },
         { "raw_syscalls", "sys_enter", 329, sys_enter_fields },
         { "raw_syscalls", "sys_exit", 330, sys_exit_fields },
+        /* ftgraph (issue 22): the events that carry code addresses trace_processor names. */
+        { "workqueue", "workqueue_activate_work", 56, workqueue_work_fields },
+        { "workqueue", "workqueue_execute_end", 57, workqueue_work_fields },
+        { "workqueue", "workqueue_execute_start", 58, workqueue_work_fields },
+        { "workqueue", "workqueue_queue_work", 59, workqueue_queue_work_fields },
+        { "ftrace", "funcgraph_entry", 437, funcgraph_entry_fields },
+        { "ftrace", "funcgraph_exit", 438, funcgraph_exit_fields },
+        { "sched", "sched_blocked_reason", 18, sched_blocked_reason_fields },
 };
 
 static inline bool streq(const char *a, const char *b) {
@@ -289,6 +320,13 @@ void ftrace_event_info_hash_addresses(EventInfo *e, AddressHasher *hasher) {
                 if (e->fields[i].is_address && e->fields[i].source == SRC_INT)
                         e->fields[i].source = SRC_ADDRESS;
         e->hasher = hasher;
+}
+
+void ftrace_event_info_symbolize(EventInfo *e, Symbolizer *s) {
+        for (size_t i = 0; i < e->n_fields; i++)
+                if (e->fields[i].is_address && (e->fields[i].source == SRC_INT || e->fields[i].source == SRC_ADDRESS))
+                        e->fields[i].source = SRC_SYMBOL;
+        e->symbolizer = s;
 }
 
 void ftrace_event_info_free(EventInfo *e) {

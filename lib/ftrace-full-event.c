@@ -99,6 +99,15 @@ uint8_t *ftrace_put_field_other(uint8_t *p, const EventInfo *e, const FieldSpec 
                 p = pb_put_key(p, &f->key);
                 return pb_varint_encode(p, hash_address(e->hasher, read_number(s, f->size, false)));
         }
+        if (f->source == SRC_SYMBOL) {
+                uint64_t a = read_number(s, f->size, false);
+                uint32_t iid = a ? ftrace_symbolize(e->symbolizer, a) : 0;
+
+                /* Not in a function (a heap object, a workqueue's work): as without
+                 * symbolize_ksyms, hashed unless the caller may see addresses. */
+                p = pb_put_key(p, &f->key);
+                return pb_varint_encode(p, iid ?: e->hasher ? hash_address(e->hasher, a) : a);
+        }
 
         if (f->source == SRC_CHARS_REST) {
                 p = pb_put_key(p, &f->key);

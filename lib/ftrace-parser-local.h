@@ -21,6 +21,7 @@
 #include <traceevent/event-parse.h>
 
 #include "ftrace-parser.h"
+#include "ksyms.h"
 #include "macro.h"
 #include "pb-wire.h"
 
@@ -144,6 +145,26 @@ typedef struct AddressHasher {
         } cache[ADDRESS_CACHE_SIZE];
 } AddressHasher;
 
+/* symbolize_ksyms (ftrace-symbols.c): code addresses become the iid of the function
+ * holding them, as traced_probes writes them; each function's name is interned once per
+ * trace, in InternedData.kernel_symbols. The last lookups are cached as the hashes are. */
+typedef struct Symbolizer {
+        Ksyms *ksyms;             /* a reference */
+        uint32_t *iids;           /* per symbol of @ksyms: its iid, 0 none yet */
+        uint32_t next_iid;        /* iids count from 1, as Perfetto's */
+        uint32_t *fresh;          /* symbols given an iid since the last take, in iid order */
+        size_t n_fresh, fresh_allocated;
+        uint32_t first_fresh_iid;
+        struct {
+                uint64_t address;   /* 0: empty */
+                uint32_t iid;       /* 0: not in a function */
+        } cache[ADDRESS_CACHE_SIZE];
+} Symbolizer;
+
+/* The iid of the function holding @address, or 0. */
+uint32_t ftrace_symbolize(Symbolizer *s, uint64_t address);
+void ftrace_parser_free_symbolizer(FtraceParser *p);
+
 typedef enum FieldSource {
         SRC_INT,            /* 1, 2, 4 or 8 byte number (pointers too) */
         SRC_CHARS,          /* char x[N]: string up to the first NUL */
@@ -152,6 +173,7 @@ typedef enum FieldSource {
         SRC_DATALOC_CHARS,  /* __data_loc / __rel_loc char[]: string */
         SRC_DATALOC_BYTES,  /* __data_loc / __rel_loc of anything else: hex */
         SRC_ADDRESS,        /* a kernel address written as its keyed hash (is_address, hashing on) */
+        SRC_SYMBOL,         /* a kernel address written as its symbol's iid (symbolize_ksyms) */
 } FieldSource;
 
 typedef struct FieldSpec {
@@ -209,6 +231,7 @@ typedef struct EventInfo {
         AddressHasher *hasher;    /* the parser's, once its SRC_ADDRESS fields are hashed */
         bool is_print;            /* ftrace/print: the print filter reads buf at print_buf_offset */
         uint16_t print_buf_offset;
+        Symbolizer *symbolizer;   /* the parser's, once its SRC_SYMBOL fields are symbolized */
         /* Offset and size of the fields the compact encoders read (CS_* or CW_*). */
         uint16_t compact_offset[4];
         uint8_t compact_size[4];
@@ -230,6 +253,7 @@ struct FtraceParser {
         AddressHasher *hasher;    /* NULL: addresses written as they are */
         FtracePrintRule *print_rules;   /* FtraceConfig.print_filter, owned copies */
         size_t n_print_rules;
+        Symbolizer *symbolizer;   /* NULL: no symbolize_ksyms */
 };
 
 /* ---- bundles ------------------------------------------------------------------- */
@@ -362,6 +386,8 @@ void ftrace_parser_free_print_filter(FtraceParser *p);
 void ftrace_event_info_setup_print(EventInfo *e, const struct tep_event *ev);
 /* @e's address fields become SRC_ADDRESS, hashed by @hasher (which must outlive @e). */
 void ftrace_event_info_hash_addresses(EventInfo *e, AddressHasher *hasher);
+/* @e's address fields become SRC_SYMBOL, looked up in @s (which must outlive @e). */
+void ftrace_event_info_symbolize(EventInfo *e, Symbolizer *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC_VOID(EventInfo *, ftrace_event_info_free);
 
 /* ftrace-bundle.c */

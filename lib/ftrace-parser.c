@@ -41,6 +41,7 @@ FtraceParser *ftrace_parser_free(FtraceParser *p) {
         free(p->by_id);
         free(p->hasher);
         ftrace_parser_free_print_filter(p);
+        ftrace_parser_free_symbolizer(p);
         tep_free(p->tep);
         return mfree(p);
 }
@@ -160,6 +161,8 @@ int ftrace_parser_add_event(FtraceParser *p, const char *group, const char *text
         r = ftrace_event_info_new(ev, copy, &e);
         if (r < 0)
                 return r;
+        if (p->symbolizer)
+                ftrace_event_info_symbolize(e, p->symbolizer);
         if (p->hasher)
                 ftrace_event_info_hash_addresses(e, p->hasher);
         ftrace_event_info_setup_print(e, ev);

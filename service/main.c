@@ -11,6 +11,7 @@
 #include "config.h"
 #include "daemon-config.h"
 #include "idle.h"
+#include "kprobes.h"
 #include "log.h"
 #include "manager-dbus.h"
 #include "manager.h"
@@ -125,8 +126,10 @@ static void check_tracefs(void) {
                           "every recording will fail.", trace_instance_tracefs_root());
         else if (r < 0)
                 log_warning_errno(r, "Cannot check tracefs at %s: %m", trace_instance_tracefs_root());
-        else
+        else {
                 (void) trace_instance_remove_stale();
+                (void) kprobes_remove_stale();
+        }
 }
 
 /* Settings for the whole process: how malloc gives memory back, and how signals arrive. */

@@ -147,28 +147,51 @@ static void on_kernel_pointers_result(BusRequest *req, int result) {
         start_and_reply(req);
 }
 
-/* Raw kernel addresses are for root and the holders of org.tracebus.manage (as
- * kptr_restrict=1 shows them only to the privileged); the others' traces hold them
- * hashed (recorder.c). One more question for polkit, never with a dialog: whoever may
- * record is not asked to authenticate again for this. The Start moves into a request
- * of its own, as polkit's answer frees @req. */
-static int authorize_kernel_pointers(BusRequest *req) {
+/* One more polkit question about a Start: the Start moves into a request of its own,
+ * as polkit's answer frees @req. */
+static int authorize_again(BusRequest *req, const char *action, bool interactive, void (*callback)(BusRequest *, int)) {
         _cleanup_(bus_request_freep) BusRequest *next = NULL;
         int r;
 
-        if (req->uid == 0) {
-                req->start.config.kernel_pointers_raw = true;
-                start_and_reply(req);
-                return 0;
-        }
         r = bus_request_new(req->message, &next);
         if (r < 0)
                 return r;
         start_request_done(&next->start);
         next->start = req->start;
         req->start = (StartRequest) { .uid = req->uid, .output_fd = -EBADF };
-        return bus_request_authorize(req->context, &next, ACTION_MANAGE, /* interactive= */ false,
-                                     on_kernel_pointers_result);
+        return bus_request_authorize(req->context, &next, action, interactive, callback);
+}
+
+/* Raw kernel addresses are for root and the holders of org.tracebus.manage (as
+ * kptr_restrict=1 shows them only to the privileged); the others' traces hold them
+ * hashed (recorder.c). One more question for polkit, never with a dialog: whoever may
+ * record is not asked to authenticate again for this. */
+static int authorize_kernel_pointers(BusRequest *req) {
+        if (req->uid == 0) {
+                req->start.config.kernel_pointers_raw = true;
+                start_and_reply(req);
+                return 0;
+        }
+        return authorize_again(req, ACTION_MANAGE, /* interactive= */ false, on_kernel_pointers_result);
+}
+
+static void on_kprobes_result(BusRequest *req, int result) {
+        int r;
+
+        if (result < 0)
+                return bus_request_reply_refusal(req, result, ACTION_KPROBES, "Probing or tracing kernel functions");
+        r = authorize_kernel_pointers(req);
+        if (r < 0)
+                (void) sd_bus_reply_method_errnof(req->message, r, "Failed to start tracing: %m");
+}
+
+/* kprobe_events and enable_function_graph patch kernel code: org.tracebus.kprobes
+ * (admin by default), asked with a dialog as the record action is, before anything is
+ * created. */
+static int authorize_kprobes(BusRequest *req) {
+        if (req->uid == 0 || !req->start.config.needs_kprobes_action)
+                return authorize_kernel_pointers(req);
+        return authorize_again(req, ACTION_KPROBES, /* interactive= */ true, on_kprobes_result);
 }
 
 static void on_start_result(BusRequest *req, int result) {
@@ -180,7 +203,7 @@ static void on_start_result(BusRequest *req, int result) {
                 return bus_request_reply_refusal(req, result, ACTION_RECORD, "Recording kernel traces");
         r = start_load_config(req->message, req->context->manager, &req->start.config, &error);
         if (r >= 0)
-                r = authorize_kernel_pointers(req);
+                r = authorize_kprobes(req);
         if (r < 0 && sd_bus_error_is_set(&error))
                 (void) sd_bus_reply_method_error(req->message, &error);
         else if (r < 0)

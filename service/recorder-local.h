@@ -84,6 +84,9 @@ struct Recorder {
         pthread_mutex_t warnings_lock;
         char **warnings_for_session, **warnings_for_trace;
         size_t n_warned, n_warnings_dropped;
+        /* ftgraph: symbolize_ksyms. The table is read on the worker (ksyms-cache.c). */
+        bool symbolize_ksyms, ksyms_retain;
+        Ksyms *ksyms;
 };
 
 /* recorder-packets.c: the service's packets (sequence 1) and the process tree. */

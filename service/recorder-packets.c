@@ -161,6 +161,11 @@ static int append_ftrace_stats(Recorder *rec, bool end) {
         stats.phase = end ? TRACEBUS__FTRACE_STATS__PHASE__END_OF_TRACE : TRACEBUS__FTRACE_STATS__PHASE__START_OF_TRACE;
         stats.cpu_stats = ptrs;
         stats.n_cpu_stats = rec->n_cpus;
+        if (end && rec->ksyms) {
+                stats.has_kernel_symbols_parsed = stats.has_kernel_symbols_mem_kb = true;
+                stats.kernel_symbols_parsed = (uint32_t) ksyms_count(rec->ksyms);
+                stats.kernel_symbols_mem_kb = (uint32_t) (ksyms_mem_bytes(rec->ksyms) / 1024);
+        }
         packet.has_timestamp = true;
         packet.timestamp = now_ns(CLOCK_BOOTTIME);
         packet.ftrace_stats = &stats;

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ksyms-cache.h"
 #include "log.h"
 #include "recorder-local.h"
 #include "service-tracks.h"
@@ -102,8 +103,14 @@ static int describe_new_threads(Recorder *rec) {
         return r < 0 ? r : 0;
 }
 
-/* Ends the CPU's current bundle. Its new threads are described at the end of the pass. */
+/* Ends the CPU's current bundle: the functions it names (symbolize_ksyms) written ahead
+ * of it, the bundle packed. Its new threads are described at the end of the pass. */
 static int flush_bundle(Recorder *rec, unsigned cpu) {
+        if (rec->ksyms) {
+                int r = ksyms_append_new_symbols(rec->parser, rec->ksyms, &rec->writer);
+                if (r < 0)
+                        return r;
+        }
         rec->bundle_pages[cpu] = 0;
         return pack_bundle(rec, cpu);
 }
@@ -222,9 +229,25 @@ static RecorderEnd end_for_write_error(int r) {
         }
 }
 
+/* symbolize_ksyms: the kernel's symbols, read here rather than on the event loop. A
+ * table that cannot be read leaves the addresses as they would be without it. */
+static void start_symbolizing(Recorder *rec) {
+        int r;
+
+        if (!rec->symbolize_ksyms)
+                return;
+        r = ksyms_cache_get(rec->ksyms_retain, &rec->ksyms);
+        if (r >= 0)
+                r = ftrace_parser_symbolize(rec->parser, rec->ksyms);
+        if (r < 0)
+                log_warning_errno(r, "symbolize_ksyms: recording without kernel symbols: %m");
+}
+
 void *recorder_thread_main(void *userdata) {
         Recorder *rec = userdata;
         int r;
+
+        start_symbolizing(rec);
 
         /* The opening packets go out at once, from this thread: a write to a passed fd
          * may block, and the event loop must not. The file is a valid trace from here on. */

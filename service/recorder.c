@@ -6,6 +6,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 
+#include "ksyms-cache.h"
 #include "log.h"
 #include "recorder-local.h"
 #include "service-tracks.h"
@@ -99,6 +100,8 @@ static void recorder_configure(Recorder *rec, const SessionConfig *config, int o
         rec->drain_period_ms = config->drain_period_ms;
         rec->buffer_size_kb = config->buffer_size_kb;
         rec->compress = config->compress;
+        rec->symbolize_ksyms = config->symbolize_ksyms;
+        rec->ksyms_retain = config->ksyms_retain;
         /* write_into_file: whole packets every file_write_period_ms, so the file is valid
          * after every write, and at once when the buffer is full: a long trace loses
          * nothing. Otherwise the buffer is a ring (or discards when full) written at the end. */
@@ -228,6 +231,7 @@ Recorder *recorder_free(Recorder *rec) {
         (void) pthread_mutex_destroy(&rec->inbox_lock);
         recorder_warnings_free(rec);
         ftrace_parser_free(rec->parser);
+        ksyms_cache_put(rec->ksyms);
         process_tree_builder_free(rec->processes);
         free(rec->task_notes);
         if (rec->trace_config)

@@ -53,6 +53,7 @@ void session_config_done(SessionConfig *c) {
         c->unknown_ftrace_events = strv_free(c->unknown_ftrace_events);
         c->failed_ftrace_events = strv_free(c->failed_ftrace_events);
         c->atrace_errors = strv_free(c->atrace_errors);
+        session_config_ftgraph_done(c);
 }
 
 int session_config_warn(SessionConfig *c, const char *fmt, ...) {
@@ -366,6 +367,9 @@ static int load_ftrace(const Tracebus__TraceConfig *tc, const char *root, Sessio
         if (!c->events && res->n_unknown > 0)
                 return unknown_events_error(res, ret_error);
         r = session_config_load_ftrace_options(tc, root, c, ret_error);
+        if (r < 0)
+                return r;
+        r = session_config_load_ftgraph(tc, root, c, ret_error);
         if (r < 0)
                 return r;
         if (!c->events)

@@ -108,6 +108,16 @@ typedef struct SessionConfig {
         char **unknown_ftrace_events;  /* "group/name" asked for, not on this kernel */
         char **failed_ftrace_events;   /* on this kernel, but enabling it failed */
         char **atrace_errors;          /* atrace categories and apps that enable nothing here */
+        /* ftgraph (issue 22, session-config-ftgraph.c): kernel symbols, the function_graph
+         * tracer, kprobes. */
+        bool symbolize_ksyms;          /* code addresses as iids of InternedData.kernel_symbols */
+        bool ksyms_retain;             /* ksyms_mem_policy KSYMS_RETAIN: the table outlives the session */
+        bool function_graph;           /* current_tracer function_graph in the instance */
+        char **function_filters;       /* set_ftrace_filter; NULL: every function */
+        char **function_graph_roots;   /* set_graph_function; NULL: every function */
+        uint32_t function_graph_max_depth; /* 0: the kernel's default, UINT32_MAX: unlimited */
+        char **kprobes;                /* "p:SYMBOL" (kprobe) and "r:SYMBOL" (kretprobe) */
+        bool needs_kprobes_action;     /* kprobes or function tracing: org.tracebus.kprobes */
 } SessionConfig;
 
 /* Perfetto's minimum proc_stats_poll_ms: a shorter one is raised, with a warning. */
@@ -174,6 +184,20 @@ int session_config_from_options(char **events, uint32_t duration_ms, uint32_t bu
  * names, comma-separated, in *ret_error). */
 int session_config_load(const Tracebus__TraceConfig *tc, const char *tracefs_root,
                         SessionConfig *ret, char **ret_error);
+
+/* ftgraph (issue 22): service/session-config-ftgraph.c. */
+/* Caps on what a config may ask of the kernel's function tracing and probes. */
+#define FTGRAPH_MAX_NAME 128u          /* a function name or glob */
+#define FTGRAPH_MAX_FUNCTIONS 256u     /* function_filters, and function_graph_roots */
+#define FTGRAPH_MAX_KPROBES 64u        /* kprobes and kretprobes together */
+
+/* symbolize_ksyms, ksyms_mem_policy, enable_function_graph and its lists, kprobe_events
+ * of every linux.ftrace data source of @tc into @c (SessionConfig's ftgraph block);
+ * what this kernel lacks (under the tracefs @root) is a warning. -EINVAL with a message
+ * in *ret_error for a name that is not a function's. */
+int session_config_load_ftgraph(const Tracebus__TraceConfig *tc, const char *root, SessionConfig *c,
+                                char **ret_error);
+void session_config_ftgraph_done(SessionConfig *c);
 
 /* Adds to @c a warning for every field, data source and unknown field (binary configs)
  * of @tc that tracebus skips: the table of service/session-config-fields.c. Returns 0 or

@@ -3,6 +3,8 @@
 #include <string.h>
 
 #include "ftrace-options.h"
+#include "ftrace-funcgraph.h"
+#include "kprobes.h"
 #include "log.h"
 #include "session.h"
 #include "strv.h"
@@ -83,6 +85,8 @@ static int on_recorder_done(sd_event_source *source, int fd, uint32_t revents, v
         recorder_get_stats(s->recorder, &s->final_stats);
         s->recorder = recorder_free(s->recorder);
         s->instance = trace_instance_free(s->instance);
+        if (s->config.kprobes)
+                kprobes_remove_session(s->id);
         s->done_source = sd_event_source_disable_unref(s->done_source);
         s->duration_source = sd_event_source_disable_unref(s->duration_source);
         s->progress_source = sd_event_source_disable_unref(s->progress_source);
@@ -187,6 +191,8 @@ static int session_setup_instance(Session *s) {
         if (r < 0)
                 return log_error_errno(r, "Failed to create tracefs instance %s: %m", name);
         r = ftrace_options_apply(s->instance, &s->config);
+        if (r >= 0)
+                r = ftgraph_session_setup(s->instance, &s->config, s->id);
         if (r < 0)
                 return r;
 
@@ -264,6 +270,8 @@ Session *session_free(Session *s) {
         journald_stop(s->journald);
         recorder_free(s->recorder);
         trace_instance_free(s->instance);
+        if (s->config.kprobes)
+                kprobes_remove_session(s->id);
         session_config_done(&s->config);
         free(s->output_path);
         free(s->detach_key);

@@ -58,3 +58,4 @@ int trace_instance_n_cpus(TraceInstance *t);
  * behind by a service that crashed. Safe across pid and mount namespaces: an instance of
  * a live service in another container is never touched. Returns how many were removed. */
 int trace_instance_remove_stale(void);
+

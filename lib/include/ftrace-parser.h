@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "deflate.h"
+#include "ksyms.h"
 
 /*
  * Decodes the kernel's ring-buffer pages (per_cpu/cpuN/trace_pipe_raw) into
@@ -94,6 +95,17 @@ bool ftrace_print_filter_allows(const FtracePrintRule *rules, size_t n, const ch
 /* Whether tracebus writes events @group/@name as a typed FtraceEvent field rather than a
  * GenericFtraceEvent (what FtraceConfig.disable_generic_events leaves out). */
 bool ftrace_event_is_typed(const char *group, const char *name);
+/* symbolize_ksyms: from now on (for the events added before and after), an address
+ * field (as above) that falls in a function of @ksyms is written as that function's iid
+ * (from 1, one per function, in the order first met), and the function's name is to be
+ * written once as InternedData.kernel_symbols {iid, str} on the ftrace sequence, before
+ * the bundle (ftrace_parser_take_new_symbols()). Addresses in no function are written as
+ * without it (hashed, or as they are). Takes a reference on @ksyms. -EBUSY if set. */
+int ftrace_parser_symbolize(FtraceParser *p, Ksyms *ksyms);
+/* The symbols (indexes into the Ksyms) that got an iid since the last call, in iid
+ * order: the first one's iid in *ret_first_iid, the next one's that plus one, and so on.
+ * Valid until the next parse. */
+size_t ftrace_parser_take_new_symbols(FtraceParser *p, const uint32_t **ret_symbols, uint32_t *ret_first_iid);
 
 /* The data length in the page's commit word (the bytes of records the page holds). */
 ssize_t ftrace_parser_page_data_size(const FtraceParser *p, const void *page, size_t size);
