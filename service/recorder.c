@@ -93,8 +93,25 @@ static int open_cpus(Recorder *rec, TraceInstance *instance, bool compact_sched)
         return 0;
 }
 
+/* The writer's data buffers, as the config's buffers; the default one when it has none. */
+static int configure_buffers(Recorder *rec, const SessionConfig *config) {
+        TraceWriterBufferConfig buffers[TRACE_WRITER_MAX_BUFFERS];
+
+        if (config->n_buffers == 0)
+                return 0;
+        assert(config->n_buffers <= TRACE_WRITER_MAX_BUFFERS);
+        for (size_t i = 0; i < config->n_buffers; i++)
+                buffers[i] = (TraceWriterBufferConfig) {
+                        .capacity = (size_t) config->buffers[i].size_kb * 1024u,
+                        .discard = config->buffers[i].discard,
+                };
+        return trace_writer_set_buffers(&rec->writer, buffers, config->n_buffers, config->ftrace_buffer);
+}
+
 /* How the worker drains and writes: its periods, thresholds and the writer's mode. */
-static void recorder_configure(Recorder *rec, const SessionConfig *config, int output_fd) {
+static int recorder_configure(Recorder *rec, const SessionConfig *config, int output_fd) {
+        size_t ftrace_kb = config->n_buffers > 0 ? config->buffers[config->ftrace_buffer].size_kb : config->trace_buffer_kb;
+
         rec->drain_period_ms = config->drain_period_ms;
         rec->buffer_size_kb = config->buffer_size_kb;
         rec->compress = config->compress;
@@ -104,13 +121,14 @@ static void recorder_configure(Recorder *rec, const SessionConfig *config, int o
         rec->write_period_ns = config->write_into_file ?
                 (uint64_t) config->file_write_period_ms * 1000000ull : UINT64_MAX;
         rec->write_threshold = (size_t) config->trace_buffer_kb * 1024u;
-        /* A bundle holds at most 1/16 of the service's buffer in raw pages (and 32 pages). */
+        /* A bundle holds at most 1/16 of the ftrace buffer in raw pages (and 32 pages). */
         rec->pages_per_bundle = (unsigned) MIN((size_t) MAX_PAGES_PER_BUNDLE,
-                                               MAX(rec->write_threshold / 16 / 4096, (size_t) 1));
+                                               MAX(ftrace_kb * 1024u / 16 / 4096, (size_t) 1));
         trace_writer_init(&rec->writer, output_fd,
                           config->write_into_file ? TRACE_WRITER_STREAM :
                           config->discard_when_full ? TRACE_WRITER_DISCARD : TRACE_WRITER_RING,
                           (size_t) config->trace_buffer_kb * 1024u, config->max_file_size_bytes);
+        return configure_buffers(rec, config);
 }
 
 int recorder_new(const SessionConfig *config, TraceInstance *instance, int output_fd, Recorder **ret) {
@@ -118,7 +136,6 @@ int recorder_new(const SessionConfig *config, TraceInstance *instance, int outpu
         int r;
 
         assert(config);
-        assert(instance);
         assert(output_fd >= 0);
 
         rec = calloc(1, sizeof(*rec));
@@ -130,7 +147,9 @@ int recorder_new(const SessionConfig *config, TraceInstance *instance, int outpu
         rec->stop_fd = rec->done_fd = -EBADF;
         (void) pthread_mutex_init(&rec->annotations_lock, NULL);
         (void) pthread_mutex_init(&rec->inbox_lock, NULL);
-        recorder_configure(rec, config, output_fd);
+        r = recorder_configure(rec, config, output_fd);
+        if (r < 0)
+                return r;
 
         rec->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         rec->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -154,10 +173,12 @@ int recorder_new(const SessionConfig *config, TraceInstance *instance, int outpu
         if (!rec->trace_config)
                 return -ENOMEM;
 
-        r = load_formats(rec, instance, config->events, config->kernel_pointers_raw);
+        /* No instance: a config without ftrace events. The thread still runs for the
+         * inbox, the snapshots and the end; it drains no CPU. */
+        r = instance ? load_formats(rec, instance, config->events, config->kernel_pointers_raw) : 0;
         if (r < 0)
                 return r;
-        r = open_cpus(rec, instance, config->compact_sched);
+        r = instance ? open_cpus(rec, instance, config->compact_sched) : 0;
         if (r < 0)
                 return r;
 
@@ -239,13 +260,14 @@ int recorder_start(Recorder *rec, TraceInstance *instance) {
         if (r < 0)
                 return r;
         rec->last_snapshot_ns = now_ns(CLOCK_MONOTONIC);
-        r = trace_instance_set_tracing(instance, true);
+        r = instance ? trace_instance_set_tracing(instance, true) : 0;
         if (r < 0)
                 return log_error_errno(r, "Failed to switch tracing on in %s: %m", trace_instance_name(instance));
 
         r = -pthread_create(&rec->thread, NULL, recorder_thread_main, rec);
         if (r < 0) {
-                (void) trace_instance_set_tracing(instance, false);
+                if (instance)
+                        (void) trace_instance_set_tracing(instance, false);
                 return r;
         }
         rec->thread_started = true;

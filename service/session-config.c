@@ -45,6 +45,8 @@ void session_config_done(SessionConfig *c) {
         c->trace_config = mfree(c->trace_config);
         c->warnings = strv_free(c->warnings);
         c->n_warnings_dropped = 0;
+        c->buffers = mfree(c->buffers);
+        c->n_buffers = 0;
 }
 
 int session_config_warn(SessionConfig *c, const char *fmt, ...) {
@@ -297,21 +299,6 @@ static int load_duration_and_output(const Tracebus__TraceConfig *tc, SessionConf
         return 0;
 }
 
-/* The buffers: the service keeps one, as large as all of them together. */
-static int load_trace_buffer(const Tracebus__TraceConfig *tc, SessionConfig *c, char **ret_error) {
-        uint64_t total = 0;
-
-        for (size_t i = 0; i < tc->n_buffers; i++)
-                total += tc->buffers[i]->size_kb;
-        if (total > SESSION_MAX_TRACE_BUFFER_KB)
-                return set_error(ret_error, "the buffers add up to %" PRIu64 " KiB, above the limit of %u KiB",
-                                 total, SESSION_MAX_TRACE_BUFFER_KB);
-        c->trace_buffer_kb = total > 0 ? (uint32_t) total : SESSION_DEFAULT_TRACE_BUFFER_KB;
-        c->discard_when_full = tc->n_buffers > 0 && tc->buffers[0]->has_fill_policy &&
-                tc->buffers[0]->fill_policy == TRACEBUS__TRACE_CONFIG__BUFFER_CONFIG__FILL_POLICY__DISCARD;
-        return 0;
-}
-
 static int pack_config(const Tracebus__TraceConfig *tc, SessionConfig *c) {
         size_t len = tracebus__trace_config__get_packed_size(tc);
 
@@ -339,7 +326,7 @@ int session_config_load(const Tracebus__TraceConfig *tc, const char *root, Sessi
         r = load_duration_and_output(tc, &c, ret_error);
         if (r < 0)
                 return r;
-        r = load_trace_buffer(tc, &c, ret_error);
+        r = session_config_load_buffers(tc, &c, ret_error);
         if (r < 0)
                 return r;
         if (tc->output_path)
@@ -351,11 +338,14 @@ int session_config_load(const Tracebus__TraceConfig *tc, const char *root, Sessi
                 return r;
         if (res.n_unknown > 0)
                 return unknown_events_error(&res, ret_error);
-        if (!c.events)
+        /* A config of other data sources only records them, with no kernel buffer. */
+        if (!c.events && !session_config_has_other_sources(tc))
                 return set_error(ret_error, "no ftrace events to record: add a linux.ftrace data source with "
                                  "ftrace_events, or pass the Events option");
-        if (c.buffer_size_kb == 0)
+        if (c.events && c.buffer_size_kb == 0)
                 c.buffer_size_kb = SESSION_DEFAULT_BUFFER_SIZE_KB;
+        if (!c.events)
+                c.buffer_size_kb = 0;
 
         r = pack_config(tc, &c);
         if (r < 0)

@@ -45,6 +45,12 @@
 #define SESSION_MAX_DATA_SOURCES 256u
 #define SESSION_MAX_CONFIG_EVENT_NAMES (2u * SESSION_MAX_EVENTS)
 
+/* One of TraceConfig.buffers. */
+typedef struct SessionBuffer {
+        uint32_t size_kb;
+        bool discard;                  /* fill_policy DISCARD; else RING_BUFFER */
+} SessionBuffer;
+
 typedef struct SessionConfig {
         char **events;                 /* "group/name", wildcards and bare names resolved */
         uint32_t buffer_size_kb;       /* kernel buffer per CPU */
@@ -69,6 +75,12 @@ typedef struct SessionConfig {
          * At most SESSION_MAX_WARNINGS, the last saying how many more were left out. */
         char **warnings;
         size_t n_warnings_dropped;
+        /* Helper "buffers" (service/session-config-buffers.c): TraceConfig.buffers as
+         * configured, each with its own size and fill policy; their sizes add up to at
+         * most SESSION_MAX_TRACE_BUFFER_KB. The linux.ftrace data source's buffer. */
+        SessionBuffer *buffers;
+        size_t n_buffers;
+        uint32_t ftrace_buffer;
 } SessionConfig;
 
 #define SESSION_MAX_WARNINGS 64u
@@ -107,3 +119,15 @@ int session_config_from_options(char **events, uint32_t duration_ms, uint32_t bu
  * names, comma-separated, in *ret_error). */
 int session_config_load(const Tracebus__TraceConfig *tc, const char *tracefs_root,
                         SessionConfig *ret, char **ret_error);
+
+/* session-config-buffers.c: the buffers and where each data source writes. Fills
+ * c->buffers, c->n_buffers, c->ftrace_buffer and trace_buffer_kb (their sum); -EINVAL
+ * (message in *ret_error) for a size over the limit or a target buffer that does not exist. */
+int session_config_load_buffers(const Tracebus__TraceConfig *tc, SessionConfig *c, char **ret_error);
+/* The index in tc->buffers that data source @ds writes to: its target_buffer_name if set,
+ * else its target_buffer. -EINVAL with a message naming @ds when there is no such buffer. */
+/* Whether @tc has a data source other than linux.ftrace: a config without ftrace events
+ * still records something. */
+bool session_config_has_other_sources(const Tracebus__TraceConfig *tc);
+int session_config_target_buffer(const Tracebus__TraceConfig *tc, const Tracebus__DataSourceConfig *ds,
+                                 uint32_t *ret, char **ret_error);
