@@ -222,11 +222,13 @@ static void fill_buffer_stats(Tracebus__TraceStats__BufferStats *out, const Trac
         out->buffer_size = b->capacity;
         out->bytes_written = s->bytes_written;
         out->bytes_overwritten = s->bytes_overwritten;
-        out->bytes_read = s->bytes_read;
+        /* Written just before the last read, as Perfetto writes its TraceStats in the
+         * same pass: what the buffer still holds is read next. */
+        out->bytes_read = s->bytes_read + b->data_len;
         out->chunks_written = s->packets_written;
         out->chunks_overwritten = s->packets_overwritten;
         out->chunks_discarded = s->packets_discarded;
-        out->chunks_read = s->packets_read;
+        out->chunks_read = s->packets_written - s->packets_overwritten;
         out->write_wrap_count = s->write_wrap_count;
 }
 
