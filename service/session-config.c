@@ -346,6 +346,9 @@ int session_config_load(const Tracebus__TraceConfig *tc, const char *root, Sessi
                 c.buffer_size_kb = SESSION_DEFAULT_BUFFER_SIZE_KB;
         if (!c.events)
                 c.buffer_size_kb = 0;
+        r = session_config_load_sys_stats(tc, &c);
+        if (r < 0)
+                return r;
 
         r = pack_config(tc, &c);
         if (r < 0)

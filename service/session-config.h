@@ -7,6 +7,7 @@
 
 #include "config.pb-c.h"
 #include "macro.h"
+#include "session-config-sysstats.h"
 
 /*
  * What a session records, validated: the TraceConfig a caller sent (text format, or
@@ -81,6 +82,9 @@ typedef struct SessionConfig {
         SessionBuffer *buffers;
         size_t n_buffers;
         uint32_t ftrace_buffer;
+
+        /* linux.sys_stats, linux.system_info, linux.sysfs_power (helper "sysstats"). */
+        SysStatsSelection sys_stats;
 } SessionConfig;
 
 #define SESSION_MAX_WARNINGS 64u

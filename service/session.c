@@ -73,6 +73,7 @@ static int on_recorder_done(sd_event_source *source, int fd, uint32_t revents, v
                 /* Ended by itself (size limit, output error): reason from the recorder. */
                 s->end_reason = SESSION_END_STOPPED;
 
+        s->sys_stats = sys_stats_unsubscribe(s->sys_stats);
         end = recorder_join(s->recorder, &s->end_error);
         s->end_reason = reason_for_recorder_end(s, end);
         recorder_get_stats(s->recorder, &s->final_stats);
@@ -196,6 +197,8 @@ int session_new(sd_event *event, Poller *poller, uint64_t id, uid_t owner_uid, S
                 s->started_at_usec = now_usec(CLOCK_REALTIME);
                 r = recorder_start(s->recorder, s->instance);
         }
+        if (r >= 0)
+                r = sys_stats_subscribe(s->poller, &s->config.sys_stats, s->recorder, &s->sys_stats);
         if (r < 0) {
                 session_free(s);
                 return r;
@@ -216,6 +219,7 @@ Session *session_free(Session *s) {
         sd_event_source_disable_unref(s->done_source);
         sd_event_source_disable_unref(s->duration_source);
         sd_event_source_disable_unref(s->progress_source);
+        sys_stats_unsubscribe(s->sys_stats);
         recorder_free(s->recorder);
         trace_instance_free(s->instance);
         session_config_done(&s->config);
@@ -239,6 +243,8 @@ int session_stop(Session *s, SessionEndReason reason) {
         if (r < 0)
                 log_warning_errno(r, "Failed to switch tracing off in %s, stopping anyway: %m",
                                   trace_instance_name(s->instance));
+        /* No packet may reach the recorder after its final drain. */
+        s->sys_stats = sys_stats_unsubscribe(s->sys_stats);
         recorder_stop(s->recorder);
         report_changed(s, SESSION_CHANGED_STATE);
         log_info("Session %" PRIu64 " stopping (%s).", s->id, session_end_reason_to_string(reason));

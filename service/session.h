@@ -9,6 +9,7 @@
 #include "poller.h"
 #include "recorder.h"
 #include "session-config.h"
+#include "sys-stats.h"
 #include "tracefs-instance.h"
 
 typedef struct Manager Manager;
@@ -94,6 +95,10 @@ struct Session {
         sd_event_source *done_source;
         sd_event_source *progress_source;
         RecorderStats progress_reported;
+
+        /* linux.sys_stats, linux.sysfs_power, linux.system_info: the shared reads it
+         * takes packets from, left before the recorder's final drain. */
+        SysStatsSession *sys_stats;
 };
 
 /* Session ids (manager_new_session_id()) are at most this: 48 random bits. */

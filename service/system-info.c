@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sys-stats.h"
+
+/* linux.system_info: one CpuInfo at the start of the trace, as v58's cpu_info.proto:
+ * per CPU its processor name (/proc/cpuinfo), capacity (cpu_capacity) and the
+ * frequencies it can run at (cpufreq's scaling_available_frequencies, else the ladder
+ * of stats/time_in_state). trace_processor builds its cpu and cpu_freq tables from it. */
+
+static int add_cpu(Tracebus__CpuInfo *info, const char *name) {
+        Tracebus__CpuInfo__Cpu *cpu;
+        int r;
+
+        r = sys_stats_grow(&info->cpus, info->n_cpus, sizeof(void *));
+        if (r < 0)
+                return r;
+        cpu = calloc(1, sizeof(*cpu));
+        if (!cpu)
+                return -ENOMEM;
+        tracebus__cpu_info__cpu__init(cpu);
+        info->cpus[info->n_cpus++] = cpu;
+        if (name && !(cpu->processor = strdup(name)))
+                return -ENOMEM;
+        return 0;
+}
+
+/* "key\t: value": the value, or NULL when @line is not @key. */
+static const char *value_of(char *line, const char *key) {
+        size_t n = strlen(key);
+        char *colon;
+
+        if (strncmp(line, key, n) != 0 || (line[n] != '\t' && line[n] != ' ' && line[n] != ':'))
+                return NULL;
+        colon = strchr(line + n, ':');
+        return colon ? colon + 1 + strspn(colon + 1, " \t") : NULL;
+}
+
+/* One block per CPU, opened by "processor"; x86 names it in "model name", older ARM
+ * kernels once for all in "Processor". */
+static int parse_cpuinfo(char *text, Tracebus__CpuInfo *info) {
+        const char *global = NULL, *v;
+        char *save = NULL;
+        int r;
+
+        for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                if (value_of(line, "processor")) {
+                        r = add_cpu(info, NULL);
+                        if (r < 0)
+                                return r;
+                } else if ((v = value_of(line, "model name")) && info->n_cpus > 0 &&
+                           !info->cpus[info->n_cpus - 1]->processor) {
+                        if (!(info->cpus[info->n_cpus - 1]->processor = strdup(v)))
+                                return -ENOMEM;
+                } else if ((v = value_of(line, "Processor")))
+                        global = v;
+        }
+        for (size_t i = 0; global && i < info->n_cpus; i++)
+                if (!info->cpus[i]->processor && !(info->cpus[i]->processor = strdup(global)))
+                        return -ENOMEM;
+        return 0;
+}
+
+static int add_frequency(Tracebus__CpuInfo__Cpu *cpu, unsigned long khz) {
+        int r = sys_stats_grow(&cpu->frequencies, cpu->n_frequencies, sizeof(uint32_t));
+
+        if (r < 0)
+                return r;
+        cpu->frequencies[cpu->n_frequencies++] = (uint32_t) MIN(khz, UINT32_MAX);
+        return 0;
+}
+
+/* scaling_available_frequencies: "f1 f2 ..."; time_in_state: "freq time" lines. */
+static int read_frequencies(Tracebus__CpuInfo__Cpu *cpu, const char *cpufreq_dir) {
+        _cleanup_free_ char *text = NULL;
+        char path[PATH_MAX];
+        bool ladder = false;
+        int r;
+
+        if (snprintf(path, sizeof(path), "%s/scaling_available_frequencies", cpufreq_dir) >= (int) sizeof(path))
+                return 0;
+        if (sys_stats_read_file(path, &text, NULL) < 0) {
+                if (snprintf(path, sizeof(path), "%s/stats/time_in_state", cpufreq_dir) >= (int) sizeof(path) ||
+                    sys_stats_read_file(path, &text, NULL) < 0)
+                        return 0;
+                ladder = true;
+        }
+        for (char *p = text, *end;; p = end) {
+                unsigned long khz = strtoul(p, &end, 10);
+
+                if (end == p)
+                        break;
+                r = add_frequency(cpu, khz);
+                if (r < 0)
+                        return r;
+                if (ladder) {
+                        (void) strtoul(end, &end, 10);
+                        end += strspn(end, "\n");
+                }
+        }
+        return 0;
+}
+
+static int read_cpu_sysfs(Tracebus__CpuInfo__Cpu *cpu, const char *cpu_root, size_t index) {
+        _cleanup_free_ char *capacity = NULL;
+        char path[PATH_MAX];
+
+        if (snprintf(path, sizeof(path), "%s/cpu%zu/cpu_capacity", cpu_root, index) >= (int) sizeof(path))
+                return 0;
+        if (sys_stats_read_file(path, &capacity, NULL) >= 0) {
+                cpu->has_capacity = true;
+                cpu->capacity = (uint32_t) strtoul(capacity, NULL, 10);
+        }
+        if (snprintf(path, sizeof(path), "%s/cpu%zu/cpufreq", cpu_root, index) >= (int) sizeof(path))
+                return 0;
+        return read_frequencies(cpu, path);
+}
+
+int system_info_read_cpus(const char *cpuinfo_path, const char *cpu_root, Tracebus__CpuInfo **ret) {
+        _cleanup_free_ char *text = NULL;
+        Tracebus__CpuInfo *info;
+        int r;
+
+        r = sys_stats_read_file(cpuinfo_path, &text, NULL);
+        if (r < 0)
+                return r;
+        info = calloc(1, sizeof(*info));
+        if (!info)
+                return -ENOMEM;
+        tracebus__cpu_info__init(info);
+        r = parse_cpuinfo(text, info);
+        for (size_t i = 0; r >= 0 && i < info->n_cpus; i++)
+                r = read_cpu_sysfs(info->cpus[i], cpu_root, i);
+        if (r < 0) {
+                tracebus__cpu_info__free_unpacked(info, NULL);
+                return r;
+        }
+        *ret = info;
+        return 0;
+}
