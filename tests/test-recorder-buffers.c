@@ -339,7 +339,7 @@ static void test_no_ftrace(void) {
         g_autoptr(GHashTable) st = NULL;
         g_auto(Trace) t = { 0 };
         g_auto(Rec) r = { 0 };
-        guint n_clock = 0, n_info = 0, n_config = 0, n_started = 0, n_disabled = 0, n_ftrace = 0;
+        guint n_clock = 0, n_info = 0, n_config = 0, n_started = 0, n_disabled = 0, n_ftrace = 0, n_meminfo = 0;
         const Tracebus__TraceStats *ts;
 
         rec_start(&r, "tbuser", "no-ftrace.pftrace", cfg);
@@ -356,7 +356,10 @@ static void test_no_ftrace(void) {
                 n_started += p->service_event && p->service_event->tracing_started;
                 n_disabled += p->service_event && p->service_event->tracing_disabled;
                 n_ftrace += p->ftrace_events != NULL || p->ftrace_stats != NULL || p->has_compressed_packets;
+                n_meminfo += p->sys_stats && p->sys_stats->n_meminfo > 0;
         }
+        /* 300 ms at 100 ms: the counters it asked for, read by linux.sys_stats. */
+        expect(n_meminfo >= 2, "%u SysStats packets with meminfo in a sys_stats-only trace", n_meminfo);
         expect(n_clock >= 2 && n_info == 1 && n_config == 1 && n_started == 1 && n_disabled == 1,
                "the trace is not whole: %u clock snapshots, %u system_info, %u trace_config, %u started, %u disabled",
                n_clock, n_info, n_config, n_started, n_disabled);
@@ -364,6 +367,10 @@ static void test_no_ftrace(void) {
         ts = last_trace_stats(&t);
         expect(ts && ts->n_buffer_stats == 1 && ts->buffer_stats[0]->buffer_size == 1024 * 1024,
                "no TraceStats for the one 1 MiB buffer");
+        /* The first SysStats opens its sequence (metadata); the others are the buffer's. */
+        expect(ts && ts->n_buffer_stats == 1 && ts->buffer_stats[0]->chunks_written >= n_meminfo - 1,
+               "buffer 0 took %" G_GUINT64_FORMAT " chunks for %u SysStats packets",
+               ts && ts->n_buffer_stats ? ts->buffer_stats[0]->chunks_written : 0, n_meminfo);
         expect(stat_u64(st, "Events") == 0, "Stop counts %" G_GUINT64_FORMAT " events", stat_u64(st, "Events"));
         verdict();
 }
