@@ -203,6 +203,35 @@ static void test_ring_buffer_wrap(void) {
         verdict();
 }
 
+/* Marker "TAG-early", a fork storm, marker "TAG-late", then Stop: the stats; the trace
+ * loaded and checked; whether each marker is in it. */
+static GHashTable *storm_between_markers(Rec *r, Trace *t, const char *tag, bool *ret_early, bool *ret_late) {
+        g_autofree char *early = g_strdup_printf("%s-early", tag), *late = g_strdup_printf("%s-late", tag);
+        GHashTable *st;
+        GPid storm;
+        int mfd;
+
+        mfd = marker_open(r);
+        marker_write(mfd, early);
+        storm = storm_start(100000, false);
+        storm_wait(storm);
+        marker_write(mfd, late);
+        close(mfd);
+        g_usleep(200 * 1000);
+        st = rec_stop(r);
+        trace_load(r->out, false, t);
+        check_trace(t, &(CheckOpts) { .closed = true });
+        check_tracks(t, NULL);
+        *ret_early = *ret_late = false;
+        for (guint i = 0; i < t->evs->len; i++) {
+                const Ev *e = EV(t, i);
+                g_autofree char *b = e->kind == EV_PRINT ? ev_str(e, 2) : NULL;
+                *ret_early = *ret_early || (b && g_str_has_prefix(b, early));
+                *ret_late = *ret_late || (b && g_str_has_prefix(b, late));
+        }
+        return st;
+}
+
 /* DISCARD: the service stops accepting when full and counts what it refused. */
 static void test_discard(void) {
         const char *const events[] = { "sched/sched_switch", "sched/sched_waking", "ftrace/print", NULL };
@@ -212,31 +241,12 @@ static void test_discard(void) {
         g_auto(Trace) t = { 0 };
         g_auto(Rec) r = { 0 };
         g_autofree char *tag = g_strdup_printf("tb-discard-%d", (int) getpid());
-        g_autofree char *early = g_strdup_printf("%s-early", tag), *late = g_strdup_printf("%s-late", tag);
         const Tracebus__TraceStats *ts;
-        bool early_seen = false, late_seen = false;
-        GPid storm;
-        int mfd;
+        bool early_seen, late_seen;
 
         rec_start(&r, "tbuser", "discard.pftrace", cfg);
-        mfd = marker_open(&r);
-        marker_write(mfd, early);
-        storm = storm_start(100000, false);
-        storm_wait(storm);
-        marker_write(mfd, late);
-        close(mfd);
-        g_usleep(200 * 1000);
-        st = rec_stop(&r);
-        trace_load(r.out, false, &t);
-        check_trace(&t, &(CheckOpts) { .closed = true });
-        check_tracks(&t, NULL);
+        st = storm_between_markers(&r, &t, tag, &early_seen, &late_seen);
         check_stop_stats(st, &t, true);
-        for (guint i = 0; i < t.evs->len; i++) {
-                const Ev *e = EV(&t, i);
-                g_autofree char *b = e->kind == EV_PRINT ? ev_str(e, 2) : NULL;
-                early_seen = early_seen || (b && g_str_has_prefix(b, early));
-                late_seen = late_seen || (b && g_str_has_prefix(b, late));
-        }
         expect(early_seen, "DISCARD lost the first marker: it must keep the oldest data");
         expect(!late_seen, "DISCARD kept the marker written after the buffer was full");
         expect(stat_u64(st, "EventsOverwritten") > 0, "Stop's EventsOverwritten (refused by DISCARD) is 0");
@@ -257,11 +267,8 @@ static void test_two_buffers(void) {
         g_auto(Trace) t = { 0 };
         g_auto(Rec) r = { 0 };
         g_autofree char *tag = g_strdup_printf("tb-two-%d", (int) getpid());
-        g_autofree char *early = g_strdup_printf("%s-early", tag), *late = g_strdup_printf("%s-late", tag);
         const Tracebus__TraceStats *ts;
-        bool early_seen = false, late_seen = false;
-        GPid storm;
-        int mfd;
+        bool early_seen, late_seen;
 
         ft = ftrace_config("buffers { size_kb: 1024 fill_policy: RING_BUFFER }\n"
                             "buffers { size_kb: 128 fill_policy: DISCARD name: \"sched\" }\n", events,
@@ -271,23 +278,7 @@ static void test_two_buffers(void) {
         ft[strlen(ft) - 4] = 0;
         cfg = g_strconcat(ft, " target_buffer: 0 target_buffer_name: \"sched\" } }\n", NULL);
         rec_start(&r, "tbuser", "two-buffers.pftrace", cfg);
-        mfd = marker_open(&r);
-        marker_write(mfd, early);
-        storm = storm_start(100000, false);
-        storm_wait(storm);
-        marker_write(mfd, late);
-        close(mfd);
-        g_usleep(200 * 1000);
-        st = rec_stop(&r);
-        trace_load(r.out, false, &t);
-        check_trace(&t, &(CheckOpts) { .closed = true });
-        check_tracks(&t, NULL);
-        for (guint i = 0; i < t.evs->len; i++) {
-                const Ev *e = EV(&t, i);
-                g_autofree char *b = e->kind == EV_PRINT ? ev_str(e, 2) : NULL;
-                early_seen = early_seen || (b && g_str_has_prefix(b, early));
-                late_seen = late_seen || (b && g_str_has_prefix(b, late));
-        }
+        st = storm_between_markers(&r, &t, tag, &early_seen, &late_seen);
         expect(early_seen && !late_seen, "the ftrace data did not go to its 128 KiB DISCARD buffer (early marker %s, "
                "late marker %s)", early_seen ? "kept" : "lost", late_seen ? "kept" : "refused");
         ts = last_trace_stats(&t);
