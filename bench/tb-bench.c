@@ -23,6 +23,9 @@
  *                                                        IsDetached latency under a refused
  *                                                        user's hostile Starts / quiet
  *                                                        (tb-bench-hostile.c)
+ *   tb-bench sysread --seconds S --period-ms P           the pollers' floor: the files of every
+ *                                                        linux.sys_stats group read each period,
+ *                                                        nothing parsed (tb-bench-sysread.c)
  *
  * Every subcommand prints one JSON object on stdout. floor lives in tb-bench-floor.c, record
  * and control in tb-bench-control.c; this file has storm, marker, analyze and the helpers
@@ -303,7 +306,7 @@ static int cmd_analyze(int argc, char **argv) {
 
 int main(int argc, char **argv) {
         if (argc < 2) {
-                fprintf(stderr, "usage: tb-bench storm|marker|floor|record|analyze|control|forkstorm ...\n");
+                fprintf(stderr, "usage: tb-bench storm|marker|floor|record|analyze|control|forkstorm|hostile|sysread ...\n");
                 return 2;
         }
         if (strcmp(argv[1], "storm") == 0)
@@ -322,6 +325,8 @@ int main(int argc, char **argv) {
                 return cmd_forkstorm(argc, argv);
         if (strcmp(argv[1], "hostile") == 0)
                 return cmd_hostile(argc, argv);
+        if (strcmp(argv[1], "sysread") == 0)
+                return cmd_sysread(argc, argv);
         fprintf(stderr, "tb-bench: unknown command %s\n", argv[1]);
         return 2;
 }

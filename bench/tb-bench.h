@@ -38,3 +38,4 @@ int cmd_record(int argc, char **argv);
 int cmd_control(int argc, char **argv);
 int cmd_forkstorm(int argc, char **argv);
 int cmd_hostile(int argc, char **argv);
+int cmd_sysread(int argc, char **argv);

@@ -34,6 +34,7 @@ FtraceBundle *ftrace_bundle_free(FtraceBundle *b) {
                 return NULL;
         free(b->pids);
         free(b->renamed);
+        free(b->tasks);
         ftrace_buf_done(&b->out);
         ftrace_buf_done(&b->packed);
         free(b->errors);
@@ -107,6 +108,44 @@ size_t ftrace_bundle_take_renamed(FtraceBundle *b, const int32_t **ret) {
 
         *ret = b->renamed;
         b->n_renamed = 0;
+        return n;
+}
+
+/* A failed allocation or a full list drops the note: the task is then described from
+ * /proc or the kernel's saved tables, as before. */
+void ftrace_bundle_note_task(FtraceBundle *b, const EventInfo *e, const uint8_t *rec, uint64_t ts) {
+        FtraceTaskNote *n;
+
+        if (b->n_tasks >= b->tasks_allocated) {
+                size_t a = MAX(b->tasks_allocated * 2, (size_t) 16);
+                FtraceTaskNote *p;
+
+                if (a > FTRACE_MAX_TASK_NOTES)
+                        return;
+                p = realloc(b->tasks, a * sizeof(FtraceTaskNote));
+                if (!p)
+                        return;
+                b->tasks = p;
+                b->tasks_allocated = a;
+        }
+        n = &b->tasks[b->n_tasks++];
+        *n = (FtraceTaskNote) {
+                .timestamp = ts,
+                .pid = (int32_t) rd32(rec + e->rename_pid_offset),
+        };
+        memcpy(n->comm, rec + e->task_comm_offset, sizeof(n->comm) - 1);
+        if (e->is_newtask) {
+                n->newtask = true;
+                memcpy(&n->clone_flags, rec + e->task_flags_offset, sizeof(n->clone_flags));
+                n->creator = e->has_pid ? (int32_t) rd32(rec + e->pid_offset) : 0;
+        }
+}
+
+size_t ftrace_bundle_take_tasks(FtraceBundle *b, const FtraceTaskNote **ret) {
+        size_t n = b->n_tasks;
+
+        *ret = b->tasks;
+        b->n_tasks = 0;
         return n;
 }
 

@@ -483,17 +483,39 @@ static const TypedEvent *typed_event_find(const char *group, const char *name) {
         return NULL;
 }
 
-static void event_info_setup_rename(EventInfo *e, const struct tep_event *ev, uint32_t number) {
-        const struct tep_format_field *f;
+/* The offset of field @name of @size bytes, or -1. */
+static int fixed_field_offset(const struct tep_event *ev, const char *name, int size) {
+        const struct tep_format_field *f = tep_find_field((struct tep_event *) ev, name);
 
-        if (number != 236)
+        if (!f || f->size != size || f->offset < 0 || f->offset + size > UINT16_MAX)
+                return -1;
+        return f->offset;
+}
+
+/* task_rename (236) and task_newtask (235): their payloads name a task, which the
+ * service describes from them when it is gone from /proc before it looks. */
+static void event_info_setup_rename(EventInfo *e, const struct tep_event *ev, uint32_t number) {
+        bool newtask = number == 235;
+        int pid, comm, flags = 0;
+
+        if (number != 235 && number != 236)
                 return;
-        f = tep_find_field((struct tep_event *) ev, "pid");
-        if (!f || f->size != 4 || f->offset < 0 || f->offset + 4 > UINT16_MAX)
+        pid = fixed_field_offset(ev, "pid", 4);
+        comm = fixed_field_offset(ev, newtask ? "comm" : "newcomm", 16);
+        if (newtask)
+                flags = fixed_field_offset(ev, "clone_flags", 8);
+        if (pid < 0)
                 return;
-        e->is_rename = true;
-        e->rename_pid_offset = (uint16_t) f->offset;
-        e->min_len = MAX(e->min_len, (uint16_t) (f->offset + 4));
+        e->rename_pid_offset = (uint16_t) pid;
+        e->min_len = MAX(e->min_len, (uint16_t) (pid + 4));
+        e->is_rename = !newtask;
+        if (comm < 0 || flags < 0)
+                return;
+        e->is_newtask = newtask;
+        e->notes_task = true;
+        e->task_comm_offset = (uint16_t) comm;
+        e->task_flags_offset = (uint16_t) flags;
+        e->min_len = MAX(e->min_len, (uint16_t) MAX(comm + 16, flags + 8));
 }
 
 int ftrace_event_info_new(const struct tep_event *ev, const char *text, EventInfo **ret) {

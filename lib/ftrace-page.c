@@ -173,6 +173,8 @@ static inline __attribute__((always_inline)) int parser_add_record(
         note_pids(b, e, rec);
         if (_unlikely_(e->is_rename))
                 ftrace_bundle_note_renamed(b, (int32_t) rd32(rec + e->rename_pid_offset));
+        if (_unlikely_(e->notes_task))
+                ftrace_bundle_note_task(b, e, rec, ts);
         w->n_events++;
         w->last_ts = ts;
         return 1;

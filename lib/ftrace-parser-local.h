@@ -188,7 +188,11 @@ typedef struct EventInfo {
         bool generic;
         bool has_pid;
         bool is_rename;           /* task_rename: its thread is described again */
-        uint16_t rename_pid_offset;
+        bool is_newtask;          /* task_newtask: its payload describes the new task */
+        bool notes_task;          /* either, with the fields a FtraceTaskNote takes */
+        uint16_t rename_pid_offset;   /* task_rename's and task_newtask's pid */
+        uint16_t task_comm_offset;    /* task_rename's newcomm, task_newtask's comm */
+        uint16_t task_flags_offset;   /* task_newtask's clone_flags */
         uint8_t compact_role;     /* CompactRole */
         uint8_t shape;            /* Shape: a straight-line encoder fits this layout */
         bool has_common_flags;
@@ -278,6 +282,8 @@ struct FtraceBundle {
         size_t n_pids, pids_allocated;
         int32_t *renamed;         /* pids task_rename named since the last take */
         size_t n_renamed, renamed_allocated;
+        FtraceTaskNote *tasks;    /* task_newtask and task_rename payloads since the last take */
+        size_t n_tasks, tasks_allocated;
         Buf out;                  /* cpu field, then each event as a complete field 2 */
         Buf packed;               /* ftrace_bundle_pack()'s bytes, kept for the next round */
         DeflateSpan coded[_COL_MAX];  /* of the last bytes packed: what repays coding */
@@ -354,6 +360,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC_VOID(EventInfo *, ftrace_event_info_free);
 int ftrace_bundle_begin(FtraceBundle *b);
 void ftrace_bundle_add_error(FtraceBundle *b, uint64_t timestamp, FtraceParseStatus status);
 void ftrace_bundle_note_renamed(FtraceBundle *b, int32_t pid);
+void ftrace_bundle_note_task(FtraceBundle *b, const EventInfo *e, const uint8_t *rec, uint64_t ts);
 void ftrace_bundle_note_coded(FtraceBundle *b, const uint8_t *base, const uint8_t *start, const uint8_t *end);
 
 /* ftrace-compact.c */

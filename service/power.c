@@ -84,16 +84,10 @@ static void fill_counters(Tracebus__BatteryCounters *b, const char *dir) {
 static int add_battery(const char *dir, const char *name, void *userdata) {
         BatteryList *l = userdata;
         Tracebus__BatteryCounters *b;
-        int r;
 
-        r = sys_stats_grow(&l->items, l->n, sizeof(void *));
-        if (r < 0)
-                return r;
-        b = calloc(1, sizeof(*b));
+        b = sys_stats_append(&l->items, &l->n, &tracebus__battery_counters__descriptor);
         if (!b)
                 return -ENOMEM;
-        tracebus__battery_counters__init(b);
-        l->items[l->n++] = b;
         fill_counters(b, dir);
         return (b->name = strdup(name)) ? 0 : -ENOMEM;
 }

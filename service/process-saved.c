@@ -130,24 +130,11 @@ static int load_saved_tasks(ProcessTreeBuilder *b) {
 
 /* A process gone from /proc: its pid and the comm the kernel saved, marked as a comm. */
 static int add_gone_process(ProcessTreeBuilder *b, int32_t pid) {
-        Tracebus__ProcessTree__Process *p;
         SavedTask *t = saved_task(b, pid);
 
-        if (pid_table_find(&b->processes, pid) || !pid_table_has_room(&b->processes))
+        if (pid_table_find(&b->processes, pid))
                 return 0;
-        p = calloc(1, sizeof(*p));
-        if (!p)
-                return -ENOMEM;
-        tracebus__process_tree__process__init(p);
-        p->has_pid = true;
-        p->pid = pid;
-        if (t && t->comm[0]) {
-                p->cmdline = calloc(1, sizeof(char *));
-                if (p->cmdline && (p->cmdline[0] = strdup(t->comm)))
-                        p->n_cmdline = 1;
-                p->has_cmdline_is_comm = p->cmdline_is_comm = true;
-        }
-        return add_entry_process(b, p);
+        return add_comm_process(b, pid, 0, t ? t->comm : NULL);
 }
 
 /* A thread gone from /proc before we looked: described from what the kernel saved, when
@@ -207,7 +194,6 @@ int process_tree_builder_retry_gone(ProcessTreeBuilder *b, bool force) {
 }
 
 static int describe_saved_thread(ProcessTreeBuilder *b, pid_t tid, const SavedTask *s) {
-        Tracebus__ProcessTree__Thread *t;
         ProcStatus st;
         int r;
 
@@ -216,14 +202,5 @@ static int describe_saved_thread(ProcessTreeBuilder *b, pid_t tid, const SavedTa
         r = proc_status(b, s->tgid, &st) >= 0 ? add_process(b, s->tgid, &st) : add_gone_process(b, s->tgid);
         if (r < 0)
                 return r;
-
-        t = calloc(1, sizeof(*t));
-        if (!t)
-                return -ENOMEM;
-        tracebus__process_tree__thread__init(t);
-        t->has_tid = t->has_tgid = true;
-        t->tid = tid;
-        t->tgid = s->tgid;
-        t->name = s->comm[0] ? strdup(s->comm) : NULL;
-        return add_entry_thread(b, t);
+        return add_comm_thread(b, tid, s->tgid, s->comm);
 }

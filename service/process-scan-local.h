@@ -73,6 +73,9 @@ struct ProcessTreeBuilder {
         uint64_t saved_reload_ns;  /* the wait before the next read, doubling */
         int32_t *pending;          /* gone threads the saved tables read before did not know */
         size_t n_pending, pending_allocated;
+        bool record_age;           /* linux.process_stats record_process_age */
+        bool skip_main_thread;     /* linux.process_stats skip_main_thread_message */
+        uint64_t ns_per_tick;      /* of /proc/PID/stat's times */
         Tracebus__ProcessTree tree;
         Tracebus__ProcessTree__Process **procs;
         Tracebus__ProcessTree__Thread **thrs;
@@ -96,5 +99,10 @@ int add_process(ProcessTreeBuilder *b, pid_t pid, const ProcStatus *known);
 int add_entry_process(ProcessTreeBuilder *b, Tracebus__ProcessTree__Process *p);
 /* Takes @t: on failure it is freed. */
 int add_entry_thread(ProcessTreeBuilder *b, Tracebus__ProcessTree__Thread *t);
+/* process-scan-tasks.c: a process gone from /proc, described by its parent @ppid (0:
+ * unknown) and its comm (NULL: unknown), marked as a comm. */
+int add_comm_process(ProcessTreeBuilder *b, int32_t pid, int32_t ppid, const char *comm);
+/* Thread @tid of @tgid named @comm (NULL or "": no name). */
+int add_comm_thread(ProcessTreeBuilder *b, int32_t tid, int32_t tgid, const char *comm);
 /* process-saved.c: a thread gone from /proc waits for the next read of the saved tables. */
 int add_gone_thread(ProcessTreeBuilder *b, pid_t tid);

@@ -111,6 +111,14 @@ int process_tree_builder_new(ProcessTreeBuilder **ret) {
         return 0;
 }
 
+void process_tree_builder_set_options(ProcessTreeBuilder *b, bool record_age, bool skip_main_thread) {
+        long hz = sysconf(_SC_CLK_TCK);
+
+        b->record_age = record_age;
+        b->skip_main_thread = skip_main_thread;
+        b->ns_per_tick = hz > 0 ? 1000000000ull / (uint64_t) hz : 10000000ull;
+}
+
 void process_tree_builder_set_tracefs(ProcessTreeBuilder *b, const char *tracefs_root) {
         b->tracefs_root = tracefs_root;
 }
@@ -319,6 +327,22 @@ int append_entry(void ***array, size_t *n, size_t *allocated, void *entry) {
         return 0;
 }
 
+/* record_process_age: the start time (field 22 of /proc/PID/stat, after the comm in
+ * parentheses), in clock ticks since boot, as ns of CLOCK_BOOTTIME. */
+static void fill_start_time(const ProcessTreeBuilder *b, Tracebus__ProcessTree__Process *p, pid_t pid) {
+        _cleanup_free_ char *stat = NULL;
+        unsigned long long start;
+        const char *s;
+
+        if (read_proc_file(pid, "stat", &stat, NULL) < 0 || !(s = strrchr(stat, ')')))
+                return;
+        if (sscanf(s + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+                   &start) != 1)
+                return;
+        p->has_process_start_from_boot = true;
+        p->process_start_from_boot = start * b->ns_per_tick;
+}
+
 /* Process @pid, whose status is @known if the caller read it already (NULL: read here). */
 int add_process(ProcessTreeBuilder *b, pid_t pid, const ProcStatus *known) {
         Tracebus__ProcessTree__Process *p;
@@ -339,6 +363,8 @@ int add_process(ProcessTreeBuilder *b, pid_t pid, const ProcStatus *known) {
         p->pid = pid;
         p->ppid = (int32_t) st.ppid;
         p->uid = (int32_t) st.uid;
+        if (b->record_age)
+                fill_start_time(b, p, pid);
         if (fill_cmdline(p, pid, st.name) < 0) {
                 process_description_free(p, /* thread= */ false);
                 return 0;
@@ -375,6 +401,9 @@ static int add_thread_of(ProcessTreeBuilder *b, pid_t tgid, pid_t tid, bool agai
                 return 0;
         if (seen(&b->threads, tid) ? !again : !pid_table_has_room(&b->threads))
                 return 0;
+        if (b->skip_main_thread && tid == tgid)
+                /* Described by its process alone, as before Perfetto v58. */
+                return note_described(&b->threads, tid, tgid) < 0 ? -ENOMEM : 0;
         if (read_comm(tgid, tid, name_known, &name) < 0)
                 return 0;
         t = calloc(1, sizeof(*t));

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "ftrace-parser.h"
 #include "trace.pb-c.h"
 
 /*
@@ -47,6 +48,10 @@ int process_tree_builder_write_kept(ProcessTreeBuilder *b,
 /* Processes and threads forgotten to stay within the budget. */
 uint64_t process_tree_builder_n_evicted(const ProcessTreeBuilder *b);
 
+/* linux.process_stats's options: each process's start time (record_process_age), and no
+ * Thread entry for a process's main thread (skip_main_thread_message). */
+void process_tree_builder_set_options(ProcessTreeBuilder *b, bool record_age, bool skip_main_thread);
+
 /* Where tracefs is: threads gone from /proc before we looked are then described from the
  * kernel's saved_tgids and saved_cmdlines (the instance records tgids for that). */
 void process_tree_builder_set_tracefs(ProcessTreeBuilder *b, const char *tracefs_root);
@@ -57,6 +62,12 @@ int process_tree_builder_add_all(ProcessTreeBuilder *b);
 /* Adds the thread @tid, and its process if that was not described yet. Gone threads are
  * skipped (returns 0); returns 1 when something was added. */
 int process_tree_builder_add_thread(ProcessTreeBuilder *b, pid_t tid);
+
+/* Describes the tasks that task_newtask and task_rename events named (@notes, sorted
+ * here): those gone from /proc from the events themselves, with their names and parents.
+ * Called before the pids of the same events are added, so that a task that lived a
+ * millisecond is not left to the kernel's saved tables. Returns how many were described. */
+int process_tree_builder_add_tasks(ProcessTreeBuilder *b, FtraceTaskNote *notes, size_t n);
 
 /* Describes the thread @tid again, under the name /proc gives it now (after a rename).
  * Returns 1 when added, 0 when it is gone. */

@@ -37,6 +37,9 @@ struct Recorder {
         uint8_t *page;
 
         ProcessTreeBuilder *processes;
+        bool initial_dump, on_demand;  /* linux.process_stats's quirks, both on by default */
+        FtraceTaskNote *task_notes;   /* worker: the task notes of all CPUs in one pass */
+        size_t task_notes_allocated;
 
         /* Moments the main thread asks to mark on the tracebus track (detached, attached). */
         pthread_mutex_t annotations_lock;

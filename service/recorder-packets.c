@@ -328,6 +328,8 @@ int recorder_append_process_tree(Recorder *rec) {
 int recorder_describe_all_processes(Recorder *rec) {
         int r;
 
+        if (!rec->initial_dump)
+                return 0;   /* linux.process_stats quirk DISABLE_INITIAL_DUMP */
         r = process_tree_builder_add_all(rec->processes);
         if (r < 0)
                 log_warning_errno(r, "Failed to scan /proc, process names may be missing: %m");

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <poll.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "log.h"
 #include "recorder-local.h"
@@ -39,30 +41,69 @@ static int pack_bundle(Recorder *rec, unsigned cpu) {
         return 0;
 }
 
-/* Threads first seen in the events since the last pass: their names and processes. */
-static int describe_new_threads(Recorder *rec, unsigned cpu) {
-        const int32_t *pids;
-        size_t n = ftrace_bundle_take_pids(rec->bundles[cpu], &pids);
+/* The tasks task_newtask and task_rename named in every CPU's events of this pass, in
+ * one sorted list: a task is often born on one CPU and renamed (exec) on another. */
+static int describe_tasks(Recorder *rec) {
+        size_t n = 0;
+        int r;
 
-        for (size_t i = 0; i < n; i++) {
-                int r = process_tree_builder_add_thread(rec->processes, pids[i]);
-                if (r < 0)
-                        return r;
+        for (unsigned cpu = 0; cpu < rec->n_cpus; cpu++) {
+                const FtraceTaskNote *notes;
+                size_t k = ftrace_bundle_take_tasks(rec->bundles[cpu], &notes);
+
+                if (k == 0)
+                        continue;
+                if (n + k > rec->task_notes_allocated) {
+                        FtraceTaskNote *p = realloc(rec->task_notes, (n + k) * sizeof(FtraceTaskNote));
+                        if (!p)
+                                return -ENOMEM;
+                        rec->task_notes = p;
+                        rec->task_notes_allocated = n + k;
+                }
+                memcpy(rec->task_notes + n, notes, k * sizeof(FtraceTaskNote));
+                n += k;
         }
-        n = ftrace_bundle_take_renamed(rec->bundles[cpu], &pids);
-        for (size_t i = 0; i < n; i++) {
-                int r = process_tree_builder_redescribe_thread(rec->processes, pids[i]);
-                if (r < 0)
-                        return r;
+        r = n > 0 ? process_tree_builder_add_tasks(rec->processes, rec->task_notes, n) : 0;
+        return r < 0 ? r : 0;
+}
+
+/* linux.process_stats quirk DISABLE_ON_DEMAND: the lists are emptied, nothing read. */
+static int forget_new_threads(Recorder *rec) {
+        for (unsigned cpu = 0; cpu < rec->n_cpus; cpu++) {
+                const FtraceTaskNote *notes;
+                const int32_t *pids;
+
+                (void) ftrace_bundle_take_tasks(rec->bundles[cpu], &notes);
+                (void) ftrace_bundle_take_pids(rec->bundles[cpu], &pids);
+                (void) ftrace_bundle_take_renamed(rec->bundles[cpu], &pids);
         }
         return 0;
 }
 
-/* Ends the CPU's current bundle: its new threads described, the bundle packed. */
+/* Threads first seen in the events since the last pass: their names and processes. The
+ * tasks' own events first, which describe those already gone. */
+static int describe_new_threads(Recorder *rec) {
+        int r;
+
+        if (!rec->on_demand)
+                return forget_new_threads(rec);
+        r = describe_tasks(rec);
+
+        for (unsigned cpu = 0; r >= 0 && cpu < rec->n_cpus; cpu++) {
+                const int32_t *pids;
+                size_t n = ftrace_bundle_take_pids(rec->bundles[cpu], &pids);
+
+                for (size_t i = 0; r >= 0 && i < n; i++)
+                        r = process_tree_builder_add_thread(rec->processes, pids[i]);
+                n = ftrace_bundle_take_renamed(rec->bundles[cpu], &pids);
+                for (size_t i = 0; r >= 0 && i < n; i++)
+                        r = process_tree_builder_redescribe_thread(rec->processes, pids[i]);
+        }
+        return r < 0 ? r : 0;
+}
+
+/* Ends the CPU's current bundle. Its new threads are described at the end of the pass. */
 static int flush_bundle(Recorder *rec, unsigned cpu) {
-        int r = describe_new_threads(rec, cpu);
-        if (r < 0)
-                return r;
         rec->bundle_pages[cpu] = 0;
         return pack_bundle(rec, cpu);
 }
@@ -123,6 +164,9 @@ static int drain_all(Recorder *rec) {
                         if (r < 0)
                                 return r;
                 }
+                r = describe_new_threads(rec);
+                if (r < 0)
+                        return r;
         } while (more);
         return recorder_append_process_tree(rec);
 }

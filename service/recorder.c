@@ -168,6 +168,9 @@ int recorder_new(const SessionConfig *config, TraceInstance *instance, int outpu
                                         rec->writer.mode == TRACE_WRITER_STREAM ? PROCESS_TREE_WRITE :
                                         rec->writer.mode == TRACE_WRITER_RING ? PROCESS_TREE_KEEP_LATEST :
                                                                                 PROCESS_TREE_KEEP_FIRST);
+        process_tree_builder_set_options(rec->processes, config->process_age, config->process_skip_main_thread);
+        rec->initial_dump = !config->process_initial_dump_off;
+        rec->on_demand = !config->process_on_demand_off;
 
         rec->trace_config = tracebus__trace_config__unpack(NULL, config->trace_config_len, config->trace_config);
         if (!rec->trace_config)
@@ -216,6 +219,7 @@ Recorder *recorder_free(Recorder *rec) {
         (void) pthread_mutex_destroy(&rec->inbox_lock);
         ftrace_parser_free(rec->parser);
         process_tree_builder_free(rec->processes);
+        free(rec->task_notes);
         if (rec->trace_config)
                 tracebus__trace_config__free_unpacked(rec->trace_config, NULL);
         trace_writer_done(&rec->writer);

@@ -47,6 +47,8 @@ void session_config_done(SessionConfig *c) {
         c->n_warnings_dropped = 0;
         c->buffers = mfree(c->buffers);
         c->n_buffers = 0;
+        c->journald_identifiers = strv_free(c->journald_identifiers);
+        c->journald_units = strv_free(c->journald_units);
 }
 
 int session_config_warn(SessionConfig *c, const char *fmt, ...) {
@@ -327,6 +329,9 @@ int session_config_load(const Tracebus__TraceConfig *tc, const char *root, Sessi
         if (r < 0)
                 return r;
         r = session_config_load_buffers(tc, &c, ret_error);
+        if (r < 0)
+                return r;
+        r = session_config_load_process_sources(tc, &c);
         if (r < 0)
                 return r;
         if (tc->output_path)

@@ -7,7 +7,7 @@
 
 #include "config.pb-c.h"
 #include "macro.h"
-#include "session-config-sysstats.h"
+#include "sys-stats-types.h"
 
 /*
  * What a session records, validated: the TraceConfig a caller sent (text format, or
@@ -85,7 +85,34 @@ typedef struct SessionConfig {
 
         /* linux.sys_stats, linux.system_info, linux.sysfs_power (helper "sysstats"). */
         SysStatsSelection sys_stats;
+        /* procstats: linux.process_stats (session-config-procstats.c, process-stats.c) */
+        bool process_stats;                   /* the data source is in the config */
+        uint32_t process_stats_poll_ms;       /* 0: no periodic ProcessStats */
+        uint32_t process_stats_cache_ttl_ms;  /* 0: a value is written only when it changes */
+        uint32_t process_stats_target_buffer;
+        bool process_stats_smaps;             /* scan_smaps_rollup */
+        bool process_stats_runtime;           /* record_process_runtime */
+        bool process_age;                     /* record_process_age: ProcessTree's start times */
+        bool process_skip_main_thread;        /* skip_main_thread_message */
+        bool process_initial_dump_off;        /* quirk DISABLE_INITIAL_DUMP: no scan at start */
+        bool process_on_demand_off;           /* quirk DISABLE_ON_DEMAND: no scan of new pids */
+        /* procstats: linux.systemd_journald (session-config-journald.c, journald.c) */
+        bool journald;                        /* the data source is in the config, and a journal here */
+        uint32_t journald_min_prio;           /* entries of PRIORITY up to this (7: all) */
+        char **journald_identifiers;          /* only these SYSLOG_IDENTIFIERs, when not NULL */
+        char **journald_units;                /* only these _SYSTEMD_UNITs, when not NULL */
+        uint32_t journald_target_buffer;
 } SessionConfig;
+
+/* Perfetto's minimum proc_stats_poll_ms: a shorter one is raised, with a warning. */
+#define PROCESS_STATS_MIN_POLL_MS 100u
+
+/* session-config-procstats.c: the linux.process_stats data source, into @c. */
+int session_config_load_process_stats(const Tracebus__TraceConfig *tc, SessionConfig *c);
+/* session-config-journald.c: the linux.systemd_journald data source, into @c. */
+int session_config_load_journald(const Tracebus__TraceConfig *tc, SessionConfig *c);
+/* Both of the above. */
+int session_config_load_process_sources(const Tracebus__TraceConfig *tc, SessionConfig *c);
 
 #define SESSION_MAX_WARNINGS 64u
 
@@ -128,10 +155,14 @@ int session_config_load(const Tracebus__TraceConfig *tc, const char *tracefs_roo
  * c->buffers, c->n_buffers, c->ftrace_buffer and trace_buffer_kb (their sum); -EINVAL
  * (message in *ret_error) for a size over the limit or a target buffer that does not exist. */
 int session_config_load_buffers(const Tracebus__TraceConfig *tc, SessionConfig *c, char **ret_error);
-/* The index in tc->buffers that data source @ds writes to: its target_buffer_name if set,
- * else its target_buffer. -EINVAL with a message naming @ds when there is no such buffer. */
 /* Whether @tc has a data source other than linux.ftrace: a config without ftrace events
  * still records something. */
 bool session_config_has_other_sources(const Tracebus__TraceConfig *tc);
+/* The index in tc->buffers that data source @ds writes to: its target_buffer_name if set,
+ * else its target_buffer. -EINVAL with a message naming @ds when there is no such buffer. */
 int session_config_target_buffer(const Tracebus__TraceConfig *tc, const Tracebus__DataSourceConfig *ds,
                                  uint32_t *ret, char **ret_error);
+/* Reads the linux.sys_stats, linux.system_info and linux.sysfs_power data sources of @tc
+ * into @c->sys_stats (service/session-config-sysstats.c). What this kernel lacks, a period
+ * under 10 ms, a counter tracebus does not read: warnings, never errors. */
+int session_config_load_sys_stats(const Tracebus__TraceConfig *tc, SessionConfig *c);

@@ -74,6 +74,8 @@ static int on_recorder_done(sd_event_source *source, int fd, uint32_t revents, v
                 s->end_reason = SESSION_END_STOPPED;
 
         s->sys_stats = sys_stats_unsubscribe(s->sys_stats);
+        s->process_stats = process_stats_stop(s->process_stats);
+        s->journald = journald_stop(s->journald);
         end = recorder_join(s->recorder, &s->end_error);
         s->end_reason = reason_for_recorder_end(s, end);
         recorder_get_stats(s->recorder, &s->final_stats);
@@ -199,6 +201,10 @@ int session_new(sd_event *event, Poller *poller, uint64_t id, uid_t owner_uid, S
         }
         if (r >= 0)
                 r = sys_stats_subscribe(s->poller, &s->config.sys_stats, s->recorder, &s->sys_stats);
+        if (r >= 0)
+                r = process_stats_start(poller, s->recorder, &s->config, owner_uid, &s->process_stats);
+        if (r >= 0)
+                r = journald_start(poller, s->recorder, &s->config, owner_uid, &s->journald);
         if (r < 0) {
                 session_free(s);
                 return r;
@@ -220,6 +226,8 @@ Session *session_free(Session *s) {
         sd_event_source_disable_unref(s->duration_source);
         sd_event_source_disable_unref(s->progress_source);
         sys_stats_unsubscribe(s->sys_stats);
+        process_stats_stop(s->process_stats);
+        journald_stop(s->journald);
         recorder_free(s->recorder);
         trace_instance_free(s->instance);
         session_config_done(&s->config);
@@ -237,6 +245,8 @@ int session_stop(Session *s, SessionEndReason reason) {
         s->state = SESSION_STOPPING;
         s->end_reason = reason;
         s->duration_source = sd_event_source_disable_unref(s->duration_source);
+        s->process_stats = process_stats_stop(s->process_stats);
+        s->journald = journald_stop(s->journald);
 
         /* Off first, so that the recorder's final drain empties the buffers for good. */
         r = s->instance ? trace_instance_set_tracing(s->instance, false) : 0;

@@ -7,6 +7,8 @@
 #include <systemd/sd-event.h>
 
 #include "poller.h"
+#include "journald.h"
+#include "process-stats.h"
 #include "recorder.h"
 #include "session-config.h"
 #include "sys-stats.h"
@@ -99,6 +101,8 @@ struct Session {
         /* linux.sys_stats, linux.sysfs_power, linux.system_info: the shared reads it
          * takes packets from, left before the recorder's final drain. */
         SysStatsSession *sys_stats;
+        ProcessStatsSource *process_stats;  /* linux.process_stats's polls (process-stats.c) */
+        JournaldSource *journald;           /* linux.systemd_journald's reads (journald.c) */
 };
 
 /* Session ids (manager_new_session_id()) are at most this: 48 random bits. */

@@ -59,41 +59,21 @@ int sys_stats_grow(void *array, size_t n, size_t elem_size) {
         return 0;
 }
 
+void *sys_stats_append(void *array, size_t *n, const ProtobufCMessageDescriptor *d) {
+        void *m;
+
+        if (sys_stats_grow(array, *n, sizeof(void *)) < 0)
+                return NULL;
+        m = calloc(1, d->sizeof_message);
+        if (!m)
+                return NULL;
+        protobuf_c_message_init(d, m);
+        (*(void ***) array)[(*n)++] = m;
+        return m;
+}
+
 int sys_stats_read_file(const char *path, char **ret, size_t *ret_len) {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        _cleanup_free_ char *buf = NULL;
-        size_t size = 16384, len = 0;
-
-        if (fd < 0)
-                return -errno;
-        for (;;) {
-                ssize_t n;
-
-                if (!buf || len + 1 >= size) {
-                        char *p;
-
-                        if (buf && size >= SYS_STATS_MAX_FILE)
-                                return -EFBIG;
-                        size = buf ? size * 2 : size;
-                        p = realloc(buf, size);
-                        if (!p)
-                                return -ENOMEM;
-                        buf = p;
-                }
-                n = read(fd, buf + len, size - 1 - len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return -errno;
-                if (n == 0)
-                        break;
-                len += (size_t) n;
-        }
-        buf[len] = 0;
-        *ret = TAKE_PTR(buf);
-        if (ret_len)
-                *ret_len = len;
-        return 0;
+        return read_full_file(path, SYS_STATS_MAX_FILE, ret, ret_len);
 }
 
 bool sys_stats_dir_has_entries(const char *dir, const char *prefix) {
@@ -299,14 +279,10 @@ int sys_stats_parse_buddyinfo(char *text, Tracebus__SysStats *out) {
 
                 if (sscanf(line, "Node %63[^,], zone %63s%n", node, zone, &consumed) != 2)
                         continue;
-                r = sys_stats_grow(&out->buddy_info, out->n_buddy_info, sizeof(void *));
-                if (r < 0)
-                        return r;
-                b = calloc(1, sizeof(*b));
+                b = sys_stats_append(&out->buddy_info, &out->n_buddy_info,
+                                     &tracebus__sys_stats__buddy_info__descriptor);
                 if (!b)
                         return -ENOMEM;
-                tracebus__sys_stats__buddy_info__init(b);
-                out->buddy_info[out->n_buddy_info++] = b;
                 b->node = strdup(node);
                 b->zone = strdup(zone);
                 if (!b->node || !b->zone)
@@ -345,21 +321,15 @@ static void set_disk_field(Tracebus__SysStats__DiskStat *d, unsigned index, uint
 
 int sys_stats_parse_diskstats(char *text, Tracebus__SysStats *out) {
         char *save = NULL;
-        int r;
 
         for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
                 Tracebus__SysStats__DiskStat *d;
                 char *wsave = NULL;
                 unsigned index = 0;
 
-                r = sys_stats_grow(&out->disk_stat, out->n_disk_stat, sizeof(void *));
-                if (r < 0)
-                        return r;
-                d = calloc(1, sizeof(*d));
+                d = sys_stats_append(&out->disk_stat, &out->n_disk_stat, &tracebus__sys_stats__disk_stat__descriptor);
                 if (!d)
                         return -ENOMEM;
-                tracebus__sys_stats__disk_stat__init(d);
-                out->disk_stat[out->n_disk_stat++] = d;
                 for (char *w = strtok_r(line, " \t", &wsave); w && index <= 19;
                      w = strtok_r(NULL, " \t", &wsave), index++) {
                         if (index == 2 && !(d->device_name = strdup(w)))
@@ -385,7 +355,6 @@ int sys_stats_parse_psi(char *text, const char *resource, Tracebus__SysStats *ou
                 { "memory", "full", TRACEBUS__SYS_STATS__PSI_SAMPLE__PSI_RESOURCE__PSI_RESOURCE_MEMORY_FULL },
         };
         char *save = NULL;
-        int r;
 
         for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
                 char *total = strstr(line, "total=");
@@ -394,17 +363,12 @@ int sys_stats_parse_psi(char *text, const char *resource, Tracebus__SysStats *ou
                 for (size_t i = 0; total && i < ELEMENTSOF(map); i++) {
                         if (strcmp(map[i].file, resource) != 0 || strncmp(line, map[i].kind, 4) != 0)
                                 continue;
-                        r = sys_stats_grow(&out->psi, out->n_psi, sizeof(void *));
-                        if (r < 0)
-                                return r;
-                        s = calloc(1, sizeof(*s));
+                        s = sys_stats_append(&out->psi, &out->n_psi, &tracebus__sys_stats__psi_sample__descriptor);
                         if (!s)
                                 return -ENOMEM;
-                        tracebus__sys_stats__psi_sample__init(s);
                         s->has_resource = s->has_total_ns = true;
                         s->resource = map[i].value;
                         s->total_ns = strtoull(total + 6, NULL, 10) * 1000u;
-                        out->psi[out->n_psi++] = s;
                 }
         }
         return 0;
@@ -414,7 +378,6 @@ int sys_stats_parse_psi(char *text, const char *resource, Tracebus__SysStats *ou
  * ... : slabdata active_slabs num_slabs sharedavail". */
 int sys_stats_parse_slabinfo(char *text, Tracebus__SysStats *out) {
         char *save = NULL;
-        int r;
 
         for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
                 char name[128];
@@ -426,14 +389,9 @@ int sys_stats_parse_slabinfo(char *text, Tracebus__SysStats *out) {
                     sscanf(line, "%127s %*u %*u %*u %*u %u", name, &pages) != 2 ||
                     sscanf(slabdata, ": slabdata %u %u", &active_slabs, &num_slabs) != 2)
                         continue;
-                r = sys_stats_grow(&out->slab_info, out->n_slab_info, sizeof(void *));
-                if (r < 0)
-                        return r;
-                s = calloc(1, sizeof(*s));
+                s = sys_stats_append(&out->slab_info, &out->n_slab_info, &tracebus__sys_stats__slab_info__descriptor);
                 if (!s)
                         return -ENOMEM;
-                tracebus__sys_stats__slab_info__init(s);
-                out->slab_info[out->n_slab_info++] = s;
                 s->has_pages_per_slab = s->has_num_slabs = true;
                 s->pages_per_slab = pages;
                 s->num_slabs = num_slabs;

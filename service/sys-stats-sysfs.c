@@ -87,21 +87,16 @@ static int add_idle_state(Tracebus__SysStats__CpuIdleState *cs, const char *stat
         _cleanup_free_ char *name = read_line(state_dir, "name");
         Tracebus__SysStats__CpuIdleStateEntry *e;
         uint64_t us;
-        int r;
 
         if (!name || !read_u64(state_dir, "time", &us))
                 return 0;
-        r = sys_stats_grow(&cs->cpuidle_state_entry, cs->n_cpuidle_state_entry, sizeof(void *));
-        if (r < 0)
-                return r;
-        e = calloc(1, sizeof(*e));
+        e = sys_stats_append(&cs->cpuidle_state_entry, &cs->n_cpuidle_state_entry,
+                             &tracebus__sys_stats__cpu_idle_state_entry__descriptor);
         if (!e)
                 return -ENOMEM;
-        tracebus__sys_stats__cpu_idle_state_entry__init(e);
         e->state = TAKE_PTR(name);
         e->has_duration_us = true;
         e->duration_us = us;
-        cs->cpuidle_state_entry[cs->n_cpuidle_state_entry++] = e;
         return 0;
 }
 
@@ -113,16 +108,12 @@ int sys_stats_read_cpuidle(const char *cpu_root, Tracebus__SysStats *out) {
         for (uint32_t cpu = 0; cpu < n; cpu++) {
                 Tracebus__SysStats__CpuIdleState *cs;
 
-                r = sys_stats_grow(&out->cpuidle_state, out->n_cpuidle_state, sizeof(void *));
-                if (r < 0)
-                        return r;
-                cs = calloc(1, sizeof(*cs));
+                cs = sys_stats_append(&out->cpuidle_state, &out->n_cpuidle_state,
+                                      &tracebus__sys_stats__cpu_idle_state__descriptor);
                 if (!cs)
                         return -ENOMEM;
-                tracebus__sys_stats__cpu_idle_state__init(cs);
                 cs->has_cpu_id = true;
                 cs->cpu_id = cpu;
-                out->cpuidle_state[out->n_cpuidle_state++] = cs;
                 for (unsigned state = 0; state < 64; state++) {
                         char dir[PATH_MAX];
 
@@ -141,18 +132,12 @@ static int add_thermal_zone(Tracebus__SysStats *out, const char *root, const cha
         char dir[PATH_MAX];
         Tracebus__SysStats__ThermalZone *z;
         uint64_t millidegrees;
-        int r;
 
         if (snprintf(dir, sizeof(dir), "%s/%s", root, name) >= (int) sizeof(dir))
                 return 0;
-        r = sys_stats_grow(&out->thermal_zone, out->n_thermal_zone, sizeof(void *));
-        if (r < 0)
-                return r;
-        z = calloc(1, sizeof(*z));
+        z = sys_stats_append(&out->thermal_zone, &out->n_thermal_zone, &tracebus__sys_stats__thermal_zone__descriptor);
         if (!z)
                 return -ENOMEM;
-        tracebus__sys_stats__thermal_zone__init(z);
-        out->thermal_zone[out->n_thermal_zone++] = z;
         if (!(z->name = strdup(name)))
                 return -ENOMEM;
         /* The kernel says millidegrees; Perfetto writes whole degrees. */
@@ -182,18 +167,12 @@ static int add_devfreq(Tracebus__SysStats *out, const char *root, const char *na
         char dir[PATH_MAX];
         Tracebus__SysStats__DevfreqValue *v;
         uint64_t hz = 0;
-        int r;
 
         if (snprintf(dir, sizeof(dir), "%s/%s", root, name) >= (int) sizeof(dir))
                 return 0;
-        r = sys_stats_grow(&out->devfreq, out->n_devfreq, sizeof(void *));
-        if (r < 0)
-                return r;
-        v = calloc(1, sizeof(*v));
+        v = sys_stats_append(&out->devfreq, &out->n_devfreq, &tracebus__sys_stats__devfreq_value__descriptor);
         if (!v)
                 return -ENOMEM;
-        tracebus__sys_stats__devfreq_value__init(v);
-        out->devfreq[out->n_devfreq++] = v;
         (void) read_u64(dir, "cur_freq", &hz);
         v->has_value = true;
         v->value = hz;

@@ -21,6 +21,11 @@
  * is a fixed path in the service and a fixture directory in the unit tests only.
  */
 
+/* Whether the kernel has what @group reads (fixed paths under /proc and /sys), and the
+ * group's name (session-config-sysstats.c). */
+bool sys_stats_group_available(SysStatsGroup group);
+const char *sys_stats_group_to_string(SysStatsGroup group);
+
 bool sys_stats_meminfo_key_known(uint32_t key);
 bool sys_stats_vmstat_key_known(uint32_t key);
 
@@ -74,3 +79,6 @@ uint64_t sys_stats_reads(SysStatsGroup group);
 
 /* Makes room for one more element in a repeated field being built (@n elements now). */
 int sys_stats_grow(void *array, size_t n, size_t elem_size);
+/* Appends a new, initialized message of type @d to the repeated field @array (a T ***)
+ * of @n elements. NULL when out of memory. */
+void *sys_stats_append(void *array, size_t *n, const ProtobufCMessageDescriptor *d);

@@ -14,16 +14,10 @@
 
 static int add_cpu(Tracebus__CpuInfo *info, const char *name) {
         Tracebus__CpuInfo__Cpu *cpu;
-        int r;
 
-        r = sys_stats_grow(&info->cpus, info->n_cpus, sizeof(void *));
-        if (r < 0)
-                return r;
-        cpu = calloc(1, sizeof(*cpu));
+        cpu = sys_stats_append(&info->cpus, &info->n_cpus, &tracebus__cpu_info__cpu__descriptor);
         if (!cpu)
                 return -ENOMEM;
-        tracebus__cpu_info__cpu__init(cpu);
-        info->cpus[info->n_cpus++] = cpu;
         if (name && !(cpu->processor = strdup(name)))
                 return -ENOMEM;
         return 0;

@@ -2,7 +2,8 @@
 /*
  * Bus suite, the recorder (tests/recorder.h says what every piece checks), part 03:
  * ProcessTree: the scan at start, threads renamed, started and gone;
- * 04: the service's tracks (TrackDescriptor/TrackEvent).
+ * 04: the service's tracks (TrackDescriptor/TrackEvent);
+ * 05: processes that live a millisecond, described from their task_newtask.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -285,13 +286,76 @@ static void test_service_tracks(void) {
         verdict();
 }
 
+/* ---- 5. a process that lives a millisecond ---- */
+
+#define SHORT_N 200
+#define SHORT_COMM "tbshort"
+
+/* SHORT_N children, one after another, each renamed SHORT_COMM, gone after 1 ms: long
+ * before the service reads /proc for them, after the drain period (100 ms). */
+static void short_lived_run(pid_t *pids) {
+        for (unsigned i = 0; i < SHORT_N; i++) {
+                int status;
+
+                fflush(NULL);
+                pids[i] = fork();
+                g_assert_cmpint(pids[i], >=, 0);
+                if (pids[i] == 0) {
+                        (void) prctl(PR_SET_NAME, SHORT_COMM);
+                        usleep(1000);
+                        _exit(0);
+                }
+                g_assert_cmpint(waitpid(pids[i], &status, 0), ==, pids[i]);
+        }
+}
+
+static void test_short_lived(void) {
+        const char *const events[] = { "sched/sched_switch", "sched/sched_process_free", "task/task_newtask",
+                                       "task/task_rename", NULL };
+        g_autofree char *cfg = ftrace_config("buffers { size_kb: 8192 }\n", events, NULL);
+        g_autoptr(GHashTable) st = NULL;
+        g_auto(Described) d = { 0 };
+        g_auto(Trace) t = { 0 };
+        g_auto(Rec) r = { 0 };
+        pid_t pids[SHORT_N], me = getpid();
+        unsigned no_process = 0, wrong_parent = 0, wrong_name = 0;
+
+        rec_start(&r, "tbuser", "short-lived.pftrace", cfg);
+        tb_sleep_scaled(300);
+        short_lived_run(pids);
+        wait_caught_up(&r, tb_scaled_ms(5000));
+        tb_sleep_scaled(300);
+        st = rec_stop(&r);
+        trace_load(r.out, false, &t);
+        check_trace(&t, &(CheckOpts) { .closed = true });
+        described_collect(&t, &d);
+        for (unsigned i = 0; i < SHORT_N; i++) {
+                const Tracebus__ProcessTree__Process *p = g_hash_table_lookup(d.processes, GINT_TO_POINTER(pids[i]));
+                const char *name = g_hash_table_lookup(d.threads, GINT_TO_POINTER(pids[i]));
+
+                no_process += !p;
+                wrong_parent += p && (!p->has_ppid || p->ppid != me);
+                wrong_name += g_strcmp0(name, SHORT_COMM) != 0;
+        }
+        note("%u processes of 1 ms: %u without a ProcessTree process, %u with another parent, %u not named %s\n",
+             SHORT_N, no_process, wrong_parent, wrong_name, SHORT_COMM);
+        expect(no_process == 0, "%u of %u processes that lived 1 ms have no ProcessTree process", no_process, SHORT_N);
+        expect(wrong_parent == 0, "%u of %u processes that lived 1 ms lack their parent %d", wrong_parent, SHORT_N,
+               (int) me);
+        expect(wrong_name == 0, "%u of %u threads that lived 1 ms are not named \"%s\"", wrong_name, SHORT_N,
+               SHORT_COMM);
+        verdict();
+}
+
 RECORDER_WRAP(test_processes)
 RECORDER_WRAP(test_service_tracks)
+RECORDER_WRAP(test_short_lived)
 
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         tb_require_system_bus_environment();
         RECORDER_CASE("03-processes", test_processes);
         RECORDER_CASE("04-service-tracks", test_service_tracks);
+        RECORDER_CASE("05-short-lived", test_short_lived);
         return tb_test_run(TB_START_SERVICE);
 }

@@ -253,6 +253,43 @@ static void test_config(void) {
         tracebus__trace_config__free_unpacked(tc, NULL);
 }
 
+/* A binary config may carry enum values no version of Perfetto names: each is a
+ * warning naming it, and the rest is kept. */
+static void test_config_unknown_counters(void) {
+        Tracebus__SysStatsConfig sc = TRACEBUS__SYS_STATS_CONFIG__INIT;
+        Tracebus__DataSourceConfig ds = TRACEBUS__DATA_SOURCE_CONFIG__INIT;
+        Tracebus__TraceConfig__DataSource src = TRACEBUS__TRACE_CONFIG__DATA_SOURCE__INIT;
+        Tracebus__TraceConfig__DataSource *srcs[] = { &src };
+        Tracebus__TraceConfig tc = TRACEBUS__TRACE_CONFIG__INIT;
+        int meminfo[] = { 2, 99 }, vmstat[] = { 1, 4000 };
+        Tracebus__SysStatsConfig__StatCounters stat[] = { 1, 77 };
+        SessionConfig c = {};
+
+        sc.has_meminfo_period_ms = sc.has_vmstat_period_ms = sc.has_stat_period_ms = true;
+        sc.meminfo_period_ms = sc.vmstat_period_ms = sc.stat_period_ms = 250;
+        sc.n_meminfo_counters = 2;
+        sc.meminfo_counters = (Tracebus__MeminfoCounters *) meminfo;
+        sc.n_vmstat_counters = 2;
+        sc.vmstat_counters = (Tracebus__VmstatCounters *) vmstat;
+        sc.n_stat_counters = 2;
+        sc.stat_counters = stat;
+        ds.name = (char *) "linux.sys_stats";
+        ds.sys_stats_config = &sc;
+        src.config = &ds;
+        tc.n_data_sources = 1;
+        tc.data_sources = srcs;
+
+        g_assert_cmpint(session_config_load_sys_stats(&tc, &c), ==, 0);
+        g_assert_true(has_warning(&c, "meminfo counter 99 is not one tracebus reads"));
+        g_assert_true(has_warning(&c, "vmstat counter 4000 is not one tracebus reads"));
+        g_assert_true(has_warning(&c, "stat counter 77 is not one tracebus reads"));
+        g_assert_true(sys_stats_keys_test(&c.sys_stats.meminfo, 2));
+        g_assert_true(sys_stats_keys_test(&c.sys_stats.vmstat, 1));
+        g_assert_cmpuint(c.sys_stats.stat_fields, ==, 1u << 1);
+        g_assert_cmpuint(c.sys_stats.period_ms[SYS_STATS_STAT], ==, 250);
+        session_config_done(&c);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/sys-stats/meminfo", test_meminfo);
@@ -263,5 +300,6 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/sys-stats/power", test_power);
         g_test_add_func("/sys-stats/system-info", test_system_info);
         g_test_add_func("/sys-stats/config", test_config);
+        g_test_add_func("/sys-stats/config-unknown-counters", test_config_unknown_counters);
         return g_test_run();
 }

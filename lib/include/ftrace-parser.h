@@ -111,6 +111,22 @@ size_t ftrace_bundle_take_pids(FtraceBundle *b, const int32_t **ret);
 /* The pids task_rename events named since the last call: their threads' names changed. */
 size_t ftrace_bundle_take_renamed(FtraceBundle *b, const int32_t **ret);
 
+/* What a task_newtask or task_rename event says of a task: enough to describe a task that
+ * is gone from /proc by the time the service looks (one that lived a millisecond). */
+typedef struct FtraceTaskNote {
+        uint64_t timestamp;
+        uint64_t clone_flags;     /* task_newtask: CLONE_THREAD makes it a thread of @creator's process */
+        int32_t pid;
+        int32_t creator;          /* task_newtask: the thread that created it (common_pid) */
+        bool newtask;             /* task_newtask, else task_rename */
+        char comm[16];            /* task_newtask: its comm at birth; task_rename: its new comm */
+} FtraceTaskNote;
+
+/* The task notes since the last call, in the order of the events; valid until the next
+ * parse. At most FTRACE_MAX_TASK_NOTES are kept between two takes. */
+#define FTRACE_MAX_TASK_NOTES 65536
+size_t ftrace_bundle_take_tasks(FtraceBundle *b, const FtraceTaskNote **ret);
+
 /* Serializes the collected events as an FtraceEventBundle message (not wrapped in a
  * TracePacket), with cpu and previous_bundle_end_timestamp set, where it is to stay: its
  * exact size, then the bytes at @dst (or none, @dst NULL: the bundle is dropped). Then

@@ -4,12 +4,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "config.pb-c.h"
-
 /*
  * What a session asks of linux.sys_stats, linux.system_info and linux.sysfs_power,
- * validated (service/session-config-sysstats.c). Kept as plain values so that the
- * pollers' thread can read a copy without touching the config's protobuf.
+ * validated (service/session-config-sysstats.c, session_config_load_sys_stats()). Plain
+ * values, so that the pollers' thread reads a copy without touching the config's protobuf.
+ * Types only: session-config.h and sys-stats.h both include it.
  */
 
 /* The counter groups a poller reads, each from its own files. */
@@ -54,14 +53,3 @@ typedef struct SysStatsSelection {
 
 /* Perfetto's linux.sysfs_power polls every second. */
 #define SYS_STATS_POWER_PERIOD_MS 1000u
-
-typedef struct SessionConfig SessionConfig;
-
-/* Reads the linux.sys_stats, linux.system_info and linux.sysfs_power data sources of
- * @tc into @c->sys_stats. What this kernel lacks, a period under 10 ms, a counter
- * tracebus does not read: warnings, never errors. */
-int session_config_load_sys_stats(const Tracebus__TraceConfig *tc, SessionConfig *c);
-
-/* Whether the kernel has what @group reads (fixed paths under /proc and /sys). */
-bool sys_stats_group_available(SysStatsGroup group);
-const char *sys_stats_group_to_string(SysStatsGroup group);

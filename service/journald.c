@@ -1,0 +1,296 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * linux.systemd_journald: journal entries as Perfetto's JournaldEventPacket (TracePacket
+ * field 132), which trace_processor imports into its log table (log_source "journald").
+ * The journal is opened, and the caller's groups looked up (NSS may block), on the
+ * pollers' thread at the first poll; from then on each poll reads the entries written
+ * since the last one, from the session's start on. Bounded: at most
+ * JOURNALD_MAX_EXAMINED entries looked at per poll (the rest wait for the next), at most
+ * JOURNALD_MAX_PER_POLL written (the rest counted as skipped), fields cut to
+ * JOURNALD_MAX_FIELD bytes (MESSAGE to JOURNALD_MAX_MESSAGE).
+ */
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-journal.h>
+#include <unistd.h>
+
+#include "journald.h"
+#include "log.h"
+#include "macro.h"
+#include "strv.h"
+#include "time-util.h"
+#include "trace-writer.h"
+
+#define JOURNALD_PERIOD_MS 200u
+#define JOURNALD_MAX_EXAMINED 20000u
+#define JOURNALD_MAX_PER_POLL 500u
+#define JOURNALD_MAX_FIELD 256u
+#define JOURNALD_MAX_MESSAGE 4096u
+#define JOURNALD_MAX_GROUPS 256
+
+typedef Tracebus__JournaldEventPacket__JournaldEvent JournalEvent;
+
+struct JournaldSource {
+        Poller *poller;
+        PollerEntry *entry;
+        Recorder *rec;
+        uid_t uid;
+        bool opened, all;              /* all: the caller may read every entry */
+        sd_journal *journal;
+        uint64_t start_usec;           /* CLOCK_REALTIME: entries from here on */
+        uint32_t min_prio, target_buffer;
+        char **identifiers, **units;
+        uint64_t n_total, n_skipped;
+        JournalEvent events[JOURNALD_MAX_PER_POLL];
+        JournalEvent *eventp[JOURNALD_MAX_PER_POLL];
+};
+
+/* The value of @field of the current entry, cut to @max bytes, malloc'd; NULL if none. */
+static char *entry_field(sd_journal *j, const char *field, size_t max) {
+        const void *data;
+        const char *eq;
+        size_t len;
+
+        if (sd_journal_get_data(j, field, &data, &len) < 0)
+                return NULL;
+        eq = memchr(data, '=', len);
+        if (!eq)
+                return NULL;
+        eq++;
+        len -= (size_t) (eq - (const char *) data);
+        return strndup(eq, MIN(len, max));
+}
+
+static bool entry_uint(sd_journal *j, const char *field, uint32_t *ret) {
+        _cleanup_free_ char *v = entry_field(j, field, 32);
+        char *end;
+        unsigned long n;
+
+        if (!v)
+                return false;
+        n = strtoul(v, &end, 10);
+        if (end == v || *end || n > UINT32_MAX)
+                return false;
+        *ret = (uint32_t) n;
+        return true;
+}
+
+/* Whether the caller in @s could read the current entry itself: its own processes'
+ * (_UID) and its user units' (_SYSTEMD_OWNER_UID), unless it may read them all. */
+static bool entry_visible(JournaldSource *s) {
+        uint32_t v;
+
+        if (s->all)
+                return true;
+        return (entry_uint(s->journal, "_UID", &v) && v == s->uid) ||
+               (entry_uint(s->journal, "_SYSTEMD_OWNER_UID", &v) && v == s->uid);
+}
+
+/* The config's filters: PRIORITY up to min_prio, and the identifiers and units named. */
+static bool entry_wanted(JournaldSource *s, uint32_t *ret_prio) {
+        _cleanup_free_ char *tag = NULL, *unit = NULL;
+
+        if (!entry_uint(s->journal, "PRIORITY", ret_prio))
+                *ret_prio = s->min_prio;   /* as Perfetto: no PRIORITY passes */
+        if (*ret_prio > s->min_prio)
+                return false;
+        if (s->identifiers && !((tag = entry_field(s->journal, "SYSLOG_IDENTIFIER", JOURNALD_MAX_FIELD)) &&
+                                strv_contains(s->identifiers, tag)))
+                return false;
+        if (s->units && !((unit = entry_field(s->journal, "_SYSTEMD_UNIT", JOURNALD_MAX_FIELD)) &&
+                          strv_contains(s->units, unit)))
+                return false;
+        return true;
+}
+
+static void event_fill(JournaldSource *s, JournalEvent *e, uint32_t prio) {
+        sd_journal *j = s->journal;
+        uint64_t usec;
+        sd_id128_t boot;
+
+        tracebus__journald_event_packet__journald_event__init(e);
+        if (sd_journal_get_realtime_usec(j, &usec) >= 0) {
+                e->has_timestamp_us = true;
+                e->timestamp_us = usec;
+        }
+        if (sd_journal_get_monotonic_usec(j, &usec, &boot) >= 0) {
+                e->has_monotonic_ts_us = true;
+                e->monotonic_ts_us = usec;
+        }
+        e->has_prio = true;
+        e->prio = prio;
+        e->has_pid = entry_uint(j, "_PID", &e->pid);
+        e->has_tid = entry_uint(j, "TID", &e->tid);
+        e->has_uid = entry_uint(j, "_UID", &e->uid);
+        e->has_gid = entry_uint(j, "_GID", &e->gid);
+        e->message = entry_field(j, "MESSAGE", JOURNALD_MAX_MESSAGE);
+        e->tag = entry_field(j, "SYSLOG_IDENTIFIER", JOURNALD_MAX_FIELD);
+        e->comm = entry_field(j, "_COMM", JOURNALD_MAX_FIELD);
+        e->exe = entry_field(j, "_EXE", JOURNALD_MAX_FIELD);
+        e->systemd_unit = entry_field(j, "_SYSTEMD_UNIT", JOURNALD_MAX_FIELD);
+        e->hostname = entry_field(j, "_HOSTNAME", JOURNALD_MAX_FIELD);
+        e->transport = entry_field(j, "_TRANSPORT", JOURNALD_MAX_FIELD);
+}
+
+static void event_done(JournalEvent *e) {
+        free(e->message);
+        free(e->tag);
+        free(e->comm);
+        free(e->exe);
+        free(e->systemd_unit);
+        free(e->hostname);
+        free(e->transport);
+}
+
+/* Packs @packet and hands it to the recorder. */
+static void submit(JournaldSource *s, Tracebus__JournaldEventPacket *jp) {
+        Tracebus__TracePacket packet = TRACEBUS__TRACE_PACKET__INIT;
+        _cleanup_free_ uint8_t *buf = NULL;
+        size_t len;
+
+        packet.has_timestamp = true;
+        packet.timestamp = now_ns(CLOCK_BOOTTIME);
+        packet.journald_event = jp;
+        len = tracebus__trace_packet__get_packed_size(&packet);
+        buf = malloc(len);
+        if (!buf)
+                return;
+        len = tracebus__trace_packet__pack(&packet, buf);
+        (void) recorder_submit_packet(s->rec, TRACE_SEQUENCE_JOURNALD, s->target_buffer, /* meta= */ false, buf, len);
+}
+
+/* Whether the user @uid may read the whole journal: root, or a member of adm or
+ * systemd-journal (the groups journalctl's files are readable by). */
+static bool may_read_all(uid_t uid) {
+        static const char *const groups[] = { "adm", "systemd-journal" };
+        struct passwd pw, *p = NULL;
+        gid_t gids[JOURNALD_MAX_GROUPS];
+        int n = JOURNALD_MAX_GROUPS;
+        char buf[4096];
+
+        if (uid == 0)
+                return true;
+        if (getpwuid_r(uid, &pw, buf, sizeof(buf), &p) != 0 || !p)
+                return false;
+        if (getgrouplist(p->pw_name, p->pw_gid, gids, &n) < 0)
+                n = JOURNALD_MAX_GROUPS;   /* more groups than that: the first ones are enough */
+        for (size_t g = 0; g < ELEMENTSOF(groups); g++) {
+                struct group gr, *grp = NULL;
+                char gbuf[4096];
+
+                if (getgrnam_r(groups[g], &gr, gbuf, sizeof(gbuf), &grp) != 0 || !grp)
+                        continue;
+                for (int i = 0; i < n; i++)
+                        if (gids[i] == grp->gr_gid)
+                                return true;
+        }
+        return false;
+}
+
+/* On the pollers' thread, at the first poll. */
+static void journal_open(JournaldSource *s) {
+        int r;
+
+        s->opened = true;
+        s->all = may_read_all(s->uid);
+        r = sd_journal_open(&s->journal, SD_JOURNAL_LOCAL_ONLY);
+        if (r >= 0)
+                r = sd_journal_seek_realtime_usec(s->journal, s->start_usec);
+        if (r < 0) {
+                log_warning_errno(r, "linux.systemd_journald: failed to open the journal, no entries recorded: %m");
+                sd_journal_close(s->journal);
+                s->journal = NULL;
+        }
+}
+
+/* The entries since the last poll, those the caller may see and the config wants. */
+static void poll_journal(uint64_t now, void *userdata) {
+        JournaldSource *s = userdata;
+        Tracebus__JournaldEventPacket jp = TRACEBUS__JOURNALD_EVENT_PACKET__INIT;
+        size_t n = 0;
+
+        if (!s->opened)
+                journal_open(s);
+        if (!s->journal)
+                return;
+        for (unsigned examined = 0; examined < JOURNALD_MAX_EXAMINED && sd_journal_next(s->journal) > 0; examined++) {
+                uint32_t prio;
+
+                if (!entry_visible(s))
+                        continue;   /* another user's: not even counted */
+                if (!entry_wanted(s, &prio) || n >= JOURNALD_MAX_PER_POLL) {
+                        s->n_skipped++;
+                        continue;
+                }
+                event_fill(s, &s->events[n], prio);
+                s->eventp[n] = &s->events[n];
+                n++;
+        }
+        if (n == 0)
+                return;
+        s->n_total += n;
+        jp.n_events = n;
+        jp.events = s->eventp;
+        submit(s, &jp);
+        for (size_t i = 0; i < n; i++)
+                event_done(&s->events[i]);
+}
+
+int journald_start(Poller *poller, Recorder *rec, const SessionConfig *config, uid_t owner_uid, JournaldSource **ret) {
+        JournaldSource *s;
+        int r;
+
+        *ret = NULL;
+        if (!config->journald)
+                return 0;
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->poller = poller;
+        s->rec = rec;
+        s->uid = owner_uid;
+        s->start_usec = now_usec(CLOCK_REALTIME);
+        s->min_prio = config->journald_min_prio;
+        s->target_buffer = config->journald_target_buffer;
+        r = 0;
+        STRV_FOREACH(i, config->journald_identifiers)
+                if (r >= 0)
+                        r = strv_extend(&s->identifiers, *i);
+        STRV_FOREACH(u, config->journald_units)
+                if (r >= 0)
+                        r = strv_extend(&s->units, *u);
+        if (r >= 0)
+                r = poller_add(poller, JOURNALD_PERIOD_MS, poll_journal, s, &s->entry);
+        if (r < 0) {
+                strv_free(s->identifiers);
+                strv_free(s->units);
+                free(s);
+                return r;
+        }
+        *ret = s;
+        return 0;
+}
+
+JournaldSource *journald_stop(JournaldSource *s) {
+        Tracebus__JournaldEventPacket jp = TRACEBUS__JOURNALD_EVENT_PACKET__INIT;
+        Tracebus__JournaldEventPacket__Stats stats = TRACEBUS__JOURNALD_EVENT_PACKET__STATS__INIT;
+
+        if (!s)
+                return NULL;
+        poller_remove(s->poller, s->entry);
+        /* As Perfetto does at its flush: what was written and what was left out. */
+        stats.has_num_total = stats.has_num_skipped = stats.has_num_failed = true;
+        stats.num_total = s->n_total;
+        stats.num_skipped = s->n_skipped;
+        stats.num_failed = s->opened && !s->journal;
+        jp.stats = &stats;
+        submit(s, &jp);
+        if (s->journal)
+                sd_journal_close(s->journal);
+        strv_free(s->identifiers);
+        strv_free(s->units);
+        return mfree(s);
+}

@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Bus suite, linux.systemd_journald (issue 21): journal entries written during a session
+ * as Perfetto's JournaldEventPacket, read back field by field. tbuser's session sees its
+ * own entries and not tbother's; root's sees both, filtered by its config (min_prio,
+ * filter_identifiers). When this machine runs no journald (a container without systemd),
+ * the test starts systemd-journald itself for its duration, and removes what it made.
+ */
+#include <errno.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <systemd/sd-journal.h>
+#include <unistd.h>
+
+#include "recorder.h"
+#include "system-bus.h"
+#include "tb-client.h"
+
+#define TAG "tbjtest"
+#define JOURNALD "/lib/systemd/systemd-journald"
+#define SOCKET "/run/systemd/journal/socket"
+
+static pid_t journald_pid = 0;
+
+static char *machine_journal_dir(void) {
+        g_autofree char *id = NULL;
+
+        g_assert_true(g_file_get_contents("/etc/machine-id", &id, NULL, NULL));
+        g_strstrip(id);
+        return g_strdup_printf("/run/log/journal/%s", id);
+}
+
+/* A journald for the test when none runs. */
+static void journald_ensure(void) {
+        g_autofree char *dir = machine_journal_dir();
+
+        if (access(SOCKET, F_OK) == 0)
+                return;
+        g_assert_true(g_file_test(JOURNALD, G_FILE_TEST_IS_EXECUTABLE));
+        journald_pid = fork();
+        g_assert_cmpint(journald_pid, >=, 0);
+        if (journald_pid == 0) {
+                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+                execl(JOURNALD, JOURNALD, (char *) NULL);
+                _exit(127);
+        }
+        for (int i = 0; i < 500 && (access(SOCKET, F_OK) < 0 || access(dir, F_OK) < 0); i++)
+                g_usleep(10 * 1000);
+        g_assert_cmpint(access(SOCKET, F_OK), ==, 0);
+        note("started %s (pid %d) for the test\n", JOURNALD, (int) journald_pid);
+}
+
+static void journald_done(void) {
+        if (journald_pid <= 0)
+                return;
+        kill_reap(journald_pid);
+        (void) system("rm -rf /run/systemd/journal /run/log/journal");
+        journald_pid = 0;
+}
+
+/* Logs @message at @prio as @user, from a child named "tbjlog". */
+static void log_as(const char *user, const char *message, int prio) {
+        struct passwd *pw = getpwnam(user);
+        pid_t pid;
+        int status;
+
+        g_assert_nonnull(pw);
+        fflush(NULL);
+        pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0) {
+                (void) prctl(PR_SET_NAME, "tbjlog");
+                if (setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0)
+                        _exit(2);
+                if (sd_journal_send("MESSAGE=%s", message, "PRIORITY=%d", prio, "SYSLOG_IDENTIFIER=" TAG, NULL) < 0)
+                        _exit(3);
+                usleep(200 * 1000);   /* alive while journald reads its _COMM */
+                _exit(0);
+        }
+        g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+        g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+typedef struct {
+        GPtrArray *events;   /* const JournaldEvent*, all of the trace */
+        guint n_stats;
+        guint64 stats_total;
+} Journal;
+
+static void journal_collect(const Trace *t, Journal *j) {
+        j->events = g_ptr_array_new();
+        for (guint i = 0; i < t->pkts->len; i++) {
+                const Tracebus__TracePacket *p = PKT(t, i)->p;
+
+                if (!p->journald_event)
+                        continue;
+                expect(p->trusted_packet_sequence_id == 9, "a journald packet on sequence %u, not 9",
+                       p->trusted_packet_sequence_id);
+                for (size_t k = 0; k < p->journald_event->n_events; k++)
+                        g_ptr_array_add(j->events, p->journald_event->events[k]);
+                if (p->journald_event->stats) {
+                        j->n_stats++;
+                        j->stats_total = p->journald_event->stats->num_total;
+                }
+        }
+}
+
+static const Tracebus__JournaldEventPacket__JournaldEvent *find(const Journal *j, const char *message) {
+        for (guint i = 0; i < j->events->len; i++) {
+                const Tracebus__JournaldEventPacket__JournaldEvent *e = g_ptr_array_index(j->events, i);
+
+                if (g_strcmp0(e->message, message) == 0)
+                        return e;
+        }
+        return NULL;
+}
+
+/* Every field of the entry @e that tbuser logged. */
+static void check_fields(const Tracebus__JournaldEventPacket__JournaldEvent *e, guint64 t0_us, guint64 t1_us) {
+        char host[256] = "";
+
+        (void) gethostname(host, sizeof(host) - 1);
+        expect(e->has_prio && e->prio == 4, "prio %u, not 4", e->prio);
+        expect(g_strcmp0(e->tag, TAG) == 0, "tag \"%s\"", e->tag);
+        expect(e->has_uid && e->uid == getpwnam("tbuser")->pw_uid, "uid %u, not tbuser's", e->uid);
+        expect(e->has_gid && e->gid == getpwnam("tbuser")->pw_gid, "gid %u, not tbuser's", e->gid);
+        expect(e->has_pid && e->pid > 0, "no pid");
+        expect(g_strcmp0(e->comm, "tbjlog") == 0, "comm \"%s\", not tbjlog", e->comm);
+        expect(g_strcmp0(e->transport, "journal") == 0, "transport \"%s\"", e->transport);
+        expect(g_strcmp0(e->hostname, host) == 0, "hostname \"%s\", not \"%s\"", e->hostname, host);
+        expect(e->has_timestamp_us && e->timestamp_us >= t0_us && e->timestamp_us <= t1_us,
+               "timestamp_us %" G_GUINT64_FORMAT " outside [%" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT "]",
+               e->timestamp_us, t0_us, t1_us);
+        expect(e->has_monotonic_ts_us && e->monotonic_ts_us > 0, "no monotonic_ts_us");
+}
+
+static void load(Rec *r, Trace *t, Journal *j) {
+        g_autoptr(GHashTable) st = rec_stop(r);
+
+        trace_load(r->out, false, t);
+        check_trace(t, &(CheckOpts) { .closed = true });
+        journal_collect(t, j);
+        expect(j->n_stats == 1 && j->stats_total == j->events->len, "%s: %u stats packets, num_total %" G_GUINT64_FORMAT
+               " for %u events", r->out, j->n_stats, j->stats_total, j->events->len);
+}
+
+static void test_journald(void) {
+        const char *const events[] = { "sched/sched_switch", NULL };
+        g_autofree char *ftrace = ftrace_config("", events, NULL);
+        g_autofree char *cfg_user = g_strconcat(ftrace, "data_sources { config { name: \"linux.systemd_journald\" } }\n",
+                                                NULL);
+        g_autofree char *cfg_root = g_strconcat(ftrace, "data_sources { config { name: \"linux.systemd_journald\" "
+                                                "journald_config { min_prio: 5 filter_identifiers: \"" TAG "\" } } }\n",
+                                                NULL);
+        g_autofree char *mine = g_strdup_printf("tbjournal-mine-%d", (int) getpid());
+        g_autofree char *other = g_strdup_printf("tbjournal-other-%d", (int) getpid());
+        g_autofree char *debug = g_strdup_printf("tbjournal-debug-%d", (int) getpid());
+        g_auto(Trace) tu = { 0 }, tr = { 0 };
+        g_auto(Rec) ru = { 0 }, rr = { 0 };
+        Journal ju = { 0 }, jr = { 0 };
+        guint64 t0, t1;
+
+        journald_ensure();
+        rec_start(&ru, "tbuser", "journald-user.pftrace", cfg_user);
+        rec_start(&rr, "root", "journald-root.pftrace", cfg_root);
+        tb_sleep_scaled(300);
+        t0 = (guint64) g_get_real_time();
+        log_as("tbuser", mine, 4);
+        log_as("tbother", other, 4);
+        log_as("tbuser", debug, 7);
+        t1 = (guint64) g_get_real_time();
+        tb_sleep_scaled(1000);
+        load(&ru, &tu, &ju);
+        load(&rr, &tr, &jr);
+
+        note("tbuser's trace: %u journal entries; root's: %u\n", ju.events->len, jr.events->len);
+        expect(find(&ju, mine) != NULL, "tbuser's own entry is not in its trace");
+        if (find(&ju, mine))
+                check_fields(find(&ju, mine), t0, t1);
+        expect(find(&ju, debug) != NULL, "tbuser's debug entry is not in its trace (min_prio unset: all)");
+        expect(find(&ju, other) == NULL, "tbother's entry is in tbuser's trace");
+        for (guint i = 0; i < ju.events->len; i++) {
+                const Tracebus__JournaldEventPacket__JournaldEvent *e = g_ptr_array_index(ju.events, i);
+                expect(e->has_uid && e->uid == getpwnam("tbuser")->pw_uid, "tbuser's trace has an entry of uid %u: %s",
+                       e->uid, e->message);
+        }
+        expect(find(&jr, mine) && find(&jr, other), "root's trace lacks tbuser's or tbother's entry");
+        expect(!find(&jr, debug), "root's trace has a priority 7 entry with min_prio 5");
+        for (guint i = 0; i < jr.events->len; i++) {
+                const Tracebus__JournaldEventPacket__JournaldEvent *e = g_ptr_array_index(jr.events, i);
+                expect(g_strcmp0(e->tag, TAG) == 0 && e->prio <= 5, "root's trace has an entry the filters exclude: "
+                       "tag %s prio %u", e->tag, e->prio);
+        }
+        g_ptr_array_unref(ju.events);
+        g_ptr_array_unref(jr.events);
+        journald_done();
+        verdict();
+}
+
+RECORDER_WRAP(test_journald)
+
+int main(int argc, char **argv) {
+        int r;
+
+        g_test_init(&argc, &argv, NULL);
+        tb_require_system_bus_environment();
+        RECORDER_CASE("journald", test_journald);
+        r = tb_test_run(TB_START_SERVICE);
+        journald_done();
+        return r;
+}

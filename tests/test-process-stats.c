@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Bus suite, linux.process_stats (issue 21): ProcessStats every proc_stats_poll_ms, as
+ * Perfetto v58's protos define them, read back field by field. A child of the test, run
+ * as tbuser (the session's owner), allocates 64 MiB and spins while the session records:
+ * its vm_rss_kb and rss_anon_kb must grow by about that much, its runtime_user_mode
+ * grow, its oom_score_adj be the one it set, its smaps_rollup be there (its owner's),
+ * and its ProcessTree entry carry its start time (record_process_age). The test's own
+ * processes (root's) must have no smaps_rollup values: another user's.
+ */
+#include <fcntl.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "recorder.h"
+#include "system-bus.h"
+#include "tb-client.h"
+
+#define GROW_MIB 64
+#define OOM_ADJ 123
+#define SPIN_MS 300
+
+typedef struct {
+        pid_t pid;
+        int go;       /* test -> child */
+        int done;     /* child -> test: allocated and spun */
+} Child;
+
+static long cpu_ms(void) {
+        struct timespec t;
+
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+        return t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* Spins for @ms more of this process's CPU time: user time. */
+static void spin_cpu_ms(long ms) {
+        long until = cpu_ms() + ms;
+
+        while (cpu_ms() < until)
+                ;
+}
+
+/* Sets its oom_score_adj (as root: after setuid, /proc/self is root's), becomes tbuser,
+ * and on the go byte allocates GROW_MIB, spins SPIN_MS of CPU time and says so. */
+static void child_main(int go, int done) {
+        struct passwd *pw = getpwnam("tbuser");
+        volatile char *p;
+        char c = 1;
+        FILE *f;
+
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+        (void) prctl(PR_SET_NAME, "tbpsmem");
+        f = fopen("/proc/self/oom_score_adj", "w");
+        if (f) {
+                fprintf(f, "%d\n", OOM_ADJ);
+                fclose(f);
+        }
+        if (!pw || setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0)
+                _exit(2);
+        if (read(go, &c, 1) != 1)
+                _exit(0);
+        p = malloc((size_t) GROW_MIB << 20);
+        for (size_t i = 0; p && i < ((size_t) GROW_MIB << 20); i += 4096)
+                p[i] = 1;
+        spin_cpu_ms(SPIN_MS);
+        (void) write(done, &c, 1);
+        for (;;)
+                pause();
+}
+
+static void child_start(Child *ch) {
+        int p[2], q[2];
+
+        g_assert_cmpint(pipe2(p, O_CLOEXEC), ==, 0);
+        g_assert_cmpint(pipe2(q, O_CLOEXEC), ==, 0);
+        fflush(NULL);
+        ch->pid = fork();
+        g_assert_cmpint(ch->pid, >=, 0);
+        if (ch->pid == 0) {
+                close(p[1]);
+                close(q[0]);
+                child_main(p[0], q[1]);
+        }
+        close(p[0]);
+        close(q[1]);
+        ch->go = p[1];
+        ch->done = q[0];
+}
+
+/* Field @f of every ProcessStats entry of @pid, in file order: min and max, and how
+ * many packets had it. */
+typedef struct {
+        guint n;
+        gint64 min, max;
+} Series;
+
+#define SERIES_ADD(s, value) do { \
+                gint64 v_ = (gint64) (value); \
+                if ((s).n++ == 0 || v_ < (s).min) (s).min = v_; \
+                if ((s).n == 1 || v_ > (s).max) (s).max = v_; \
+        } while (0)
+
+typedef struct {
+        Series rss, anon, size, hwm, oom, smr_rss, smr_pss, user_ns;
+        guint n_packets, bad_ts, bad_seq, other_smaps;
+} Seen;
+
+static void collect(const Trace *t, pid_t child, Seen *s) {
+        guint64 start = tracing_started_ts(t), end = tracing_disabled_ts(t);
+
+        for (guint i = 0; i < t->pkts->len; i++) {
+                const Tracebus__TracePacket *p = PKT(t, i)->p;
+                const Tracebus__ProcessStats *ps = p->process_stats;
+
+                if (!ps)
+                        continue;
+                s->n_packets++;
+                s->bad_ts += !p->has_timestamp || p->timestamp < start || (end && p->timestamp > end) ||
+                             !ps->has_collection_end_timestamp || ps->collection_end_timestamp < p->timestamp;
+                s->bad_seq += p->trusted_packet_sequence_id != 6;   /* TRACE_SEQUENCE_PROCESS_STATS */
+                for (size_t j = 0; j < ps->n_processes; j++) {
+                        const Tracebus__ProcessStats__Process *pr = ps->processes[j];
+
+                        if (pr->pid != child) {
+                                s->other_smaps += pr->pid == getpid() && pr->has_smr_rss_kb;
+                                continue;
+                        }
+                        if (pr->has_vm_rss_kb) SERIES_ADD(s->rss, pr->vm_rss_kb);
+                        if (pr->has_rss_anon_kb) SERIES_ADD(s->anon, pr->rss_anon_kb);
+                        if (pr->has_vm_size_kb) SERIES_ADD(s->size, pr->vm_size_kb);
+                        if (pr->has_vm_hwm_kb) SERIES_ADD(s->hwm, pr->vm_hwm_kb);
+                        if (pr->has_oom_score_adj) SERIES_ADD(s->oom, pr->oom_score_adj);
+                        if (pr->has_smr_rss_kb) SERIES_ADD(s->smr_rss, pr->smr_rss_kb);
+                        if (pr->has_smr_pss_kb) SERIES_ADD(s->smr_pss, pr->smr_pss_kb);
+                        if (pr->has_runtime_user_mode) SERIES_ADD(s->user_ns, pr->runtime_user_mode);
+                }
+        }
+}
+
+/* The child's start time, as /proc says it, in ns since boot. */
+static guint64 start_time_ns(pid_t pid) {
+        g_autofree char *path = g_strdup_printf("/proc/%d/stat", (int) pid), *stat = NULL;
+        unsigned long long start = 0;
+        const char *s;
+
+        g_assert_true(g_file_get_contents(path, &stat, NULL, NULL));
+        s = strrchr(stat, ')');
+        g_assert_nonnull(s);
+        g_assert_cmpint(sscanf(s + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+                               &start), ==, 1);
+        return start * (1000000000ull / (guint64) sysconf(_SC_CLK_TCK));
+}
+
+static void check_tree(const Trace *t, pid_t child) {
+        g_auto(Described) d = { 0 };
+        const Tracebus__ProcessTree__Process *p;
+
+        described_collect(t, &d);
+        p = g_hash_table_lookup(d.processes, GINT_TO_POINTER(child));
+        expect(p != NULL, "the child %d is not in the ProcessTree", (int) child);
+        if (!p)
+                return;
+        expect(p->has_process_start_from_boot && p->process_start_from_boot == start_time_ns(child),
+               "the child's process_start_from_boot is %" G_GUINT64_FORMAT ", /proc says %" G_GUINT64_FORMAT,
+               p->process_start_from_boot, start_time_ns(child));
+}
+
+static void test_process_stats(void) {
+        const char *const events[] = { "sched/sched_switch", NULL };
+        g_autofree char *ftrace = ftrace_config("", events, NULL);
+        g_autofree char *cfg = g_strconcat(ftrace, "data_sources { config { name: \"linux.process_stats\" "
+                                           "process_stats_config { proc_stats_poll_ms: 100 scan_smaps_rollup: true "
+                                           "record_process_runtime: true record_process_age: true } } }\n", NULL);
+        g_autoptr(GHashTable) st = NULL;
+        g_auto(Trace) t = { 0 };
+        g_auto(Rec) r = { 0 };
+        Seen s = { 0 };
+        Child ch;
+        char go = 1;
+
+        child_start(&ch);
+        rec_start(&r, "tbuser", "process-stats.pftrace", cfg);
+        tb_sleep_scaled(400);
+        g_assert_cmpint(write(ch.go, &go, 1), ==, 1);
+        g_assert_cmpint(read(ch.done, &go, 1), ==, 1);
+        tb_sleep_scaled(500);   /* polls after the growth */
+        st = rec_stop(&r);
+        trace_load(r.out, false, &t);
+        check_trace(&t, &(CheckOpts) { .closed = true });
+        collect(&t, ch.pid, &s);
+        check_tree(&t, ch.pid);
+        kill_reap(ch.pid);
+
+        note("%u ProcessStats packets; child rss %" G_GINT64_FORMAT "..%" G_GINT64_FORMAT " kB (%u values), anon %"
+             G_GINT64_FORMAT "..%" G_GINT64_FORMAT ", oom_score_adj %" G_GINT64_FORMAT ", smaps rss %u values, user %"
+             G_GINT64_FORMAT "..%" G_GINT64_FORMAT " ns\n", s.n_packets, s.rss.min, s.rss.max, s.rss.n, s.anon.min,
+             s.anon.max, s.oom.max, s.smr_rss.n, s.user_ns.min, s.user_ns.max);
+        expect(s.n_packets >= 5, "%u ProcessStats packets in over 900 ms at 100 ms", s.n_packets);
+        expect(s.bad_ts == 0, "%u ProcessStats packets with a timestamp outside the trace or no collection end", s.bad_ts);
+        expect(s.bad_seq == 0, "%u ProcessStats packets not on sequence 6", s.bad_seq);
+        expect(s.rss.n >= 2 && s.rss.max - s.rss.min >= (GROW_MIB - 4) * 1024,
+               "the child's vm_rss_kb grew by %" G_GINT64_FORMAT " kB, not by %d MiB", s.rss.max - s.rss.min, GROW_MIB);
+        expect(s.anon.n >= 2 && s.anon.max - s.anon.min >= (GROW_MIB - 4) * 1024,
+               "the child's rss_anon_kb grew by %" G_GINT64_FORMAT " kB", s.anon.max - s.anon.min);
+        expect(s.size.n >= 1 && s.size.max >= GROW_MIB * 1024, "the child's vm_size_kb is missing or small");
+        expect(s.hwm.n >= 1 && s.hwm.max >= s.rss.max, "the child's vm_hwm_kb is missing or below its rss");
+        /* Written when it changes: the same value is not repeated every period. */
+        expect(s.oom.n == 1 && s.oom.max == OOM_ADJ, "the child's oom_score_adj: %u values, %" G_GINT64_FORMAT, s.oom.n,
+               s.oom.max);
+        expect(s.smr_rss.n >= 2 && s.smr_pss.n >= 1, "the child's smaps_rollup (its owner's process) is missing");
+        /* Most of the spin is user time; the page faults are the kernel's. */
+        expect(s.user_ns.n >= 2 && s.user_ns.max - s.user_ns.min >= SPIN_MS / 2 * 1000000ll,
+               "the child's runtime_user_mode grew by %" G_GINT64_FORMAT " ns after %d ms of CPU spinning",
+               s.user_ns.max - s.user_ns.min, SPIN_MS);
+        expect(s.other_smaps == 0, "smaps_rollup of root's process %d is in tbuser's trace", (int) getpid());
+        verdict();
+}
+
+RECORDER_WRAP(test_process_stats)
+
+int main(int argc, char **argv) {
+        g_test_init(&argc, &argv, NULL);
+        tb_require_system_bus_environment();
+        RECORDER_CASE("process-stats", test_process_stats);
+        return tb_test_run(TB_START_SERVICE);
+}
