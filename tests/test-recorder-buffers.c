@@ -366,12 +366,71 @@ static void test_no_ftrace(void) {
         verdict();
 }
 
+/* A small process-stats buffer beside a large ftrace stream that wraps its own small
+ * ring many times: every ProcessStats poll is still in the trace, and TraceStats says the
+ * ring overwrote and the process-stats buffer did not. */
+static void test_process_stats_kept(void) {
+        const char *const events[] = { "sched/sched_switch", "sched/sched_waking", NULL };
+        g_autofree char *ft = ftrace_config("buffers { size_kb: 256 fill_policy: RING_BUFFER }\n"
+                                            "buffers { size_kb: 2048 fill_policy: RING_BUFFER name: \"ps\" }\n",
+                                            events, "  buffer_size_kb: 8192\n");
+        g_autofree char *cfg = g_strconcat(ft, "data_sources { config { name: \"linux.process_stats\" "
+                                           "target_buffer_name: \"ps\" process_stats_config { "
+                                           "proc_stats_poll_ms: 100 } } }\n", NULL);
+        g_autoptr(GHashTable) st = NULL;
+        g_auto(Trace) t = { 0 };
+        g_auto(Rec) r = { 0 };
+        const Tracebus__TraceStats *ts;
+        guint64 first = 0, last = 0;
+        guint n_polls = 0;
+        GPid storm;
+
+        rec_start(&r, "tbuser", "ps-kept.pftrace", cfg);
+        storm = storm_start(100000, false);
+        storm_wait(storm);
+        g_usleep(300 * 1000);
+        st = rec_stop(&r);
+        trace_load(r.out, false, &t);
+        for (guint i = 0; i < t.pkts->len; i++) {
+                const Tracebus__TracePacket *p = PKT(&t, i)->p;
+                if (!p->process_stats)
+                        continue;
+                n_polls++;
+                first = first ? MIN(first, p->timestamp) : p->timestamp;
+                last = MAX(last, p->timestamp);
+        }
+        ts = last_trace_stats(&t);
+        expect(ts && ts->n_buffer_stats == 2, "TraceStats has no 2 buffer_stats");
+        if (ts && ts->n_buffer_stats == 2) {
+                const Tracebus__TraceStats__BufferStats *b0 = ts->buffer_stats[0], *b1 = ts->buffer_stats[1];
+
+                note("%u ProcessStats over %.2f s; ring: %" G_GUINT64_FORMAT " bytes overwritten; process stats: %"
+                     G_GUINT64_FORMAT " chunks written, %" G_GUINT64_FORMAT " overwritten\n", n_polls,
+                     (double) (last - first) / 1e9, b0->bytes_overwritten, b1->chunks_written, b1->chunks_overwritten);
+                expect(b0->bytes_overwritten > b0->buffer_size, "the 256 KiB ring did not wrap (%" G_GUINT64_FORMAT
+                       " bytes overwritten): the case needs a stream that does", b0->bytes_overwritten);
+                expect(b1->chunks_overwritten == 0 && b1->chunks_discarded == 0,
+                       "the process-stats buffer lost %" G_GUINT64_FORMAT " chunks beside the ftrace stream",
+                       b1->chunks_overwritten + b1->chunks_discarded);
+                /* The first poll opens its sequence (metadata): every other one is the buffer's. */
+                expect(b1->chunks_written + 1 >= n_polls && n_polls > 0,
+                       "%u ProcessStats in the trace, %" G_GUINT64_FORMAT " chunks in their buffer", n_polls,
+                       b1->chunks_written);
+        }
+        /* About one poll per 100 ms from the first to the last: none evicted in between. */
+        expect(n_polls >= 3 && (double) n_polls >= 0.8 * ((double) (last - first) / 1e8 + 1),
+               "%u ProcessStats packets over %.2f s of polling every 100 ms: polls were evicted", n_polls,
+               (double) (last - first) / 1e9);
+        verdict();
+}
+
 RECORDER_WRAP(test_long_trace_size_limit)
 RECORDER_WRAP(test_ring_buffer_wrap)
 RECORDER_WRAP(test_discard)
 RECORDER_WRAP(test_two_buffers)
 RECORDER_WRAP(test_bad_target_buffer)
 RECORDER_WRAP(test_no_ftrace)
+RECORDER_WRAP(test_process_stats_kept)
 
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
@@ -382,5 +441,6 @@ int main(int argc, char **argv) {
         RECORDER_CASE("05-two-buffers", test_two_buffers);
         RECORDER_CASE("05-bad-target-buffer", test_bad_target_buffer);
         RECORDER_CASE("05-no-ftrace", test_no_ftrace);
+        RECORDER_CASE("05-process-stats-kept", test_process_stats_kept);
         return tb_test_run(TB_START_SERVICE);
 }
