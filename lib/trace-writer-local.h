@@ -11,3 +11,23 @@
 /* Writes all of @iov (modifies it), adding what went out to *written. A PIPE or SOCKET
  * output that takes nothing for w->timeout_usec fails with -ETIMEDOUT. */
 int trace_writer_output_writev(TraceWriter *w, struct iovec *iov, int n, uint64_t *written);
+
+struct TracePacketChunk {
+        TracePacketChunk *next;
+        size_t len;
+        size_t events;       /* ftrace events inside, for the loss accounting */
+        uint8_t data[];
+};
+
+/* trace-writer-buffer.c: the data buffers. */
+void trace_writer_buffers_init(TraceWriter *w, TraceWriterMode mode, size_t capacity);
+void trace_writer_buffers_done(TraceWriter *w);
+/* The oldest chunk of @b, taken out (not counted as read), or NULL. */
+TracePacketChunk *trace_writer_buffer_pop(TraceWriter *w, TraceWriterBuffer *b);
+/* Where a framed data packet of @len bytes (@events ftrace events inside) goes in @b:
+ * NULL in *ret when a full DISCARD buffer refuses it; -ENOMEM. */
+int trace_writer_buffer_reserve(TraceWriter *w, TraceWriterBuffer *b, size_t len, size_t events, uint8_t **ret);
+/* @len bytes of @b went into the output. */
+void trace_writer_buffer_read(TraceWriterBuffer *b, size_t len, size_t packets);
+/* Grows *@buf to hold @extra more bytes after @len. */
+int trace_writer_flat_reserve(uint8_t **buf, size_t *allocated, size_t len, size_t extra);

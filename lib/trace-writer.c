@@ -19,13 +19,6 @@
 #define FIELD_COMPRESSED_PACKETS 50
 #define SEQ_INCREMENTAL_STATE_CLEARED 1
 
-struct TracePacketChunk {
-        TracePacketChunk *next;
-        size_t len;
-        size_t events;       /* ftrace events inside, for the loss accounting */
-        uint8_t data[];
-};
-
 size_t varint_encode(uint64_t v, uint8_t out[static 10]) {
         return (size_t) (pb_varint_encode(out, v) - out);
 }
@@ -34,34 +27,17 @@ void trace_writer_init(TraceWriter *w, int fd, TraceWriterMode mode, size_t capa
         *w = (TraceWriter) {
                 .fd = fd,
                 .mode = mode,
-                .capacity = capacity,
                 .max_bytes = max_bytes,
         };
-}
-
-static TracePacketChunk *pop_oldest(TraceWriter *w) {
-        TracePacketChunk *c = w->head;
-
-        if (!c)
-                return NULL;
-        w->head = c->next;
-        if (!w->head)
-                w->tail = NULL;
-        w->data_len -= c->len;
-        return c;
+        trace_writer_buffers_init(w, mode, capacity);
 }
 
 void trace_writer_done(TraceWriter *w) {
         w->meta = mfree(w->meta);
         w->meta_len = w->meta_allocated = 0;
-        w->stream = mfree(w->stream);
-        w->stream_allocated = 0;
         w->deflated = mfree(w->deflated);
         w->deflated_allocated = 0;
-        if (w->mode == TRACE_WRITER_STREAM)
-                w->data_len = 0;
-        while (w->head)
-                free(pop_oldest(w));
+        trace_writer_buffers_done(w);
 }
 
 size_t trace_writer_pending(const TraceWriter *w) {
@@ -73,50 +49,8 @@ static size_t frame_header(uint8_t out[static 11], size_t packet_len) {
         return (size_t) (pb_varint_encode(out + 1, packet_len) - out);
 }
 
-/* Room for @extra more bytes after @len in *@buf. */
-static int flat_reserve(uint8_t **buf, size_t *allocated, size_t len, size_t extra) {
-        size_t need = len + extra;
-        uint8_t *p;
-
-        if (need <= *allocated)
-                return 0;
-        need = MAX(need, MAX(*allocated * 2, (size_t) 16 * 1024));
-        p = realloc(*buf, need);
-        if (!p)
-                return -ENOMEM;
-        *buf = p;
-        *allocated = need;
-        return 0;
-}
-
 static int meta_reserve(TraceWriter *w, size_t extra) {
-        return flat_reserve(&w->meta, &w->meta_allocated, w->meta_len, extra);
-}
-
-/* Where a data packet of @len bytes goes: the end of the stream buffer, or a new chunk
- * (@events ftrace events inside). Returns NULL on ENOMEM. */
-static uint8_t *data_append(TraceWriter *w, size_t len, size_t events) {
-        TracePacketChunk *c;
-        uint8_t *p;
-
-        if (w->mode == TRACE_WRITER_STREAM) {
-                if (flat_reserve(&w->stream, &w->stream_allocated, w->data_len, len) < 0)
-                        return NULL;
-                p = w->stream + w->data_len;
-                w->data_len += len;
-                return p;
-        }
-        c = malloc(sizeof(TracePacketChunk) + len);
-        if (!c)
-                return NULL;
-        *c = (TracePacketChunk) { .len = len, .events = events };
-        if (w->tail)
-                w->tail->next = c;
-        else
-                w->head = c;
-        w->tail = c;
-        w->data_len += len;
-        return c->data;
+        return trace_writer_flat_reserve(&w->meta, &w->meta_allocated, w->meta_len, extra);
 }
 
 /* Marks the first packet of each sequence, as trace_processor expects (facts note 3.1). */
@@ -153,29 +87,6 @@ static int append_meta_packet(TraceWriter *w, const Tracebus__TracePacket *packe
         return 0;
 }
 
-/* Room for a data packet of @len bytes: drops the oldest (RING) or refuses it (DISCARD). */
-static bool data_make_room(TraceWriter *w, size_t len, size_t events) {
-        if (w->mode == TRACE_WRITER_STREAM)
-                return true;
-        if (w->mode == TRACE_WRITER_DISCARD) {
-                /* Once full, nothing more: a smaller packet later would leave a hole. */
-                if (!w->stats.packets_discarded && w->data_len + len <= w->capacity)
-                        return true;
-                w->stats.packets_discarded++;
-                w->stats.bytes_discarded += len;
-                w->stats.events_discarded += events;
-                return false;
-        }
-        while (w->head && w->data_len + len > w->capacity) {
-                TracePacketChunk *c = pop_oldest(w);
-                w->stats.packets_overwritten++;
-                w->stats.bytes_overwritten += c->len;
-                w->stats.events_overwritten += c->events;
-                free(c);
-        }
-        return true;
-}
-
 int trace_writer_append_meta(TraceWriter *w, Tracebus__TracePacket *packet, uint32_t sequence_id) {
         assert(w);
         assert(packet);
@@ -184,44 +95,46 @@ int trace_writer_append_meta(TraceWriter *w, Tracebus__TracePacket *packet, uint
         return append_meta_packet(w, packet);
 }
 
-int trace_writer_append_data(TraceWriter *w, Tracebus__TracePacket *packet, uint32_t sequence_id) {
+/* Room for a data packet of @packet_len bytes in @buffer, framed: *ret is where its body
+ * goes (the frame header is written), NULL when a full DISCARD buffer drops it. */
+static int data_append_packet(TraceWriter *w, uint32_t buffer, size_t packet_len, size_t n_events, uint8_t **ret) {
         uint8_t header[11], *p;
-        size_t size, hlen;
+        size_t hlen = frame_header(header, packet_len);
+        int r;
+
+        assert(buffer < w->n_buffers);
+        r = trace_writer_buffer_reserve(w, &w->buffers[buffer], hlen + packet_len, n_events, &p);
+        *ret = NULL;
+        if (r < 0 || !p)
+                return r;
+        memcpy(p, header, hlen);
+        *ret = p + hlen;
+        return 0;
+}
+
+int trace_writer_append_data_to(TraceWriter *w, uint32_t buffer, Tracebus__TracePacket *packet,
+                                uint32_t sequence_id) {
+        uint8_t *p;
+        int r;
 
         assert(w);
         assert(packet);
 
+        if (buffer >= w->n_buffers)
+                return -EINVAL;
         /* The first packet on a sequence says "incremental state cleared": never overwrite it. */
         if (prepare_packet(w, packet, sequence_id))
                 return append_meta_packet(w, packet);
 
-        size = tracebus__trace_packet__get_packed_size(packet);
-        hlen = frame_header(header, size);
-        if (!data_make_room(w, hlen + size, 0))
-                return 0;
-        p = data_append(w, hlen + size, 0);
-        if (!p)
-                return -ENOMEM;
-        memcpy(p, header, hlen);
-        tracebus__trace_packet__pack(packet, p + hlen);
+        r = data_append_packet(w, buffer, tracebus__trace_packet__get_packed_size(packet), 0, &p);
+        if (r < 0 || !p)
+                return r;
+        tracebus__trace_packet__pack(packet, p);
         return 0;
 }
 
-/* Room for a data packet of @packet_len bytes, framed: *ret is where its body goes (the
- * frame header is written), NULL when a full DISCARD writer drops it. */
-static int data_append_packet(TraceWriter *w, size_t packet_len, size_t n_events, uint8_t **ret) {
-        uint8_t header[11], *p;
-        size_t hlen = frame_header(header, packet_len);
-
-        *ret = NULL;
-        if (!data_make_room(w, hlen + packet_len, n_events))
-                return 0;
-        p = data_append(w, hlen + packet_len, n_events);
-        if (!p)
-                return -ENOMEM;
-        memcpy(p, header, hlen);
-        *ret = p + hlen;
-        return 0;
+int trace_writer_append_data(TraceWriter *w, Tracebus__TracePacket *packet, uint32_t sequence_id) {
+        return trace_writer_append_data_to(w, 0, packet, sequence_id);
 }
 
 int trace_writer_reserve_ftrace_bundle(TraceWriter *w, size_t len, size_t n_events, uint8_t **ret) {
@@ -236,7 +149,7 @@ int trace_writer_reserve_ftrace_bundle(TraceWriter *w, size_t len, size_t n_even
         if (!w->sequence_started[TRACE_SEQUENCE_FTRACE])
                 return -EINVAL;
         packet_len = 1 + pb_varint_size(len) + len + 2;
-        r = data_append_packet(w, packet_len, n_events, &p);
+        r = data_append_packet(w, w->ftrace_buffer, packet_len, n_events, &p);
         if (r < 0 || !p)
                 return r;
         start = p;
@@ -276,7 +189,7 @@ static ssize_t deflate_ftrace_packet(TraceWriter *w, const uint8_t *bundle, size
         header[hlen++] = TAG_FTRACE_EVENTS;
         hlen = (size_t) (pb_varint_encode(header + hlen, len) - header);
         bound = deflate_bound(hlen + len + sizeof(trailer), 2 * n_coded + 3);
-        r = flat_reserve(&w->deflated, &w->deflated_allocated, 0, bound);
+        r = trace_writer_flat_reserve(&w->deflated, &w->deflated_allocated, 0, bound);
         if (r < 0)
                 return r;
         deflate_begin(&s, w->deflated);
@@ -300,7 +213,7 @@ int trace_writer_append_ftrace_bundle_deflated(TraceWriter *w, const uint8_t *bu
                 return (int) zlen;
         /* As Perfetto's service writes it: the packet holds compressed_packets alone. */
         packet_len = pb_len_field_size(FIELD_COMPRESSED_PACKETS, (size_t) zlen);
-        r = data_append_packet(w, packet_len, n_events, &p);
+        r = data_append_packet(w, w->ftrace_buffer, packet_len, n_events, &p);
         if (r < 0 || !p)
                 return r;
         p = pb_put_len_header(p, FIELD_COMPRESSED_PACKETS, (size_t) zlen);
@@ -453,35 +366,80 @@ static int write_within_limit(TraceWriter *w, const uint8_t *buf, size_t len) {
         return 0;
 }
 
-/* Everything pending fits the size limit and was taken from the budget. */
-static int flush_batched(TraceWriter *w) {
+/* A STREAM buffer's data, taken out whole: its length, 0 if none. */
+static size_t take_stream(TraceWriter *w, TraceWriterBuffer *b) {
+        size_t len = b->data_len;
+
+        if (!b->stream || len == 0)
+                return 0;
+        /* A stream drops nothing: what it holds is all it took since the last read. */
+        trace_writer_buffer_read(b, len, b->stats.packets_written - b->stats.packets_read);
+        w->data_len -= len;
+        b->data_len = 0;
+        return len;
+}
+
+static TracePacketChunk *take_chunk(TraceWriter *w, TraceWriterBuffer *b) {
+        TracePacketChunk *c = trace_writer_buffer_pop(w, b);
+
+        if (c)
+                trace_writer_buffer_read(b, c->len, 1);
+        return c;
+}
+
+/* All of @b's data, when it fits the size limit and was taken from the budget. */
+static int flush_buffer_batched(TraceWriter *w, TraceWriterBuffer *b) {
         struct iovec iov[FLUSH_IOV];
         TracePacketChunk *batch[FLUSH_IOV];
+        size_t len = take_stream(w, b);
         int r = 0;
 
-        if (w->meta_len > 0) {
-                iov[0] = (struct iovec) { w->meta, w->meta_len };
-                r = write_packets(w, iov, 1);
-                w->meta_len = 0;
-                if (r < 0)
-                        return r;
-        }
-        if (w->stream && w->data_len > 0) {
-                iov[0] = (struct iovec) { w->stream, w->data_len };
-                w->data_len = 0;
+        if (len > 0) {
+                iov[0] = (struct iovec) { b->stream, len };
                 return write_packets(w, iov, 1);
         }
-        while (w->head && r >= 0) {
+        while (b->head && r >= 0) {
                 int n = 0;
 
-                while (w->head && n < FLUSH_IOV) {
-                        batch[n] = pop_oldest(w);
+                while (b->head && n < FLUSH_IOV) {
+                        batch[n] = take_chunk(w, b);
                         iov[n] = (struct iovec) { batch[n]->data, batch[n]->len };
                         n++;
                 }
                 r = write_packets(w, iov, n);
                 for (int i = 0; i < n; i++)
                         free(batch[i]);
+        }
+        return r;
+}
+
+/* Everything pending fits the size limit and was taken from the budget. */
+static int flush_batched(TraceWriter *w) {
+        struct iovec iov[1];
+        int r = 0;
+
+        if (w->meta_len > 0) {
+                iov[0] = (struct iovec) { w->meta, w->meta_len };
+                r = write_packets(w, iov, 1);
+                w->meta_len = 0;
+        }
+        for (size_t i = 0; i < w->n_buffers && r >= 0; i++)
+                r = flush_buffer_batched(w, &w->buffers[i]);
+        return r;
+}
+
+/* @b's data, whole packets while they fit the limits. */
+static int flush_buffer_within_limit(TraceWriter *w, TraceWriterBuffer *b) {
+        size_t len = take_stream(w, b);
+        int r = 0;
+
+        if (len > 0)
+                return write_within_limit(w, b->stream, len);
+        while (b->head && r >= 0) {
+                TracePacketChunk *c = take_chunk(w, b);
+
+                r = write_within_limit(w, c->data, c->len);
+                free(c);
         }
         return r;
 }
@@ -501,22 +459,7 @@ int trace_writer_flush(TraceWriter *w) {
 
         r = write_within_limit(w, w->meta, w->meta_len);
         w->meta_len = 0;
-        if (r < 0)
-                return r;
-        if (w->stream && w->data_len > 0) {
-                size_t len = w->data_len;
-
-                w->data_len = 0;
-                return write_within_limit(w, w->stream, len);
-        }
-
-        while (w->head) {
-                TracePacketChunk *c = pop_oldest(w);
-
-                r = write_within_limit(w, c->data, c->len);
-                free(c);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
+        for (size_t i = 0; i < w->n_buffers && r >= 0; i++)
+                r = flush_buffer_within_limit(w, &w->buffers[i]);
+        return r;
 }

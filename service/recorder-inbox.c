@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,11 +85,15 @@ static int append_one(Recorder *rec, const SubmittedPacket *p) {
                 log_warning("A submitted packet of %zu bytes does not unpack, dropped.", p->len);
                 return 0;
         }
-        /* One buffer for now: target_buffer is kept for the writer's buffers. */
         if (p->meta)
                 r = trace_writer_append_meta(&rec->writer, packet, p->sequence_id);
-        else
-                r = trace_writer_append_data(&rec->writer, packet, p->sequence_id);
+        else if (p->target_buffer >= rec->writer.n_buffers) {
+                /* The config's targets were checked when it was loaded: a poller's bug. */
+                log_warning("A submitted packet names buffer %" PRIu32 " of %zu, dropped.",
+                            p->target_buffer, rec->writer.n_buffers);
+                r = 0;
+        } else
+                r = trace_writer_append_data_to(&rec->writer, p->target_buffer, packet, p->sequence_id);
         tracebus__trace_packet__free_unpacked(packet, NULL);
         return r;
 }

@@ -63,7 +63,8 @@ static int append_system_info(Recorder *rec) {
         info.has_hz = info.has_page_size = info.has_num_cpus = true;
         info.hz = sysconf(_SC_CLK_TCK);
         info.page_size = (uint32_t) rec->page_size;
-        info.num_cpus = rec->n_cpus;
+        /* Without ftrace no CPU buffer was opened: the CPUs the system has. */
+        info.num_cpus = rec->n_cpus > 0 ? rec->n_cpus : (uint32_t) sysconf(_SC_NPROCESSORS_CONF);
 
         packet.system_info = &info;
         return trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
@@ -190,7 +191,7 @@ int recorder_append_opening_packets(Recorder *rec) {
         r = append_system_info(rec);
         if (r < 0)
                 return r;
-        r = append_ftrace_stats(rec, /* end= */ false);
+        r = rec->parser ? append_ftrace_stats(rec, /* end= */ false) : 0;
         if (r < 0)
                 return r;
         r = service_tracks_append_descriptors(&rec->writer, rec->n_cpus);
@@ -231,31 +232,53 @@ int recorder_append_periodic_snapshot(Recorder *rec, bool force) {
         return append_clock_snapshot(rec);
 }
 
-/* TraceStats at the end: what the service's own buffer did. */
+/* One BufferStats as Perfetto fills it: its packets are our chunks. */
+static void fill_buffer_stats(Tracebus__TraceStats__BufferStats *out, const TraceWriterBuffer *b) {
+        const TraceWriterBufferStats *s = &b->stats;
+
+        tracebus__trace_stats__buffer_stats__init(out);
+        out->has_buffer_size = out->has_bytes_written = out->has_bytes_overwritten = out->has_bytes_read = true;
+        out->has_chunks_written = out->has_chunks_overwritten = out->has_chunks_discarded = true;
+        out->has_chunks_read = out->has_write_wrap_count = true;
+        out->buffer_size = b->capacity;
+        out->bytes_written = s->bytes_written;
+        out->bytes_overwritten = s->bytes_overwritten;
+        /* Written just before the last read, as Perfetto writes its TraceStats in the
+         * same pass: what the buffer still holds is read next. */
+        out->bytes_read = s->bytes_read + b->data_len;
+        out->chunks_written = s->packets_written;
+        out->chunks_overwritten = s->packets_overwritten;
+        out->chunks_discarded = s->packets_discarded;
+        out->chunks_read = s->packets_written - s->packets_overwritten;
+        out->write_wrap_count = s->write_wrap_count;
+}
+
+/* TraceStats at the end: what each of the service's buffers did, in config order (the
+ * index trace_processor gives its traced_buf_* stats). */
 static int append_trace_stats(Recorder *rec) {
         Tracebus__TracePacket packet = TRACEBUS__TRACE_PACKET__INIT;
         Tracebus__TraceStats stats = TRACEBUS__TRACE_STATS__INIT;
-        Tracebus__TraceStats__BufferStats buffer = TRACEBUS__TRACE_STATS__BUFFER_STATS__INIT;
-        Tracebus__TraceStats__BufferStats *buffers[] = { &buffer };
-        const TraceWriterStats *ws = &rec->writer.stats;
+        _cleanup_free_ Tracebus__TraceStats__BufferStats *buffers = NULL;
+        _cleanup_free_ Tracebus__TraceStats__BufferStats **ptrs = NULL;
+        size_t n = rec->writer.n_buffers;
 
-        buffer.has_buffer_size = buffer.has_bytes_written = buffer.has_bytes_overwritten = true;
-        buffer.has_chunks_overwritten = buffer.has_chunks_discarded = true;
-        buffer.buffer_size = rec->writer.capacity;
-        buffer.bytes_written = ws->bytes_written + trace_writer_pending(&rec->writer);
-        buffer.bytes_overwritten = ws->bytes_overwritten;
-        buffer.chunks_overwritten = ws->packets_overwritten;
-        buffer.chunks_discarded = ws->packets_discarded;
-        stats.buffer_stats = buffers;
-        stats.n_buffer_stats = 1;
+        buffers = calloc(n, sizeof(*buffers));
+        ptrs = calloc(n, sizeof(*ptrs));
+        if (!buffers || !ptrs)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                fill_buffer_stats(&buffers[i], &rec->writer.buffers[i]);
+                ptrs[i] = &buffers[i];
+        }
+        stats.buffer_stats = ptrs;
+        stats.n_buffer_stats = n;
         stats.has_tracing_sessions = stats.has_total_buffers = true;
         stats.tracing_sessions = 1;
-        stats.total_buffers = 1;
+        stats.total_buffers = (uint32_t) n;
         packet.has_timestamp = true;
         packet.timestamp = now_ns(CLOCK_BOOTTIME);
         packet.trace_stats = &stats;
         return trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
-
 }
 
 int recorder_append_annotations(Recorder *rec) {
@@ -342,8 +365,10 @@ int recorder_write_closing_packets(Recorder *rec) {
         FtraceParserStats ps;
         int r;
 
-        ftrace_parser_get_stats(rec->parser, &ps);
-        log_debug("Read %" PRIu64 " pages, %" PRIu64 " events.", ps.pages, ps.events);
+        if (rec->parser) {
+                ftrace_parser_get_stats(rec->parser, &ps);
+                log_debug("Read %" PRIu64 " pages, %" PRIu64 " events.", ps.pages, ps.events);
+        }
 
         /* Gone threads still waiting for the kernel's saved tables: a last look. */
         r = process_tree_builder_retry_gone(rec->processes, /* force= */ true);
@@ -365,7 +390,8 @@ int recorder_write_closing_packets(Recorder *rec) {
                 r = append_trace_stats(rec);
         if (r < 0)
                 return r;
-        r = append_ftrace_stats(rec, /* end= */ true);
+        /* FtraceStats only where linux.ftrace ran, as Perfetto's traced_probes writes them. */
+        r = rec->parser ? append_ftrace_stats(rec, /* end= */ true) : 0;
         if (r < 0)
                 return r;
         r = recorder_append_service_event(rec, /* started= */ false, now_ns(CLOCK_BOOTTIME));

@@ -189,7 +189,9 @@ int recorder_flush_output(Recorder *rec) {
 static bool write_due(Recorder *rec) {
         if (rec->writer.mode != TRACE_WRITER_STREAM)
                 return false;
-        if (trace_writer_pending(&rec->writer) >= rec->write_threshold)
+        /* A buffer at its size is written at once (Perfetto would overwrite or discard in
+         * it until its next read): a long trace loses nothing. */
+        if (trace_writer_pending(&rec->writer) >= rec->write_threshold || trace_writer_buffer_full(&rec->writer))
                 return true;
         return rec->write_period_ns != UINT64_MAX &&
                now_ns(CLOCK_MONOTONIC) - rec->last_write_ns >= rec->write_period_ns;

@@ -95,8 +95,25 @@ static int open_cpus(Recorder *rec, TraceInstance *instance, bool compact_sched)
         return 0;
 }
 
+/* The writer's data buffers, as the config's buffers; the default one when it has none. */
+static int configure_buffers(Recorder *rec, const SessionConfig *config) {
+        TraceWriterBufferConfig buffers[TRACE_WRITER_MAX_BUFFERS];
+
+        if (config->n_buffers == 0)
+                return 0;
+        assert(config->n_buffers <= TRACE_WRITER_MAX_BUFFERS);
+        for (size_t i = 0; i < config->n_buffers; i++)
+                buffers[i] = (TraceWriterBufferConfig) {
+                        .capacity = (size_t) config->buffers[i].size_kb * 1024u,
+                        .discard = config->buffers[i].discard,
+                };
+        return trace_writer_set_buffers(&rec->writer, buffers, config->n_buffers, config->ftrace_buffer);
+}
+
 /* How the worker drains and writes: its periods, thresholds and the writer's mode. */
-static void recorder_configure(Recorder *rec, const SessionConfig *config, int output_fd) {
+static int recorder_configure(Recorder *rec, const SessionConfig *config, int output_fd) {
+        size_t ftrace_kb = config->n_buffers > 0 ? config->buffers[config->ftrace_buffer].size_kb : config->trace_buffer_kb;
+
         rec->drain_period_ms = config->drain_period_ms;
         rec->buffer_size_kb = config->buffer_size_kb;
         rec->compress = config->compress;
@@ -108,13 +125,14 @@ static void recorder_configure(Recorder *rec, const SessionConfig *config, int o
         rec->write_period_ns = config->write_into_file ?
                 (uint64_t) config->file_write_period_ms * 1000000ull : UINT64_MAX;
         rec->write_threshold = (size_t) config->trace_buffer_kb * 1024u;
-        /* A bundle holds at most 1/16 of the service's buffer in raw pages (and 32 pages). */
+        /* A bundle holds at most 1/16 of the ftrace buffer in raw pages (and 32 pages). */
         rec->pages_per_bundle = (unsigned) MIN((size_t) MAX_PAGES_PER_BUNDLE,
-                                               MAX(rec->write_threshold / 16 / 4096, (size_t) 1));
+                                               MAX(ftrace_kb * 1024u / 16 / 4096, (size_t) 1));
         trace_writer_init(&rec->writer, output_fd,
                           config->write_into_file ? TRACE_WRITER_STREAM :
                           config->discard_when_full ? TRACE_WRITER_DISCARD : TRACE_WRITER_RING,
                           (size_t) config->trace_buffer_kb * 1024u, config->max_file_size_bytes);
+        return configure_buffers(rec, config);
 }
 
 /* The FtraceConfig options the worker carries out: the print filter in the parser, the
@@ -138,12 +156,27 @@ static int recorder_apply_ftrace_options(Recorder *rec, const SessionConfig *con
         return 0;
 }
 
+/* The process descriptions: how many are kept, and which are kept when the buffer
+ * wraps or fills, follow the writer's mode; linux.process_stats' options. */
+static int setup_process_tree(Recorder *rec, const SessionConfig *config) {
+        int r = process_tree_builder_new(&rec->processes);
+        if (r < 0)
+                return r;
+        process_tree_builder_set_limits(rec->processes, config->max_process_entries ?: PROCESS_TREE_DEFAULT_MAX_ENTRIES,
+                                        rec->writer.mode == TRACE_WRITER_STREAM ? PROCESS_TREE_WRITE :
+                                        rec->writer.mode == TRACE_WRITER_RING ? PROCESS_TREE_KEEP_LATEST :
+                                                                                PROCESS_TREE_KEEP_FIRST);
+        process_tree_builder_set_options(rec->processes, config->process_age, config->process_skip_main_thread);
+        rec->initial_dump = !config->process_initial_dump_off;
+        rec->on_demand = !config->process_on_demand_off;
+        return 0;
+}
+
 int recorder_new(const SessionConfig *config, TraceInstance *instance, int output_fd, Recorder **ret) {
         _cleanup_(recorder_freep) Recorder *rec = NULL;
         int r;
 
         assert(config);
-        assert(instance);
         assert(output_fd >= 0);
 
         rec = calloc(1, sizeof(*rec));
@@ -156,7 +189,9 @@ int recorder_new(const SessionConfig *config, TraceInstance *instance, int outpu
         (void) pthread_mutex_init(&rec->annotations_lock, NULL);
         (void) pthread_mutex_init(&rec->inbox_lock, NULL);
         (void) pthread_mutex_init(&rec->warnings_lock, NULL);
-        recorder_configure(rec, config, output_fd);
+        r = recorder_configure(rec, config, output_fd);
+        if (r < 0)
+                return r;
 
         rec->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         rec->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -168,16 +203,9 @@ int recorder_new(const SessionConfig *config, TraceInstance *instance, int outpu
         if (!rec->page)
                 return -ENOMEM;
 
-        r = process_tree_builder_new(&rec->processes);
+        r = setup_process_tree(rec, config);
         if (r < 0)
                 return r;
-        process_tree_builder_set_limits(rec->processes, config->max_process_entries ?: PROCESS_TREE_DEFAULT_MAX_ENTRIES,
-                                        rec->writer.mode == TRACE_WRITER_STREAM ? PROCESS_TREE_WRITE :
-                                        rec->writer.mode == TRACE_WRITER_RING ? PROCESS_TREE_KEEP_LATEST :
-                                                                                PROCESS_TREE_KEEP_FIRST);
-        process_tree_builder_set_options(rec->processes, config->process_age, config->process_skip_main_thread);
-        rec->initial_dump = !config->process_initial_dump_off;
-        rec->on_demand = !config->process_on_demand_off;
 
         rec->trace_config = tracebus__trace_config__unpack(NULL, config->trace_config_len, config->trace_config);
         if (!rec->trace_config)
@@ -186,10 +214,12 @@ int recorder_new(const SessionConfig *config, TraceInstance *instance, int outpu
         if (r < 0)
                 return r;
 
-        r = load_formats(rec, instance, config->events, config->kernel_pointers_raw);
+        /* No instance: a config without ftrace events. The thread still runs for the
+         * inbox, the snapshots and the end; it drains no CPU. */
+        r = instance ? load_formats(rec, instance, config->events, config->kernel_pointers_raw) : 0;
         if (r < 0)
                 return r;
-        r = open_cpus(rec, instance, config->compact_sched);
+        r = instance ? open_cpus(rec, instance, config->compact_sched) : 0;
         if (r < 0)
                 return r;
         r = recorder_apply_ftrace_options(rec, config);
@@ -278,13 +308,14 @@ int recorder_start(Recorder *rec, TraceInstance *instance) {
         if (r < 0)
                 return r;
         rec->last_snapshot_ns = now_ns(CLOCK_MONOTONIC);
-        r = trace_instance_set_tracing(instance, true);
+        r = instance ? trace_instance_set_tracing(instance, true) : 0;
         if (r < 0)
                 return log_error_errno(r, "Failed to switch tracing on in %s: %m", trace_instance_name(instance));
 
         r = -pthread_create(&rec->thread, NULL, recorder_thread_main, rec);
         if (r < 0) {
-                (void) trace_instance_set_tracing(instance, false);
+                if (instance)
+                        (void) trace_instance_set_tracing(instance, false);
                 return r;
         }
         rec->thread_started = true;

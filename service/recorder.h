@@ -36,7 +36,9 @@ typedef struct RecorderStats {
 } RecorderStats;
 
 /* Prepares a recorder for @instance (whose events must already be enabled) writing into
- * @output_fd, which the recorder takes over. Tracing is not switched on yet. */
+ * @output_fd, which the recorder takes over. Tracing is not switched on yet. @instance
+ * is NULL for a config without ftrace events: then only the service's packets and what
+ * recorder_submit_packet() hands over are recorded. */
 int recorder_new(const SessionConfig *config, TraceInstance *instance, int output_fd, Recorder **ret);
 Recorder *recorder_free(Recorder *r);
 
@@ -46,7 +48,8 @@ Recorder *recorder_free(Recorder *r);
 void recorder_set_output_limits(Recorder *r, uint64_t timeout_usec, TraceBudget *budget);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Recorder *, recorder_free);
 
-/* Writes the trace's opening packets, switches tracing on and starts the thread. */
+/* Writes the trace's opening packets, switches tracing on (@instance may be NULL, as
+ * for recorder_new()) and starts the thread. */
 int recorder_start(Recorder *r, TraceInstance *instance);
 
 /* Asks the thread to drain what is left, finish the trace and end. Tracing must already

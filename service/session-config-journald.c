@@ -55,7 +55,7 @@ static int load_filters(SessionConfig *c, const char *what, char **names, size_t
         return 0;
 }
 
-static int load_one(const Tracebus__DataSourceConfig *ds, SessionConfig *c) {
+static int load_one(const Tracebus__TraceConfig *tc, const Tracebus__DataSourceConfig *ds, SessionConfig *c) {
         static const Tracebus__JournaldConfig defaults = TRACEBUS__JOURNALD_CONFIG__INIT;
         const Tracebus__JournaldConfig *j = ds->journald_config ?: &defaults;
         int r;
@@ -64,7 +64,10 @@ static int load_one(const Tracebus__DataSourceConfig *ds, SessionConfig *c) {
                 return session_config_warn(c, JOURNALD_SOURCE ": this machine has no systemd journal "
                                            "(/run/log/journal, /var/log/journal): skipped");
         c->journald = true;
-        c->journald_target_buffer = ds->target_buffer;
+        /* Its target_buffer_name or target_buffer, checked by session_config_load_buffers(). */
+        r = session_config_target_buffer(tc, ds, &c->journald_target_buffer, NULL);
+        if (r < 0)
+                return r;
         /* Perfetto: 0 or unset captures every priority, as 7 (debug) does. */
         c->journald_min_prio = j->min_prio == 0 ? 7 : MIN(j->min_prio, 7u);
         if (j->min_prio > 7) {
@@ -91,7 +94,7 @@ int session_config_load_journald(const Tracebus__TraceConfig *tc, SessionConfig 
                 if (seen)
                         r = session_config_warn(c, "%s: a second journal data source: skipped", ds->name);
                 else
-                        r = load_one(ds, c);
+                        r = load_one(tc, ds, c);
                 seen = true;
                 if (r < 0)
                         return r;

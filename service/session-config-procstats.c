@@ -59,13 +59,16 @@ static int load_period(const Tracebus__ProcessStatsConfig *p, SessionConfig *c) 
                                    PROCESS_STATS_MIN_POLL_MS);
 }
 
-static int load_one(const Tracebus__DataSourceConfig *ds, SessionConfig *c) {
+static int load_one(const Tracebus__TraceConfig *tc, const Tracebus__DataSourceConfig *ds, SessionConfig *c) {
         static const Tracebus__ProcessStatsConfig defaults = TRACEBUS__PROCESS_STATS_CONFIG__INIT;
         const Tracebus__ProcessStatsConfig *p = ds->process_stats_config ?: &defaults;
         int r;
 
         c->process_stats = true;
-        c->process_stats_target_buffer = ds->target_buffer;
+        /* Its target_buffer_name or target_buffer, checked by session_config_load_buffers(). */
+        r = session_config_target_buffer(tc, ds, &c->process_stats_target_buffer, NULL);
+        if (r < 0)
+                return r;
         c->process_stats_cache_ttl_ms = p->proc_stats_cache_ttl_ms;
         c->process_stats_smaps = p->scan_smaps_rollup;
         c->process_stats_runtime = p->record_process_runtime;
@@ -89,7 +92,7 @@ int session_config_load_process_stats(const Tracebus__TraceConfig *tc, SessionCo
                 if (c->process_stats)
                         r = session_config_warn(c, PROCESS_STATS_SOURCE ": a second data source of this name: skipped");
                 else
-                        r = load_one(ds, c);
+                        r = load_one(tc, ds, c);
                 if (r < 0)
                         return r;
         }

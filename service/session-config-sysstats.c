@@ -189,10 +189,16 @@ int session_config_load_sys_stats(const Tracebus__TraceConfig *tc, SessionConfig
                         continue;
                 if (strcmp(ds->name, "linux.system_info") == 0)
                         c->sys_stats.system_info = true;
-                else if (strcmp(ds->name, "linux.sysfs_power") == 0)
+                else if (strcmp(ds->name, "linux.sysfs_power") == 0) {
                         c->sys_stats.period_ms[SYS_STATS_POWER] = SYS_STATS_POWER_PERIOD_MS;
-                else if (strcmp(ds->name, "linux.sys_stats") == 0 && ds->sys_stats_config) {
-                        r = load_one_sys_stats(ds->sys_stats_config, c);
+                        /* Checked by session_config_load_buffers(). */
+                        r = session_config_target_buffer(tc, ds, &c->sys_stats.power_buffer, NULL);
+                        if (r < 0)
+                                return r;
+                } else if (strcmp(ds->name, "linux.sys_stats") == 0 && ds->sys_stats_config) {
+                        r = session_config_target_buffer(tc, ds, &c->sys_stats.sys_stats_buffer, NULL);
+                        if (r >= 0)
+                                r = load_one_sys_stats(ds->sys_stats_config, c);
                         if (r < 0)
                                 return r;
                 }

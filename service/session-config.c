@@ -48,6 +48,8 @@ void session_config_done(SessionConfig *c) {
         c->warnings = strv_free(c->warnings);
         c->n_warnings_dropped = 0;
         session_config_ftrace_done(c);
+        c->buffers = mfree(c->buffers);
+        c->n_buffers = 0;
         c->journald_identifiers = strv_free(c->journald_identifiers);
         c->journald_units = strv_free(c->journald_units);
         c->unknown_ftrace_events = strv_free(c->unknown_ftrace_events);
@@ -329,21 +331,6 @@ static int load_duration_and_output(const Tracebus__TraceConfig *tc, SessionConf
         return 0;
 }
 
-/* The buffers: the service keeps one, as large as all of them together. */
-static int load_trace_buffer(const Tracebus__TraceConfig *tc, SessionConfig *c, char **ret_error) {
-        uint64_t total = 0;
-
-        for (size_t i = 0; i < tc->n_buffers; i++)
-                total += tc->buffers[i]->size_kb;
-        if (total > SESSION_MAX_TRACE_BUFFER_KB)
-                return set_error(ret_error, "the buffers add up to %" PRIu64 " KiB, above the limit of %u KiB",
-                                 total, SESSION_MAX_TRACE_BUFFER_KB);
-        c->trace_buffer_kb = total > 0 ? (uint32_t) total : SESSION_DEFAULT_TRACE_BUFFER_KB;
-        c->discard_when_full = tc->n_buffers > 0 && tc->buffers[0]->has_fill_policy &&
-                tc->buffers[0]->fill_policy == TRACEBUS__TRACE_CONFIG__BUFFER_CONFIG__FILL_POLICY__DISCARD;
-        return 0;
-}
-
 static int pack_config(const Tracebus__TraceConfig *tc, SessionConfig *c) {
         size_t len = tracebus__trace_config__get_packed_size(tc);
 
@@ -359,12 +346,15 @@ static int pack_config(const Tracebus__TraceConfig *tc, SessionConfig *c) {
  * remaining FtraceConfig options, the atrace categories. */
 static int load_ftrace(const Tracebus__TraceConfig *tc, const char *root, SessionConfig *c,
                        EventResolution *res, char **ret_error) {
+        bool other_sources;
         int r;
 
         r = load_events(tc, root, c, res, ret_error);
         if (r < 0)
                 return r;
-        if (!c->events && res->n_unknown > 0)
+        /* A config of other data sources only records them, with no kernel buffer. */
+        other_sources = session_config_has_other_sources(tc);
+        if (!c->events && res->n_unknown > 0 && !other_sources)
                 return unknown_events_error(res, ret_error);
         r = session_config_load_ftrace_options(tc, root, c, ret_error);
         if (r < 0)
@@ -372,7 +362,7 @@ static int load_ftrace(const Tracebus__TraceConfig *tc, const char *root, Sessio
         r = session_config_load_ftgraph(tc, root, c, ret_error);
         if (r < 0)
                 return r;
-        if (!c->events)
+        if (!c->events && !other_sources)
                 return set_error(ret_error, "no ftrace events to record: add a linux.ftrace data source with "
                                  "ftrace_events, or pass the Events option");
         r = session_config_note_unknown_events(c, res->unknown, res->n_unknown);
@@ -406,7 +396,7 @@ int session_config_load(const Tracebus__TraceConfig *tc, const char *root, Sessi
         r = load_duration_and_output(tc, &c, ret_error);
         if (r < 0)
                 return r;
-        r = load_trace_buffer(tc, &c, ret_error);
+        r = session_config_load_buffers(tc, &c, ret_error);
         if (r < 0)
                 return r;
         r = session_config_load_process_sources(tc, &c);
@@ -419,8 +409,10 @@ int session_config_load(const Tracebus__TraceConfig *tc, const char *root, Sessi
         r = load_ftrace(tc, root, &c, &res, ret_error);
         if (r < 0)
                 return r;
-        if (c.buffer_size_kb == 0)
+        if (c.events && c.buffer_size_kb == 0)
                 c.buffer_size_kb = SESSION_DEFAULT_BUFFER_SIZE_KB;
+        if (!c.events)
+                c.buffer_size_kb = 0;
         r = session_config_load_sys_stats(tc, &c);
         if (r < 0)
                 return r;

@@ -47,6 +47,12 @@
 #define SESSION_MAX_DATA_SOURCES 256u
 #define SESSION_MAX_CONFIG_EVENT_NAMES (2u * SESSION_MAX_EVENTS)
 
+/* One of TraceConfig.buffers. */
+typedef struct SessionBuffer {
+        uint32_t size_kb;
+        bool discard;                  /* fill_policy DISCARD; else RING_BUFFER */
+} SessionBuffer;
+
 typedef struct SessionConfig {
         char **events;                 /* "group/name", wildcards and bare names resolved */
         uint32_t buffer_size_kb;       /* kernel buffer per CPU */
@@ -82,6 +88,12 @@ typedef struct SessionConfig {
         uint32_t drain_buffer_percent; /* the instance's buffer_percent, the pipes polled; 0: off */
         FtracePrintRule *print_rules;  /* ftrace/print filter, strings owned */
         size_t n_print_rules;
+        /* Helper "buffers" (service/session-config-buffers.c): TraceConfig.buffers as
+         * configured, each with its own size and fill policy; their sizes add up to at
+         * most SESSION_MAX_TRACE_BUFFER_KB. The linux.ftrace data source's buffer. */
+        SessionBuffer *buffers;
+        size_t n_buffers;
+        uint32_t ftrace_buffer;
 
         /* linux.sys_stats, linux.system_info, linux.sysfs_power (helper "sysstats"). */
         SysStatsSelection sys_stats;
@@ -203,6 +215,17 @@ void session_config_ftgraph_done(SessionConfig *c);
  * of @tc that tracebus skips: the table of service/session-config-fields.c. Returns 0 or
  * -ENOMEM. */
 int session_config_check_fields(const Tracebus__TraceConfig *tc, SessionConfig *c);
+/* session-config-buffers.c: the buffers and where each data source writes. Fills
+ * c->buffers, c->n_buffers, c->ftrace_buffer and trace_buffer_kb (their sum); -EINVAL
+ * (message in *ret_error) for a size over the limit or a target buffer that does not exist. */
+int session_config_load_buffers(const Tracebus__TraceConfig *tc, SessionConfig *c, char **ret_error);
+/* Whether @tc has a data source other than linux.ftrace: a config without ftrace events
+ * still records something. */
+bool session_config_has_other_sources(const Tracebus__TraceConfig *tc);
+/* The index in tc->buffers that data source @ds writes to: its target_buffer_name if set,
+ * else its target_buffer. -EINVAL with a message naming @ds when there is no such buffer. */
+int session_config_target_buffer(const Tracebus__TraceConfig *tc, const Tracebus__DataSourceConfig *ds,
+                                 uint32_t *ret, char **ret_error);
 /* Reads the linux.sys_stats, linux.system_info and linux.sysfs_power data sources of @tc
  * into @c->sys_stats (service/session-config-sysstats.c). What this kernel lacks, a period
  * under 10 ms, a counter tracebus does not read: warnings, never errors. */

@@ -186,6 +186,10 @@ static int session_setup_instance(Session *s) {
         char name[64];
         int r;
 
+        /* No ftrace events (a config of polling data sources only): no instance at all,
+         * so no kernel buffer memory and nothing in tracefs. */
+        if (!s->config.events)
+                return 0;
         snprintf(name, sizeof(name), "tracebus-%d-%" PRIu64, (int) getpid(), s->id);
         r = trace_instance_new(name, s->config.buffer_size_kb, &s->instance);
         if (r < 0)
@@ -291,7 +295,7 @@ int session_stop(Session *s, SessionEndReason reason) {
         s->journald = journald_stop(s->journald);
 
         /* Off first, so that the recorder's final drain empties the buffers for good. */
-        r = trace_instance_set_tracing(s->instance, false);
+        r = s->instance ? trace_instance_set_tracing(s->instance, false) : 0;
         if (r < 0)
                 log_warning_errno(r, "Failed to switch tracing off in %s, stopping anyway: %m",
                                   trace_instance_name(s->instance));

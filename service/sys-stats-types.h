@@ -49,6 +49,7 @@ typedef struct SysStatsSelection {
         SysStatsKeys vmstat;
         uint32_t stat_fields;                        /* 1 << SysStatsConfig.StatCounters */
         bool system_info;                            /* linux.system_info: CpuInfo at start */
+        uint32_t sys_stats_buffer, power_buffer;     /* the data sources' target buffers */
 } SysStatsSelection;
 
 /* Perfetto's linux.sysfs_power polls every second. */

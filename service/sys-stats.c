@@ -126,14 +126,14 @@ int sys_stats_read_group(SysStatsGroup group, Tracebus__SysStats *out) {
         }
 }
 
-static int submit_packet(Recorder *rec, uint32_t sequence_id, bool meta, const Tracebus__TracePacket *p) {
+static int submit_packet(Recorder *rec, uint32_t sequence_id, uint32_t buffer, bool meta, const Tracebus__TracePacket *p) {
         size_t len = tracebus__trace_packet__get_packed_size(p);
         _cleanup_free_ uint8_t *buf = malloc(MAX(len, 1u));
 
         if (!buf)
                 return -ENOMEM;
         (void) tracebus__trace_packet__pack(p, buf);
-        return recorder_submit_packet(rec, sequence_id, 0, meta, buf, len);
+        return recorder_submit_packet(rec, sequence_id, buffer, meta, buf, len);
 }
 
 /* Keeps the entries of a key/value list whose key the session asked for. */
@@ -218,7 +218,7 @@ static int submit_sys_stats(const Subscriber *s, const Tracebus__SysStats *sampl
         p.has_timestamp = true;
         p.timestamp = ts;
         p.sys_stats = &view;
-        return submit_packet(s->rec, TRACE_SEQUENCE_SYS_STATS, false, &p);
+        return submit_packet(s->rec, TRACE_SEQUENCE_SYS_STATS, s->sel->sys_stats_buffer, false, &p);
 }
 
 static uint32_t wanted_groups(Feed *f) {
@@ -275,7 +275,7 @@ static void poll_power(Feed *f, uint64_t ts) {
                         p.has_timestamp = true;
                         p.timestamp = ts;
                         p.battery = b[i];
-                        (void) submit_packet(s->rec, TRACE_SEQUENCE_POWER, false, &p);
+                        (void) submit_packet(s->rec, TRACE_SEQUENCE_POWER, s->sel->power_buffer, false, &p);
                 }
         (void) pthread_mutex_unlock(&f->lock);
         power_batteries_free(b, n);
@@ -415,7 +415,7 @@ static void poll_system_info(uint64_t now_ns, void *userdata) {
         p.has_timestamp = true;
         p.timestamp = now_ns;
         p.cpu_info = info;
-        (void) submit_packet(s->rec, TRACE_SEQUENCE_SYSTEM_INFO, true, &p);
+        (void) submit_packet(s->rec, TRACE_SEQUENCE_SYSTEM_INFO, 0, true, &p);
         tracebus__cpu_info__free_unpacked(info, NULL);
 }
 

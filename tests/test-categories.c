@@ -59,6 +59,65 @@ static void test_table(void) {
         g_assert_true(g_strv_contains(tb_category_lookup("memory")->events, "kmem/rss_stat"));
         g_assert_true(g_strv_contains(tb_category_lookup("power")->events, "power/suspend_resume"));
         g_assert_true(g_strv_contains(tb_category_lookup("markers")->events, "ftrace/print"));
+        /* Counters the service's pollers read, as Perfetto's UI records for these. */
+        g_assert_cmpuint(tb_category_lookup("memory")->counters, ==, TB_COUNTERS_MEMINFO | TB_COUNTERS_PROCESS_STATS);
+        g_assert_cmpuint(tb_category_lookup("freq")->counters, ==, TB_COUNTERS_CPUFREQ);
+        g_assert_cmpuint(tb_category_lookup("sched")->counters, ==, 0);
+}
+
+/* Memory and CPU frequency add linux.sys_stats and linux.process_stats, into a buffer of
+ * their own after the events' (or the only one, without events), as the service loads it. */
+static void test_config_counters(void) {
+        const char *const ids[] = { "sched", "memory", "freq", NULL }, *const mem_only[] = { "memory", NULL };
+        const char *const events[] = { "sched/sched_switch", "power/cpu_frequency", NULL };
+        TbRecordSettings with = { .events = events, .mode = TB_BUFFER_RING, .n_cpus = 2,
+                                  .counters = tb_categories_counters(ids) };
+        TbRecordSettings without = { .events = NULL, .mode = TB_BUFFER_RING, .n_cpus = 2,
+                                     .counters = tb_categories_counters(mem_only) };
+        TbRecordSettings *settings[] = { &with, &without };
+
+        g_assert_cmpuint(with.counters, ==, TB_COUNTERS_MEMINFO | TB_COUNTERS_PROCESS_STATS | TB_COUNTERS_CPUFREQ);
+        g_assert_cmpuint(without.counters, ==, TB_COUNTERS_MEMINFO | TB_COUNTERS_PROCESS_STATS);
+        for (guint i = 0; i < G_N_ELEMENTS(settings); i++) {
+                g_autofree char *text = tb_record_settings_to_config(settings[i]), *err = NULL;
+                Tracebus__TraceConfig *tc = NULL;
+                SessionConfig c = { 0 };
+                guint counters_buffer = i == 0 ? 1 : 0, n_sys = 0, n_proc = 0, n_ftrace = 0;
+
+                g_test_message("%s", text);
+                g_assert_cmpint(session_config_parse_text(text, &tc, &err), ==, 0);
+                g_assert_cmpint(session_config_load_buffers(tc, &c, &err), ==, 0);
+                g_assert_cmpuint(c.n_buffers, ==, counters_buffer + 1);
+                g_assert_cmpuint(c.buffers[counters_buffer].size_kb, ==, TB_COUNTERS_BUFFER_KB);
+                g_assert_true(session_config_has_other_sources(tc));
+                for (size_t k = 0; k < tc->n_data_sources; k++) {
+                        const Tracebus__DataSourceConfig *ds = tc->data_sources[k]->config;
+                        guint32 target = 99;
+
+                        g_assert_cmpint(session_config_target_buffer(tc, ds, &target, NULL), ==, 0);
+                        if (g_str_equal(ds->name, "linux.ftrace")) {
+                                n_ftrace++;
+                                g_assert_cmpuint(target, ==, 0);
+                        } else if (g_str_equal(ds->name, "linux.sys_stats")) {
+                                n_sys++;
+                                g_assert_cmpuint(target, ==, counters_buffer);
+                                g_assert_cmpuint(ds->sys_stats_config->meminfo_period_ms, ==, TB_COUNTERS_PERIOD_MS);
+                                g_assert_cmpuint(ds->sys_stats_config->cpufreq_period_ms, ==,
+                                                 i == 0 ? TB_COUNTERS_PERIOD_MS : 0);
+                        } else {
+                                g_assert_cmpstr(ds->name, ==, "linux.process_stats");
+                                n_proc++;
+                                g_assert_cmpuint(target, ==, counters_buffer);
+                                g_assert_cmpuint(ds->process_stats_config->proc_stats_poll_ms, ==, TB_COUNTERS_PERIOD_MS);
+                                g_assert_true(ds->process_stats_config->scan_all_processes_on_start);
+                        }
+                }
+                g_assert_cmpuint(n_ftrace, ==, i == 0 ? 1 : 0);
+                g_assert_cmpuint(n_sys, ==, 1);
+                g_assert_cmpuint(n_proc, ==, 1);
+                session_config_done(&c);
+                tracebus__trace_config__free_unpacked(tc, NULL);
+        }
 }
 
 static void test_available_events(void) {
@@ -218,6 +277,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/gtk/config/long", test_config_long);
         g_test_add_func("/gtk/config/limits", test_config_limits);
         g_test_add_func("/gtk/config/parses", test_config_parses);
+        g_test_add_func("/gtk/config/counters", test_config_counters);
         g_test_add_func("/gtk/messages/errors", test_messages);
         g_test_add_func("/gtk/messages/format", test_format);
         return g_test_run();

@@ -166,6 +166,26 @@ static void assert_trace_has_events(const char *path) {
         g_assert_cmpuint(s.n_sched_switch + s.n_compact_switch, >, 0);
 }
 
+static void count_meminfo(const Tracebus__TracePacket *p, const TraceRawPacket *raw, guint index, gpointer userdata) {
+        guint *n = userdata;
+
+        *n += p->sys_stats && p->sys_stats->n_meminfo > 0;
+}
+
+/* The Memory category's counters: SysStats with meminfo, read by linux.sys_stats. */
+static void assert_trace_has_meminfo(const char *path) {
+        g_autofree char *data = NULL;
+        g_autoptr(GError) error = NULL;
+        gsize len = 0;
+        guint n = 0;
+
+        g_assert_true(g_file_get_contents(path, &data, &len, &error));
+        g_assert_true(tb_trace_foreach_packet((const guint8 *) data, len, count_meminfo, &n, NULL, &error));
+        g_assert_no_error(error);
+        note("%s: %u SysStats packets with meminfo\n", path, n);
+        g_assert_cmpuint(n, >, 0);
+}
+
 static void keep_artifact(const char *from, const char *name) {
         g_autofree char *to = g_build_filename(tb_bus()->build_dir, "tests", name, NULL);
         g_autofree char *data = NULL;
@@ -254,6 +274,7 @@ static void test_all_categories(void) {
                                          "Block I/O, Memory, Power and suspend, Userspace markers, 1 custom event"));
         keep_artifact(shot, "gtk-custom-events.png");
         assert_trace_has_events(saved);
+        assert_trace_has_meminfo(saved);
 }
 
 /* "Keep recording after closing this window": the app closes with the

@@ -42,7 +42,8 @@ static void test_absent(void) {
 static void test_fields(void) {
         SessionConfig c;
 
-        load("data_sources { config { name: \"linux.process_stats\" target_buffer: 1 process_stats_config {\n"
+        load("buffers { size_kb: 1024 } buffers { size_kb: 1024 }\n"
+             "data_sources { config { name: \"linux.process_stats\" target_buffer: 1 process_stats_config {\n"
              "  scan_all_processes_on_start: true record_thread_names: true proc_stats_poll_ms: 250\n"
              "  proc_stats_cache_ttl_ms: 1000 scan_smaps_rollup: true record_process_age: true\n"
              "  record_process_runtime: true skip_main_thread_message: true\n"

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Bus suite, the recorder (tests/recorder.h says what every piece checks), part 05:
- * long trace with max_file_size_bytes, ring buffer wrapped 100 times, DISCARD.
+ * long trace with max_file_size_bytes, ring buffer wrapped 100 times, DISCARD, two
+ * buffers as configured, a config without linux.ftrace.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -202,6 +203,35 @@ static void test_ring_buffer_wrap(void) {
         verdict();
 }
 
+/* Marker "TAG-early", a fork storm, marker "TAG-late", then Stop: the stats; the trace
+ * loaded and checked; whether each marker is in it. */
+static GHashTable *storm_between_markers(Rec *r, Trace *t, const char *tag, bool *ret_early, bool *ret_late) {
+        g_autofree char *early = g_strdup_printf("%s-early", tag), *late = g_strdup_printf("%s-late", tag);
+        GHashTable *st;
+        GPid storm;
+        int mfd;
+
+        mfd = marker_open(r);
+        marker_write(mfd, early);
+        storm = storm_start(100000, false);
+        storm_wait(storm);
+        marker_write(mfd, late);
+        close(mfd);
+        g_usleep(200 * 1000);
+        st = rec_stop(r);
+        trace_load(r->out, false, t);
+        check_trace(t, &(CheckOpts) { .closed = true });
+        check_tracks(t, NULL);
+        *ret_early = *ret_late = false;
+        for (guint i = 0; i < t->evs->len; i++) {
+                const Ev *e = EV(t, i);
+                g_autofree char *b = e->kind == EV_PRINT ? ev_str(e, 2) : NULL;
+                *ret_early = *ret_early || (b && g_str_has_prefix(b, early));
+                *ret_late = *ret_late || (b && g_str_has_prefix(b, late));
+        }
+        return st;
+}
+
 /* DISCARD: the service stops accepting when full and counts what it refused. */
 static void test_discard(void) {
         const char *const events[] = { "sched/sched_switch", "sched/sched_waking", "ftrace/print", NULL };
@@ -211,31 +241,12 @@ static void test_discard(void) {
         g_auto(Trace) t = { 0 };
         g_auto(Rec) r = { 0 };
         g_autofree char *tag = g_strdup_printf("tb-discard-%d", (int) getpid());
-        g_autofree char *early = g_strdup_printf("%s-early", tag), *late = g_strdup_printf("%s-late", tag);
         const Tracebus__TraceStats *ts;
-        bool early_seen = false, late_seen = false;
-        GPid storm;
-        int mfd;
+        bool early_seen, late_seen;
 
         rec_start(&r, "tbuser", "discard.pftrace", cfg);
-        mfd = marker_open(&r);
-        marker_write(mfd, early);
-        storm = storm_start(100000, false);
-        storm_wait(storm);
-        marker_write(mfd, late);
-        close(mfd);
-        g_usleep(200 * 1000);
-        st = rec_stop(&r);
-        trace_load(r.out, false, &t);
-        check_trace(&t, &(CheckOpts) { .closed = true });
-        check_tracks(&t, NULL);
+        st = storm_between_markers(&r, &t, tag, &early_seen, &late_seen);
         check_stop_stats(st, &t, true);
-        for (guint i = 0; i < t.evs->len; i++) {
-                const Ev *e = EV(&t, i);
-                g_autofree char *b = e->kind == EV_PRINT ? ev_str(e, 2) : NULL;
-                early_seen = early_seen || (b && g_str_has_prefix(b, early));
-                late_seen = late_seen || (b && g_str_has_prefix(b, late));
-        }
         expect(early_seen, "DISCARD lost the first marker: it must keep the oldest data");
         expect(!late_seen, "DISCARD kept the marker written after the buffer was full");
         expect(stat_u64(st, "EventsOverwritten") > 0, "Stop's EventsOverwritten (refused by DISCARD) is 0");
@@ -246,9 +257,180 @@ static void test_discard(void) {
         verdict();
 }
 
+/* Two buffers: the ftrace data source writes to the one target_buffer_name names (a
+ * small DISCARD buffer), which fills and refuses; the other (a RING buffer holding the
+ * service's own instants) loses nothing. TraceStats says so per buffer, in config order. */
+static void test_two_buffers(void) {
+        const char *const events[] = { "sched/sched_switch", "sched/sched_waking", "ftrace/print", NULL };
+        g_autofree char *ft = NULL, *cfg = NULL;
+        g_autoptr(GHashTable) st = NULL;
+        g_auto(Trace) t = { 0 };
+        g_auto(Rec) r = { 0 };
+        g_autofree char *tag = g_strdup_printf("tb-two-%d", (int) getpid());
+        const Tracebus__TraceStats *ts;
+        bool early_seen, late_seen;
+
+        ft = ftrace_config("buffers { size_kb: 1024 fill_policy: RING_BUFFER }\n"
+                            "buffers { size_kb: 128 fill_policy: DISCARD name: \"sched\" }\n", events,
+                            "  buffer_size_kb: 8192\n");
+        /* The data source's name for its buffer, after its ftrace_config. */
+        g_assert_true(g_str_has_suffix(ft, "} } }\n"));
+        ft[strlen(ft) - 4] = 0;
+        cfg = g_strconcat(ft, " target_buffer: 0 target_buffer_name: \"sched\" } }\n", NULL);
+        rec_start(&r, "tbuser", "two-buffers.pftrace", cfg);
+        st = storm_between_markers(&r, &t, tag, &early_seen, &late_seen);
+        expect(early_seen && !late_seen, "the ftrace data did not go to its 128 KiB DISCARD buffer (early marker %s, "
+               "late marker %s)", early_seen ? "kept" : "lost", late_seen ? "kept" : "refused");
+        ts = last_trace_stats(&t);
+        expect(ts && ts->n_buffer_stats == 2 && ts->total_buffers == 2, "TraceStats has %zu buffer_stats, not 2",
+               ts ? ts->n_buffer_stats : 0);
+        if (ts && ts->n_buffer_stats == 2) {
+                const Tracebus__TraceStats__BufferStats *b0 = ts->buffer_stats[0], *b1 = ts->buffer_stats[1];
+
+                note("buffer 0: size %" G_GUINT64_FORMAT ", written %" G_GUINT64_FORMAT ", read %" G_GUINT64_FORMAT
+                     "; buffer 1: size %" G_GUINT64_FORMAT ", written %" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT
+                     " chunks discarded\n", b0->buffer_size, b0->bytes_written, b0->bytes_read, b1->buffer_size,
+                     b1->bytes_written, b1->chunks_discarded);
+                expect(b0->buffer_size == 1024 * 1024 && b1->buffer_size == 128 * 1024,
+                       "buffer sizes %" G_GUINT64_FORMAT " and %" G_GUINT64_FORMAT ", not as configured",
+                       b0->buffer_size, b1->buffer_size);
+                expect(b1->chunks_discarded > 0 && b1->bytes_written <= 128 * 1024,
+                       "the DISCARD buffer took %" G_GUINT64_FORMAT " bytes and refused %" G_GUINT64_FORMAT " chunks",
+                       b1->bytes_written, b1->chunks_discarded);
+                expect(b0->chunks_discarded == 0 && b0->chunks_overwritten == 0 && b0->bytes_read == b0->bytes_written,
+                       "buffer 0, which the storm does not write to, lost data");
+                expect(b1->bytes_read == b1->bytes_written, "buffer 1 read %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
+                       " bytes", b1->bytes_read, b1->bytes_written);
+        }
+        expect(stat_u64(st, "EventsOverwritten") > 0, "Stop's EventsOverwritten (refused by DISCARD) is 0");
+        verdict();
+}
+
+/* A data source's target buffer that does not exist: InvalidConfig naming it. */
+static void test_bad_target_buffer(void) {
+        const char *cfg = "buffers { size_kb: 1024 }\n"
+                          "data_sources { config { name: \"linux.ftrace\" target_buffer: 3 "
+                          "ftrace_config { ftrace_events: \"sched/sched_switch\" } } }\n";
+        ClientSpec spec = { .user = "tbuser", .op = OP_START, .config = cfg, .output_fd = -1 };
+        g_autofree char *full = NULL, *err = client_run_full(&spec, NULL, &full);
+
+        g_assert_cmpstr(err, ==, ERR_INVALID_CONFIG);
+        expect(strstr(full, "linux.ftrace") && strstr(full, "target_buffer 3"),
+               "the refusal does not name the data source and its buffer: %s", full);
+        verdict();
+}
+
+/* A config without linux.ftrace records what it asks for, with no tracefs instance: a
+ * whole trace (clocks, system info, the config, the service's events, TraceStats) and
+ * no ftrace packets. */
+static void test_no_ftrace(void) {
+        const char *cfg = "buffers { size_kb: 1024 }\n"
+                          "data_sources { config { name: \"linux.sys_stats\" "
+                          "sys_stats_config { meminfo_period_ms: 100 } } }\n";
+        g_autoptr(GHashTable) st = NULL;
+        g_auto(Trace) t = { 0 };
+        g_auto(Rec) r = { 0 };
+        guint n_clock = 0, n_info = 0, n_config = 0, n_started = 0, n_disabled = 0, n_ftrace = 0, n_meminfo = 0;
+        const Tracebus__TraceStats *ts;
+
+        rec_start(&r, "tbuser", "no-ftrace.pftrace", cfg);
+        expect(!g_file_test(r.instance, G_FILE_TEST_EXISTS), "a session without ftrace events made instance %s",
+               r.instance);
+        tb_sleep_scaled(300);
+        st = rec_stop(&r);
+        trace_load(r.out, false, &t);
+        for (guint i = 0; i < t.pkts->len; i++) {
+                const Tracebus__TracePacket *p = PKT(&t, i)->p;
+                n_clock += p->clock_snapshot != NULL;
+                n_info += p->system_info != NULL;
+                n_config += p->trace_config != NULL;
+                n_started += p->service_event && p->service_event->tracing_started;
+                n_disabled += p->service_event && p->service_event->tracing_disabled;
+                n_ftrace += p->ftrace_events != NULL || p->ftrace_stats != NULL || p->has_compressed_packets;
+                n_meminfo += p->sys_stats && p->sys_stats->n_meminfo > 0;
+        }
+        /* 300 ms at 100 ms: the counters it asked for, read by linux.sys_stats. */
+        expect(n_meminfo >= 2, "%u SysStats packets with meminfo in a sys_stats-only trace", n_meminfo);
+        expect(n_clock >= 2 && n_info == 1 && n_config == 1 && n_started == 1 && n_disabled == 1,
+               "the trace is not whole: %u clock snapshots, %u system_info, %u trace_config, %u started, %u disabled",
+               n_clock, n_info, n_config, n_started, n_disabled);
+        expect(n_ftrace == 0, "%u ftrace packets in a trace without linux.ftrace", n_ftrace);
+        ts = last_trace_stats(&t);
+        expect(ts && ts->n_buffer_stats == 1 && ts->buffer_stats[0]->buffer_size == 1024 * 1024,
+               "no TraceStats for the one 1 MiB buffer");
+        /* The first SysStats opens its sequence (metadata); the others are the buffer's. */
+        expect(ts && ts->n_buffer_stats == 1 && ts->buffer_stats[0]->chunks_written >= n_meminfo - 1,
+               "buffer 0 took %" G_GUINT64_FORMAT " chunks for %u SysStats packets",
+               ts && ts->n_buffer_stats ? ts->buffer_stats[0]->chunks_written : 0, n_meminfo);
+        expect(stat_u64(st, "Events") == 0, "Stop counts %" G_GUINT64_FORMAT " events", stat_u64(st, "Events"));
+        verdict();
+}
+
+/* A small process-stats buffer beside a large ftrace stream that wraps its own small
+ * ring many times: every ProcessStats poll is still in the trace, and TraceStats says the
+ * ring overwrote and the process-stats buffer did not. */
+static void test_process_stats_kept(void) {
+        const char *const events[] = { "sched/sched_switch", "sched/sched_waking", NULL };
+        g_autofree char *ft = ftrace_config("buffers { size_kb: 256 fill_policy: RING_BUFFER }\n"
+                                            "buffers { size_kb: 2048 fill_policy: RING_BUFFER name: \"ps\" }\n",
+                                            events, "  buffer_size_kb: 8192\n");
+        g_autofree char *cfg = g_strconcat(ft, "data_sources { config { name: \"linux.process_stats\" "
+                                           "target_buffer_name: \"ps\" process_stats_config { "
+                                           "proc_stats_poll_ms: 100 } } }\n", NULL);
+        g_autoptr(GHashTable) st = NULL;
+        g_auto(Trace) t = { 0 };
+        g_auto(Rec) r = { 0 };
+        const Tracebus__TraceStats *ts;
+        guint64 first = 0, last = 0;
+        guint n_polls = 0;
+        GPid storm;
+
+        rec_start(&r, "tbuser", "ps-kept.pftrace", cfg);
+        storm = storm_start(100000, false);
+        storm_wait(storm);
+        g_usleep(300 * 1000);
+        st = rec_stop(&r);
+        trace_load(r.out, false, &t);
+        for (guint i = 0; i < t.pkts->len; i++) {
+                const Tracebus__TracePacket *p = PKT(&t, i)->p;
+                if (!p->process_stats)
+                        continue;
+                n_polls++;
+                first = first ? MIN(first, p->timestamp) : p->timestamp;
+                last = MAX(last, p->timestamp);
+        }
+        ts = last_trace_stats(&t);
+        expect(ts && ts->n_buffer_stats == 2, "TraceStats has no 2 buffer_stats");
+        if (ts && ts->n_buffer_stats == 2) {
+                const Tracebus__TraceStats__BufferStats *b0 = ts->buffer_stats[0], *b1 = ts->buffer_stats[1];
+
+                note("%u ProcessStats over %.2f s; ring: %" G_GUINT64_FORMAT " bytes overwritten; process stats: %"
+                     G_GUINT64_FORMAT " chunks written, %" G_GUINT64_FORMAT " overwritten\n", n_polls,
+                     (double) (last - first) / 1e9, b0->bytes_overwritten, b1->chunks_written, b1->chunks_overwritten);
+                expect(b0->bytes_overwritten > b0->buffer_size, "the 256 KiB ring did not wrap (%" G_GUINT64_FORMAT
+                       " bytes overwritten): the case needs a stream that does", b0->bytes_overwritten);
+                expect(b1->chunks_overwritten == 0 && b1->chunks_discarded == 0,
+                       "the process-stats buffer lost %" G_GUINT64_FORMAT " chunks beside the ftrace stream",
+                       b1->chunks_overwritten + b1->chunks_discarded);
+                /* The first poll opens its sequence (metadata): every other one is the buffer's. */
+                expect(b1->chunks_written + 1 >= n_polls && n_polls > 0,
+                       "%u ProcessStats in the trace, %" G_GUINT64_FORMAT " chunks in their buffer", n_polls,
+                       b1->chunks_written);
+        }
+        /* About one poll per 100 ms from the first to the last: none evicted in between. */
+        expect(n_polls >= 3 && (double) n_polls >= 0.8 * ((double) (last - first) / 1e8 + 1),
+               "%u ProcessStats packets over %.2f s of polling every 100 ms: polls were evicted", n_polls,
+               (double) (last - first) / 1e9);
+        verdict();
+}
+
 RECORDER_WRAP(test_long_trace_size_limit)
 RECORDER_WRAP(test_ring_buffer_wrap)
 RECORDER_WRAP(test_discard)
+RECORDER_WRAP(test_two_buffers)
+RECORDER_WRAP(test_bad_target_buffer)
+RECORDER_WRAP(test_no_ftrace)
+RECORDER_WRAP(test_process_stats_kept)
 
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
@@ -256,5 +438,9 @@ int main(int argc, char **argv) {
         RECORDER_CASE("05-long-trace-size-limit", test_long_trace_size_limit);
         RECORDER_CASE("05-ring-buffer-wrap", test_ring_buffer_wrap);
         RECORDER_CASE("05-discard", test_discard);
+        RECORDER_CASE("05-two-buffers", test_two_buffers);
+        RECORDER_CASE("05-bad-target-buffer", test_bad_target_buffer);
+        RECORDER_CASE("05-no-ftrace", test_no_ftrace);
+        RECORDER_CASE("05-process-stats-kept", test_process_stats_kept);
         return tb_test_run(TB_START_SERVICE);
 }

@@ -307,9 +307,9 @@ static void test_stream_periods(Fixture *f, gconstpointer data) {
                 g_assert_cmpint(trace_writer_flush(&f->w), ==, 0);
                 g_assert_cmpuint(trace_writer_pending(&f->w), ==, 0);
                 if (period == 1)
-                        allocated = f->w.stream_allocated;
+                        allocated = f->w.buffers[0].stream_allocated;
                 if (period > 1)
-                        g_assert_cmpuint(f->w.stream_allocated, ==, allocated);
+                        g_assert_cmpuint(f->w.buffers[0].stream_allocated, ==, allocated);
         }
         g_assert_cmpuint(allocated, >, 0);
 

@@ -39,11 +39,12 @@ static const TbCategory categories[] = {
         { "sched", N_("Scheduling"), N_("Which task ran on which CPU, wakeups, forks and exits"),
           sched_events, TRUE },
         { "freq", N_("CPU frequency and idle"), N_("Clock speed changes and idle states of each CPU"),
-          freq_events, TRUE },
+          freq_events, TRUE, TB_COUNTERS_CPUFREQ },
         { "irq", N_("Interrupts"), N_("Hardware and software interrupt handlers"), irq_events, FALSE },
         { "disk", N_("Block I/O"), N_("Disk requests: queued, issued, completed"),
           disk_events, FALSE },
-        { "memory", N_("Memory"), N_("Memory use of processes, reclaim and compaction"), memory_events, FALSE },
+        { "memory", N_("Memory"), N_("Memory use of the system and of processes, reclaim and compaction"),
+          memory_events, FALSE, TB_COUNTERS_MEMINFO | TB_COUNTERS_PROCESS_STATS },
         { "power", N_("Power and suspend"), N_("Suspend and resume, wakeup sources"), power_events, FALSE },
         { "markers", N_("Userspace markers"), N_("Text that programs write into trace_marker"),
           marker_events, FALSE },
@@ -130,6 +131,48 @@ char **tb_categories_resolve(const char *const *ids, const char *const *custom,
         return set_steal_sorted(set);
 }
 
+static void append_quoted(GString *s, const char *v);
+
+guint tb_categories_counters(const char *const *ids) {
+        guint counters = 0;
+
+        for (const char *const *id = ids; id && *id; id++) {
+                const TbCategory *c = tb_category_lookup(*id);
+                if (c)
+                        counters |= c->counters;
+        }
+        return counters;
+}
+
+/* The pollers' data sources, into buffer @target. */
+static void append_counters(GString *s, guint counters, guint target) {
+        if (counters & (TB_COUNTERS_MEMINFO | TB_COUNTERS_CPUFREQ)) {
+                g_string_append_printf(s, "data_sources {\n  config {\n    name: \"linux.sys_stats\"\n"
+                                          "    target_buffer: %u\n    sys_stats_config {\n", target);
+                if (counters & TB_COUNTERS_MEMINFO)
+                        g_string_append_printf(s, "      meminfo_period_ms: %u\n", TB_COUNTERS_PERIOD_MS);
+                if (counters & TB_COUNTERS_CPUFREQ)
+                        g_string_append_printf(s, "      cpufreq_period_ms: %u\n", TB_COUNTERS_PERIOD_MS);
+                g_string_append(s, "    }\n  }\n}\n");
+        }
+        if (counters & TB_COUNTERS_PROCESS_STATS)
+                g_string_append_printf(s, "data_sources {\n  config {\n    name: \"linux.process_stats\"\n"
+                                          "    target_buffer: %u\n    process_stats_config {\n"
+                                          "      scan_all_processes_on_start: true\n      proc_stats_poll_ms: %u\n"
+                                          "    }\n  }\n}\n", target, TB_COUNTERS_PERIOD_MS);
+}
+
+static void append_ftrace(GString *s, const char *const *events, guint kb) {
+        g_string_append(s, "data_sources {\n  config {\n    name: \"linux.ftrace\"\n    ftrace_config {\n");
+        for (const char *const *e = events; e && *e; e++) {
+                g_string_append(s, "      ftrace_events: ");
+                append_quoted(s, *e);
+                g_string_append_c(s, '\n');
+        }
+        g_string_append_printf(s, "      buffer_size_kb: %u\n", kb);
+        g_string_append(s, "    }\n  }\n}\n");
+}
+
 /* Event names are plain identifiers, but the config is text: quote properly. */
 static void append_quoted(GString *s, const char *v) {
         g_autofree char *esc = g_strescape(v, NULL);
@@ -140,12 +183,13 @@ char *tb_record_settings_to_config(const TbRecordSettings *st) {
         GString *s = g_string_new(NULL);
         guint kb = st->buffer_size_kb ? MIN(st->buffer_size_kb, TB_MAX_BUFFER_SIZE_KB) : TB_DEFAULT_BUFFER_SIZE_KB;
         guint64 service_kb = (guint64) kb * MAX(st->n_cpus, 1u);
+        gboolean has_events = st->events && st->events[0];
 
         /* The service's own buffer holds what the kernel buffers hold, up to its limit;
          * a long trace empties it into the file every few seconds, so less will do. */
         if (st->mode == TB_BUFFER_LONG)
                 service_kb = MIN(service_kb, 64u * 1024u);
-        service_kb = MIN(service_kb, (guint64) TB_MAX_TRACE_BUFFER_KB);
+        service_kb = MIN(service_kb, (guint64) TB_MAX_TRACE_BUFFER_KB - (st->counters ? TB_COUNTERS_BUFFER_KB : 0));
 
         if (st->duration_ms)
                 g_string_append_printf(s, "duration_ms: %u\n", MIN(st->duration_ms, TB_MAX_DURATION_MS));
@@ -156,15 +200,15 @@ char *tb_record_settings_to_config(const TbRecordSettings *st) {
                         g_string_append_printf(s, "max_file_size_bytes: %" G_GUINT64_FORMAT "\n",
                                                st->max_file_size_bytes);
         }
-        g_string_append_printf(s, "buffers {\n  size_kb: %" G_GUINT64_FORMAT "\n  fill_policy: RING_BUFFER\n}\n",
-                               service_kb);
-        g_string_append(s, "data_sources {\n  config {\n    name: \"linux.ftrace\"\n    ftrace_config {\n");
-        for (const char *const *e = st->events; e && *e; e++) {
-                g_string_append(s, "      ftrace_events: ");
-                append_quoted(s, *e);
-                g_string_append_c(s, '\n');
-        }
-        g_string_append_printf(s, "      buffer_size_kb: %u\n", kb);
-        g_string_append(s, "    }\n  }\n}\n");
+        /* Buffer 0 for the events (when there are any), then one for the counters. */
+        if (has_events)
+                g_string_append_printf(s, "buffers {\n  size_kb: %" G_GUINT64_FORMAT "\n  fill_policy: RING_BUFFER\n}\n",
+                                       service_kb);
+        if (st->counters)
+                g_string_append_printf(s, "buffers {\n  size_kb: %u\n  fill_policy: RING_BUFFER\n}\n",
+                                       TB_COUNTERS_BUFFER_KB);
+        if (has_events)
+                append_ftrace(s, st->events, kb);
+        append_counters(s, st->counters, has_events ? 1 : 0);
         return g_string_free(s, FALSE);
 }

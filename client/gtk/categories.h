@@ -9,12 +9,21 @@
 
 #include <glib.h>
 
+/* Counters a category records beside its events, read by the service's pollers (what
+ * Perfetto's UI records for the same categories). */
+typedef enum {
+        TB_COUNTERS_MEMINFO = 1 << 0,       /* linux.sys_stats: /proc/meminfo */
+        TB_COUNTERS_PROCESS_STATS = 1 << 1, /* linux.process_stats: each process's memory */
+        TB_COUNTERS_CPUFREQ = 1 << 2,       /* linux.sys_stats: each CPU's frequency, from sysfs */
+} TbCounters;
+
 typedef struct {
         const char *id;          /* stable, for settings and the test mode */
         const char *name;        /* N_(), shown as the toggle's title */
         const char *description; /* N_(), the toggle's subtitle */
         const char *const *events; /* "group/name", or "group/ *" for a whole group */
         gboolean default_on;
+        guint counters;          /* TbCounters */
 } TbCategory;
 
 /* The table, in the order the window shows it. */
@@ -37,6 +46,9 @@ char **tb_category_available_events(const TbCategory *c, const char *const *avai
 char **tb_categories_resolve(const char *const *ids, const char *const *custom,
                              const char *const *available, char ***ret_missing);
 
+/* The counters (TbCounters) of the categories named in ids. */
+guint tb_categories_counters(const char *const *ids);
+
 /* ---- recording settings -> TraceConfig text ---- */
 
 typedef enum {
@@ -52,6 +64,10 @@ typedef enum {
 #define TB_DEFAULT_LONG_TRACE_MAX_BYTES (10ull * 1024 * 1024 * 1024) /* 10 GB */
 #define TB_LONG_TRACE_WRITE_PERIOD_MS 5000u
 #define TB_MAX_TRACE_BUFFER_KB (256u * 1024u)                     /* tracebusd's service buffer limit */
+/* Counters: read every second (Perfetto UI's default), into a buffer of their own so that a
+ * ring of busy scheduling events never overwrites them. */
+#define TB_COUNTERS_PERIOD_MS 1000u
+#define TB_COUNTERS_BUFFER_KB 4096u
 
 typedef struct {
         const char *const *events;     /* tracefs group/name */
@@ -60,6 +76,7 @@ typedef struct {
         guint duration_ms;             /* 0: until stopped */
         guint64 max_file_size_bytes;   /* long traces only; 0: no limit */
         guint n_cpus;                  /* sizes the service's buffer; 0: 1 */
+        guint counters;                /* TbCounters */
 } TbRecordSettings;
 
 /* A TraceConfig in protobuf text format for Manager.Start. */

@@ -177,7 +177,8 @@ static void on_record_clicked(GtkButton *b, gpointer user_data) {
                 custom = (char **) g_hash_table_get_keys_as_array(win->custom_events, NULL);
         events = tb_categories_resolve((const char *const *) ids->pdata, (const char *const *) custom,
                                        tracebus_app_get_available_events(win->app), &missing);
-        if (!events[0]) {
+        s.counters = tb_categories_counters((const char *const *) ids->pdata);
+        if (!events[0] && !s.counters) {
                 banner_show(win, _("Nothing to record."),
                             _("Switch on at least one category, or choose custom events this kernel offers."));
                 return;
@@ -298,7 +299,8 @@ static void on_app_ready(TracebusApp *app, gpointer user_data) {
                 g_auto(GStrv) have = tb_category_available_events(&cats[i], available);
                 g_autofree char *list = g_strjoinv(", ", have);
 
-                if (!have[0]) {
+                /* A category with counters records them without any of its events. */
+                if (!have[0] && !cats[i].counters) {
                         gtk_switch_set_active(GTK_SWITCH(win->category_switches[i]), FALSE);
                         gtk_widget_set_sensitive(win->category_rows[i], FALSE);
                         gtk_label_set_text(GTK_LABEL(win->category_subtitles[i]), _("Not offered by this kernel"));

@@ -16,11 +16,12 @@
  *
  * Packets go into one of two regions. Metadata (clocks, system info, the config, process
  * and track descriptions, the first packet of each sequence) is never dropped. Data
- * (ftrace bundles, track events) goes into a FIFO that is either written out as it goes
- * (TRACE_WRITER_STREAM, write_into_file) or kept in memory until the end, with the
- * oldest packets overwritten when it is full (TRACE_WRITER_RING) or new ones refused
- * (TRACE_WRITER_DISCARD). So a ring buffer that wrapped many times still opens with
- * every name and clock.
+ * (ftrace bundles, track events, polled counters) goes into one of the writer's data
+ * buffers, TraceConfig.buffers as configured: each a FIFO of its own size that is either
+ * written out as it goes (TRACE_WRITER_STREAM, write_into_file) or kept in memory until
+ * the end, with its oldest packets overwritten when it is full (TRACE_WRITER_RING) or new
+ * ones refused (TRACE_WRITER_DISCARD). So a ring buffer that wrapped many times still
+ * opens with every name and clock, and a busy buffer never evicts a quiet one's packets.
  */
 
 /* Sequence ids: 1 for the service's own packets, as Perfetto's service does, 2 for the
@@ -47,6 +48,45 @@ typedef enum TraceWriterMode {
 
 typedef struct TracePacketChunk TracePacketChunk;
 
+/* Perfetto's kMaxBuffersPerConsumer. */
+#define TRACE_WRITER_MAX_BUFFERS 128u
+
+/* What one data buffer did: TraceStats.BufferStats. */
+typedef struct TraceWriterBufferStats {
+        uint64_t bytes_written;       /* accepted into the buffer */
+        uint64_t packets_written;
+        uint64_t bytes_read;          /* taken out of it into the output */
+        uint64_t packets_read;
+        uint64_t packets_overwritten; /* RING: oldest dropped for newer */
+        uint64_t bytes_overwritten;
+        uint64_t packets_discarded;   /* DISCARD: refused when full */
+        uint64_t bytes_discarded;
+        uint64_t write_wrap_count;    /* RING: times the buffer filled and began overwriting */
+} TraceWriterBufferStats;
+
+/* One data buffer. In a STREAM writer the capacity is what it holds between writes: the
+ * caller writes once trace_writer_buffer_full() says so, and nothing is dropped. */
+typedef struct TraceWriterBuffer {
+        TraceWriterMode mode;
+        size_t capacity;
+        /* Framed data packets not written yet, oldest first: RING and DISCARD keep a
+         * chunk per packet, to drop the oldest or refuse the newest; STREAM drops nothing
+         * and appends to one buffer, whose memory stays for the next period. */
+        TracePacketChunk *head, *tail;
+        uint8_t *stream;
+        size_t stream_allocated;
+        size_t data_len;              /* bytes in the chunks, or in stream */
+        bool wrapping;                /* RING: full since the last write */
+        TraceWriterBufferStats stats;
+} TraceWriterBuffer;
+
+/* A buffer as TraceConfig.BufferConfig asks for it. */
+typedef struct TraceWriterBufferConfig {
+        size_t capacity;
+        bool discard;                 /* fill_policy DISCARD; else RING_BUFFER */
+} TraceWriterBufferConfig;
+
+/* The writer's totals over all its buffers. */
 typedef struct TraceWriterStats {
         uint64_t bytes_written;       /* into the output */
         uint64_t packets_overwritten; /* RING: oldest data dropped for newer */
@@ -79,19 +119,17 @@ typedef struct TraceWriter {
         TraceWriterOutput output;
         uint64_t timeout_usec;        /* PIPE, SOCKET: UINT64_MAX waits forever */
         TraceBudget *budget;          /* not owned; NULL: none */
-        TraceWriterMode mode;
-        size_t capacity;              /* data bytes held in memory at most (RING, DISCARD) */
+        TraceWriterMode mode;         /* STREAM, or the first buffer's policy */
         uint64_t max_bytes;           /* the file's size limit, 0: none */
 
         uint8_t *meta;                /* framed metadata packets not written yet */
         size_t meta_len, meta_allocated;
-        /* Framed data packets not written yet, oldest first: RING and DISCARD keep a
-         * chunk per packet, to drop the oldest or refuse the newest; STREAM drops nothing
-         * and appends to one buffer, whose memory stays for the next period. */
-        TracePacketChunk *head, *tail;
-        uint8_t *stream;
-        size_t stream_allocated;
-        size_t data_len;              /* bytes in the chunks, or in stream */
+        /* The data buffers: @single until trace_writer_set_buffers() allocates them. */
+        TraceWriterBuffer *buffers;
+        size_t n_buffers;
+        TraceWriterBuffer single;
+        uint32_t ftrace_buffer;       /* where ftrace bundles go */
+        size_t data_len;              /* bytes in all data buffers */
         uint8_t *deflated;            /* a packet being compressed */
         size_t deflated_allocated;
 
@@ -100,8 +138,16 @@ typedef struct TraceWriter {
         TraceWriterStats stats;
 } TraceWriter;
 
+/* A writer with one data buffer of @capacity bytes. */
 void trace_writer_init(TraceWriter *w, int fd, TraceWriterMode mode, size_t capacity, uint64_t max_bytes);
 void trace_writer_done(TraceWriter *w);
+/* Before anything is appended: @n (1..TRACE_WRITER_MAX_BUFFERS) data buffers instead of
+ * the one of trace_writer_init(), each with its own size and fill policy (ignored by a
+ * STREAM writer); ftrace bundles go into buffer @ftrace_buffer. */
+int trace_writer_set_buffers(TraceWriter *w, const TraceWriterBufferConfig *buffers, size_t n,
+                             uint32_t ftrace_buffer);
+/* STREAM: a buffer holds its capacity or more, time to write. */
+bool trace_writer_buffer_full(const TraceWriter *w);
 /* A PIPE or SOCKET output (see TraceWriterOutput) with its write deadline. */
 void trace_writer_set_output(TraceWriter *w, TraceWriterOutput output, uint64_t timeout_usec);
 /* Every byte written from now on is taken from @budget (shared, not owned). */
@@ -111,6 +157,9 @@ void trace_writer_set_budget(TraceWriter *w, TraceBudget *budget);
  * of that sequence, which then always goes into the metadata), packs and keeps it. */
 int trace_writer_append_meta(TraceWriter *w, Tracebus__TracePacket *packet, uint32_t sequence_id);
 int trace_writer_append_data(TraceWriter *w, Tracebus__TracePacket *packet, uint32_t sequence_id);
+/* The same, into data buffer @buffer (an index below n_buffers, else -EINVAL). */
+int trace_writer_append_data_to(TraceWriter *w, uint32_t buffer, Tracebus__TracePacket *packet,
+                                uint32_t sequence_id);
 
 /* Keeps a TracePacket carrying an already-encoded FtraceEventBundle of @n_events, as data. */
 int trace_writer_append_ftrace_bundle(TraceWriter *w, const uint8_t *bundle, size_t len, size_t n_events);
