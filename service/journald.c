@@ -43,7 +43,7 @@ struct JournaldSource {
         uint64_t start_usec;           /* CLOCK_REALTIME: entries from here on */
         uint32_t min_prio, target_buffer;
         char **identifiers, **units;
-        uint64_t n_total, n_skipped;
+        uint64_t n_total, n_skipped, n_over_limit;
         JournalEvent events[JOURNALD_MAX_PER_POLL];
         JournalEvent *eventp[JOURNALD_MAX_PER_POLL];
 };
@@ -201,9 +201,23 @@ static void journal_open(JournaldSource *s) {
                 r = sd_journal_seek_realtime_usec(s->journal, s->start_usec);
         if (r < 0) {
                 log_warning_errno(r, "linux.systemd_journald: failed to open the journal, no entries recorded: %m");
+                (void) recorder_warn(s->rec, "linux.systemd_journald: the journal cannot be opened (%s): skipped",
+                                     strerror(-r));
                 sd_journal_close(s->journal);
                 s->journal = NULL;
-        }
+        } else if (!s->all)
+                (void) recorder_warn(s->rec, "linux.systemd_journald: only the entries of your own processes and user "
+                                     "units are recorded (the whole journal is for root and the groups adm and "
+                                     "systemd-journal)");
+}
+
+/* More entries in a period than JOURNALD_MAX_PER_POLL: skipped, counted, said once. */
+static void note_over_limit(JournaldSource *s) {
+        if (s->n_over_limit++ == 0)
+                (void) recorder_warn(s->rec, "linux.systemd_journald: more than %u entries in %u ms: the rest are "
+                                     "skipped (counted in the stats at the end)", JOURNALD_MAX_PER_POLL,
+                                     JOURNALD_PERIOD_MS);
+        s->n_skipped++;
 }
 
 /* The entries since the last poll, those the caller may see and the config wants. */
@@ -221,8 +235,12 @@ static void poll_journal(uint64_t now, void *userdata) {
 
                 if (!entry_visible(s))
                         continue;   /* another user's: not even counted */
-                if (!entry_wanted(s, &prio) || n >= JOURNALD_MAX_PER_POLL) {
+                if (!entry_wanted(s, &prio)) {
                         s->n_skipped++;
+                        continue;
+                }
+                if (n >= JOURNALD_MAX_PER_POLL) {
+                        note_over_limit(s);
                         continue;
                 }
                 event_fill(s, &s->events[n], prio);

@@ -230,7 +230,9 @@ static size_t scan(ProcessStatsSource *s, DIR *d) {
                 if (de->d_name[0] < '1' || de->d_name[0] > '9' || *end || pid > INT32_MAX)
                         continue;
                 if (s->n_now >= s->max_entries || reserve(s, s->n_now + 1) < 0) {
-                        s->over_limit++;
+                        if (s->over_limit++ == 0)
+                                (void) recorder_warn(s->rec, "linux.process_stats: more than %zu processes: the "
+                                                     "rest are left out of ProcessStats", s->max_entries);
                         continue;
                 }
                 v = &s->now[s->n_now];

@@ -175,6 +175,14 @@ static void test_journald(void) {
         log_as("tbuser", debug, 7);
         t1 = (guint64) g_get_real_time();
         tb_sleep_scaled(1000);
+        {
+                g_autofree char *wu = rec_get(&ru, "Warnings"), *wr = rec_get(&rr, "Warnings");
+
+                /* The session takes its recorder's warnings at least once a second. */
+                expect(wu && strstr(wu, "only the entries of your own processes"),
+                       "tbuser's Warnings do not say it sees only its own entries: %s", wu);
+                expect(!wr || !strstr(wr, "linux.systemd_journald"), "root's Warnings name the journal: %s", wr);
+        }
         load(&ru, &tu, &ju);
         load(&rr, &tr, &jr);
 
