@@ -45,6 +45,7 @@ void session_config_done(SessionConfig *c) {
         c->trace_config = mfree(c->trace_config);
         c->warnings = strv_free(c->warnings);
         c->n_warnings_dropped = 0;
+        c->unique_session_name = mfree(c->unique_session_name);
 }
 
 int session_config_warn(SessionConfig *c, const char *fmt, ...) {
@@ -340,6 +341,9 @@ int session_config_load(const Tracebus__TraceConfig *tc, const char *root, Sessi
         if (r < 0)
                 return r;
         r = load_trace_buffer(tc, &c, ret_error);
+        if (r < 0)
+                return r;
+        r = session_config_load_trace(tc, &c, ret_error);
         if (r < 0)
                 return r;
         if (tc->output_path)

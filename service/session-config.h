@@ -69,6 +69,15 @@ typedef struct SessionConfig {
          * At most SESSION_MAX_WARNINGS, the last saying how many more were left out. */
         char **warnings;
         size_t n_warnings_dropped;
+
+        /* helper "tracecfg": TraceConfig's own fields (service/session-config-trace.c). */
+        char *unique_session_name;     /* NULL: none; else one live session of it per user */
+        bool disable_clock_snapshotting, disable_trace_config, disable_system_info, disable_service_events;
+        uint32_t snapshot_interval_ms; /* clock snapshots and sync markers */
+        bool has_trace_uuid;           /* trace_uuid_msb/lsb: the TraceUuid packet's, else random */
+        int64_t trace_uuid_msb, trace_uuid_lsb;
+        uint32_t flush_period_ms;      /* 0: none */
+        uint32_t stop_timeout_ms;      /* data_source_stop_timeout_ms: bounds the final drain */
 } SessionConfig;
 
 #define SESSION_MAX_WARNINGS 64u
@@ -107,3 +116,11 @@ int session_config_from_options(char **events, uint32_t duration_ms, uint32_t bu
  * names, comma-separated, in *ret_error). */
 int session_config_load(const Tracebus__TraceConfig *tc, const char *tracefs_root,
                         SessionConfig *ret, char **ret_error);
+
+/* session-config-trace.c: TraceConfig's own fields (unique_session_name, builtin_data_sources,
+ * trace_uuid, flush and stop periods, incremental state, compression, trace_filter, ...),
+ * each honoured or told as a warning. -EINVAL with *ret_error on a bad value. */
+#define SESSION_DEFAULT_SNAPSHOT_INTERVAL_MS 10000u   /* Perfetto's kDefaultSnapshotsIntervalMs */
+#define SESSION_DEFAULT_STOP_TIMEOUT_MS 5000u         /* Perfetto's kDataSourceStopTimeoutMs */
+#define SESSION_MAX_UNIQUE_NAME 256u
+int session_config_load_trace(const Tracebus__TraceConfig *tc, SessionConfig *c, char **ret_error);
