@@ -142,6 +142,8 @@ void session_info_done(SessionInfo *i) {
         i->state = mfree(i->state);
         i->output_path = mfree(i->output_path);
         i->events = strv_free(i->events);
+        i->unique_session_name = mfree(i->unique_session_name);
+        i->warnings = strv_free(i->warnings);
 }
 
 static int read_string(sd_bus_message *m, char **field) {
@@ -158,6 +160,16 @@ static int read_string(sd_bus_message *m, char **field) {
         free(*field);
         *field = copy;
         return 0;
+}
+
+static int read_strv(sd_bus_message *m, char ***field) {
+        int r = sd_bus_message_enter_container(m, 'v', "as");
+
+        if (r < 0)
+                return r;
+        *field = strv_free(*field);
+        r = sd_bus_message_read_strv(m, field);
+        return r < 0 ? r : sd_bus_message_exit_container(m);
 }
 
 static int read_property(SessionInfo *i, sd_bus_message *m, const char *name) {
@@ -178,14 +190,8 @@ static int read_property(SessionInfo *i, sd_bus_message *m, const char *name) {
                 i->detached = b;
                 return r;
         }
-        if (strcmp(name, "Events") == 0) {
-                r = sd_bus_message_enter_container(m, 'v', "as");
-                if (r < 0)
-                        return r;
-                i->events = strv_free(i->events);
-                r = sd_bus_message_read_strv(m, &i->events);
-                return r < 0 ? r : sd_bus_message_exit_container(m);
-        }
+        if (strcmp(name, "Events") == 0)
+                return read_strv(m, &i->events);
         if (strcmp(name, "DurationMs") == 0)
                 return sd_bus_message_read(m, "v", "u", &i->duration_ms);
         if (strcmp(name, "StartedAt") == 0)
@@ -196,6 +202,10 @@ static int read_property(SessionInfo *i, sd_bus_message *m, const char *name) {
                 return sd_bus_message_read(m, "v", "t", &i->events_recorded);
         if (strcmp(name, "EventsLost") == 0)
                 return sd_bus_message_read(m, "v", "t", &i->events_lost);
+        if (strcmp(name, "UniqueSessionName") == 0)
+                return read_string(m, &i->unique_session_name);
+        if (strcmp(name, "Warnings") == 0)
+                return read_strv(m, &i->warnings);
         return sd_bus_message_skip(m, "v");
 }
 

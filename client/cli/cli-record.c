@@ -520,10 +520,13 @@ int run_record(const Args *a) {
                         return r;
         }
         c.output_label = output_label(a);
-        if (setup_client(&c) < 0 || call_start(&c, &cfg, fd, a->detach_key) < 0)
+        if (cli_start_delay(cfg.parsed) < 0 || setup_client(&c) < 0 || call_start(&c, &cfg, fd, a->detach_key) < 0) {
+                cli_notify(a, /* started= */ false);
                 return EXIT_FAILURE;
+        }
         fd = safe_close(fd);
         load_info(&c);
+        cli_notify(a, streq_ptr(c.info.state, "recording"));
 
         r = announce(&c, a);
         if (r >= 0)
