@@ -1,18 +1,22 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Error messages of the text-format parser: "SOURCE:LINE:COLUMN: what", naming
- * the field and its type, with a "did you mean" for a mistyped field name and
- * the declared values for an unknown enum value.
+ * the field and its type, with a "did you mean" for a mistyped field name or enum
+ * value (else the declared values); and the warnings of lossy parsing, in the same
+ * form, for what it drops.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "strv.h"
 #include "textproto-local.h"
 
 /* Enums longer than this are listed in part in "expected one of" hints. */
 #define ENUM_HINT_MAX 16U
+/* An enum value this many edits from a declared one is suggested. */
+#define ENUM_SUGGEST_MAX_EDITS 2U
 /* Names longer than this get no "did you mean" (bounds the edit distance cost). */
 #define SUGGEST_MAX_LEN 128U
 
@@ -112,21 +116,26 @@ static bool name_is_close(const Token *name, const char *candidate, unsigned dis
         return shorter >= 3 && strncmp(name->start, candidate, shorter) == 0;
 }
 
-static const char *field_suggest(const ProtobufCMessageDescriptor *desc, const Token *name) {
+/* The name among @n candidates closest to @name, if close enough; @name_at(ctx, i)
+ * gives the candidates (field names, enum value names). Enum values share long
+ * prefixes ("VMSTAT_"), which makes any two look alike: for them (@typo_only) only a
+ * typo of at most ENUM_SUGGEST_MAX_EDITS counts. */
+static const char *suggest(const Token *name, const char *(*name_at)(const void *ctx, unsigned i),
+                           const void *ctx, unsigned n, bool typo_only) {
         const char *best = NULL;
         unsigned best_distance = UINT32_MAX;
 
         if (name->len > SUGGEST_MAX_LEN)
                 return NULL;
-        for (unsigned i = 0; i < desc->n_fields; i++) {
-                const char *candidate = desc->fields[i].name;
+        for (unsigned i = 0; i < n; i++) {
+                const char *candidate = name_at(ctx, i);
                 size_t lc = strlen(candidate);
                 unsigned d;
 
                 if (lc > SUGGEST_MAX_LEN)
                         continue;
                 d = edit_distance(candidate, lc, name->start, name->len);
-                if (d < best_distance && name_is_close(name, candidate, d)) {
+                if (d < best_distance && (typo_only ? d <= ENUM_SUGGEST_MAX_EDITS : name_is_close(name, candidate, d))) {
                         best = candidate;
                         best_distance = d;
                 }
@@ -134,14 +143,40 @@ static const char *field_suggest(const ProtobufCMessageDescriptor *desc, const T
         return best;
 }
 
-int tp_error_unknown_field(Parser *p, const ProtobufCMessageDescriptor *desc, const Token *name) {
-        const char *suggestion = field_suggest(desc, name);
-        char shown[SHOW_SIZE];
+static const char *field_name_at(const void *ctx, unsigned i) {
+        return ((const ProtobufCMessageDescriptor *) ctx)->fields[i].name;
+}
 
-        if (suggestion)
-                return tp_parser_error(p, name, "unknown field %s in %s; did you mean '%s'?",
-                                    tp_token_show(name, true, shown), desc->short_name, suggestion);
-        return tp_parser_error(p, name, "unknown field %s in %s", tp_token_show(name, true, shown), desc->short_name);
+static const char *enum_name_at(const void *ctx, unsigned i) {
+        return ((const ProtobufCEnumDescriptor *) ctx)->values[i].name;
+}
+
+/* "unknown field 'x' in Msg", and "; did you mean 'y'?" when a field is close. */
+static char *unknown_field_text(const ProtobufCMessageDescriptor *desc, const Token *name) {
+        const char *suggestion = suggest(name, field_name_at, desc, desc->n_fields, false);
+        char shown[SHOW_SIZE];
+        char *text;
+
+        if (asprintf(&text, "unknown field %s in %s%s%s%s", tp_token_show(name, true, shown), desc->short_name,
+                     suggestion ? "; did you mean '" : "", suggestion ?: "", suggestion ? "'?" : "") < 0)
+                return NULL;
+        return text;
+}
+
+int tp_error_unknown_field(Parser *p, const ProtobufCMessageDescriptor *desc, const Token *name) {
+        _cleanup_free_ char *text = unknown_field_text(desc, name);
+
+        if (!text)
+                return -ENOMEM;
+        return tp_parser_error(p, name, "%s", text);
+}
+
+int tp_warn_unknown_field(Parser *p, const ProtobufCMessageDescriptor *desc, const Token *name) {
+        _cleanup_free_ char *text = unknown_field_text(desc, name);
+
+        if (!text)
+                return -ENOMEM;
+        return tp_parser_warn(p, name, "%s: dropped", text);
 }
 
 int tp_error_invalid_value(Parser *p, const ProtobufCFieldDescriptor *fd, const Token *value) {
@@ -177,12 +212,66 @@ static char *enum_hint(const ProtobufCEnumDescriptor *ed) {
         return s;
 }
 
-int tp_error_unknown_enum_value(Parser *p, const ProtobufCFieldDescriptor *fd, const Token *t, bool quote) {
-        _cleanup_free_ char *hint = enum_hint(fd->descriptor);
+/* "unknown value X for enum field 'f'", then the closest value or the list of them. */
+static char *unknown_enum_text(const ProtobufCFieldDescriptor *fd, const Token *t, bool quote) {
+        const ProtobufCEnumDescriptor *ed = fd->descriptor;
+        const char *suggestion = t->type == TOKEN_IDENTIFIER ? suggest(t, enum_name_at, ed, ed->n_values, true) : NULL;
+        _cleanup_free_ char *hint = NULL;
         char shown[SHOW_SIZE];
+        char *text;
+        int r;
 
-        if (!hint)
+        if (suggestion)
+                r = asprintf(&text, "unknown value %s for enum field '%s'; did you mean '%s'?",
+                             tp_token_show(t, quote, shown), fd->name, suggestion);
+        else {
+                hint = enum_hint(ed);
+                if (!hint)
+                        return NULL;
+                r = asprintf(&text, "unknown value %s for enum field '%s' (expected one of %s)",
+                             tp_token_show(t, quote, shown), fd->name, hint);
+        }
+        return r < 0 ? NULL : text;
+}
+
+int tp_error_unknown_enum_value(Parser *p, const ProtobufCFieldDescriptor *fd, const Token *t, bool quote) {
+        _cleanup_free_ char *text = unknown_enum_text(fd, t, quote);
+
+        if (!text)
                 return -ENOMEM;
-        return tp_parser_error(p, t, "unknown value %s for enum field '%s' (expected one of %s)",
-                            tp_token_show(t, quote, shown), fd->name, hint);
+        return tp_parser_error(p, t, "%s", text);
+}
+
+int tp_warn_unknown_enum_value(Parser *p, const ProtobufCFieldDescriptor *fd, const Token *t, bool quote) {
+        _cleanup_free_ char *text = unknown_enum_text(fd, t, quote);
+
+        if (!text)
+                return -ENOMEM;
+        return tp_parser_warn(p, t, "%s: dropped", text);
+}
+
+/* Warnings (lossy parsing): "SOURCE:LINE:COLUMN: what", kept in order, at most
+ * TEXTPROTO_MAX_WARNINGS; the rest are only counted. */
+_printf_(3, 4)
+int tp_parser_warn(Parser *p, const Token *at, const char *format, ...) {
+        _cleanup_free_ char *what = NULL, *text = NULL;
+        va_list ap;
+        int r;
+
+        if (strv_length(p->warnings) >= TEXTPROTO_MAX_WARNINGS) {
+                p->n_warnings_dropped++;
+                return 0;
+        }
+        va_start(ap, format);
+        r = vasprintf(&what, format, ap);
+        va_end(ap);
+        if (r < 0) {
+                what = NULL;
+                return -ENOMEM;
+        }
+        if (asprintf(&text, "%s:%u:%u: %s", p->source, at->line, at->column, what) < 0) {
+                text = NULL;
+                return -ENOMEM;
+        }
+        return strv_extend(&p->warnings, text);
 }

@@ -46,6 +46,9 @@ typedef struct Parser {
         Token token;            /* the lookahead token */
         unsigned depth;         /* nesting below the top-level message */
         char *error;
+        bool lossy;             /* TEXTPROTO_LOSSY: drop unknown names with a warning each */
+        char **warnings;
+        size_t n_warnings_dropped;  /* beyond TEXTPROTO_MAX_WARNINGS */
 } Parser;
 
 /* Storage of one value, laid out as protobuf-c stores it: the member in use starts at offset 0. */
@@ -81,9 +84,15 @@ int tp_error_unknown_field(Parser *p, const ProtobufCMessageDescriptor *desc, co
 int tp_error_invalid_value(Parser *p, const ProtobufCFieldDescriptor *fd, const Token *value);
 int tp_error_out_of_range(Parser *p, const ProtobufCFieldDescriptor *fd, const Token *value);
 int tp_error_unknown_enum_value(Parser *p, const ProtobufCFieldDescriptor *fd, const Token *t, bool quote);
+/* ... and the warnings of lossy parsing: each returns 0 or -ENOMEM. */
+_printf_(3, 4)
+int tp_parser_warn(Parser *p, const Token *at, const char *format, ...);
+int tp_warn_unknown_field(Parser *p, const ProtobufCMessageDescriptor *desc, const Token *name);
+int tp_warn_unknown_enum_value(Parser *p, const ProtobufCFieldDescriptor *fd, const Token *t, bool quote);
 const char *tp_type_name(ProtobufCType type);
 
-/* textproto-values.c: parse the lookahead as a value of field @fd into @ret. */
+/* textproto-values.c: parse the lookahead as a value of field @fd into @ret. tp_parse_enum()
+ * returns 1 when lossy parsing dropped the value (nothing to store). */
 int tp_parse_integer(Parser *p, const ProtobufCFieldDescriptor *fd, Value *ret, Token *ret_token);
 int tp_parse_float(Parser *p, const ProtobufCFieldDescriptor *fd, Value *ret);
 int tp_parse_bool(Parser *p, const ProtobufCFieldDescriptor *fd, Value *ret);

@@ -223,6 +223,19 @@ static const ProtobufCEnumValue *enum_find(const ProtobufCEnumDescriptor *ed, co
         return NULL;
 }
 
+/* A name the enum lacks: an error, or in lossy mode a warning and 1 (value dropped). */
+static int enum_value_unknown(Parser *p, const ProtobufCFieldDescriptor *fd, const Token *t, bool quote) {
+        int r;
+
+        if (!p->lossy)
+                return tp_error_unknown_enum_value(p, fd, t, quote);
+        r = tp_warn_unknown_enum_value(p, fd, t, quote);
+        if (r < 0)
+                return r;
+        r = tp_parser_next(p);
+        return r < 0 ? r : 1;
+}
+
 int tp_parse_enum(Parser *p, const ProtobufCFieldDescriptor *fd, Value *ret) {
         const ProtobufCEnumDescriptor *ed = fd->descriptor;
         const ProtobufCEnumValue *ev;
@@ -233,7 +246,7 @@ int tp_parse_enum(Parser *p, const ProtobufCFieldDescriptor *fd, Value *ret) {
         if (t.type == TOKEN_IDENTIFIER) {
                 ev = enum_find(ed, &t);
                 if (!ev)
-                        return tp_error_unknown_enum_value(p, fd, &t, true);
+                        return enum_value_unknown(p, fd, &t, true);
                 ret->e = ev->value;
                 return tp_parser_next(p);
         }
@@ -242,8 +255,10 @@ int tp_parse_enum(Parser *p, const ProtobufCFieldDescriptor *fd, Value *ret) {
         int r = tp_parse_integer(p, fd, ret, &t);
         if (r < 0)
                 return r;
-        if (!protobuf_c_enum_descriptor_get_value(ed, ret->e))
-                return tp_error_unknown_enum_value(p, fd, &t, false);
+        if (!protobuf_c_enum_descriptor_get_value(ed, ret->e)) {
+                r = p->lossy ? tp_warn_unknown_enum_value(p, fd, &t, false) : tp_error_unknown_enum_value(p, fd, &t, false);
+                return r < 0 ? r : 1;
+        }
         return 0;
 }
 

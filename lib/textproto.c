@@ -13,9 +13,11 @@
  * releases it, partial or complete.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "strv.h"
 #include "textproto-local.h"
 
 static void message_freep(ProtobufCMessage **m) {
@@ -187,6 +189,8 @@ static int parse_and_store(Parser *p, const ProtobufCFieldDescriptor *fd, Protob
         r = parse_value(p, fd, &v);
         if (r < 0)
                 return r;
+        if (r > 0)              /* lossy: the value was dropped with a warning */
+                return 0;
         return field_store(m, fd, &v);
 }
 
@@ -258,6 +262,54 @@ static int parse_message_separator(Parser *p, const Token *name) {
         return tp_parser_error(p, &p->token, "expected ':' or '{' after %s", tp_token_show(name, true, shown));
 }
 
+/* Lossy parsing: passes over the value of a field the schema lacks, whatever its shape
+ * (scalar, strings, list, message), counting brackets instead of recursing. */
+static int skip_value(Parser *p) {
+        unsigned depth = 0;
+        int r;
+
+        r = tp_parser_accept(p, ':');
+        if (r < 0)
+                return r;
+        if (tp_token_is(&p->token, '-')) {
+                r = tp_parser_next(p);
+                if (r < 0)
+                        return r;
+        }
+        do {
+                if (p->token.type == TOKEN_END)
+                        return tp_parser_error(p, &p->token, "unexpected end of input in a dropped field");
+                if (tp_token_is(&p->token, '{') || tp_token_is(&p->token, '<') || tp_token_is(&p->token, '['))
+                        depth++;
+                else if (tp_token_is(&p->token, '}') || tp_token_is(&p->token, '>') || tp_token_is(&p->token, ']')) {
+                        if (depth == 0)
+                                return tp_parser_error(p, &p->token, "unbalanced '%c' in a dropped field",
+                                                       *p->token.start);
+                        depth--;
+                }
+                r = tp_parser_next(p);
+                if (r < 0)
+                        return r;
+        } while (depth > 0);
+        /* Adjacent string literals are one value. */
+        while (p->token.type == TOKEN_STRING)
+                if ((r = tp_parser_next(p)) < 0)
+                        return r;
+        return 0;
+}
+
+static int drop_unknown_field(Parser *p, const ProtobufCMessageDescriptor *desc, const Token *name) {
+        int r;
+
+        r = tp_warn_unknown_field(p, desc, name);
+        if (r < 0)
+                return r;
+        r = tp_parser_next(p);
+        if (r < 0)
+                return r;
+        return skip_value(p);
+}
+
 static int parse_field(Parser *p, const ProtobufCMessageDescriptor *desc, ProtobufCMessage *m, bool *seen) {
         const ProtobufCFieldDescriptor *fd;
         Token name = p->token;
@@ -269,6 +321,8 @@ static int parse_field(Parser *p, const ProtobufCMessageDescriptor *desc, Protob
         if (name.type != TOKEN_IDENTIFIER)
                 return tp_parser_error(p, &name, "expected a field name, got %s", tp_token_show(&name, true, shown));
         fd = field_find(desc, &name);
+        if (!fd && p->lossy)
+                return drop_unknown_field(p, desc, &name);
         if (!fd)
                 return tp_error_unknown_field(p, desc, &name);
         r = field_claim(p, desc, m, fd, seen, &name);
@@ -366,12 +420,30 @@ static int parse_document(Parser *p, const ProtobufCMessageDescriptor *desc, Pro
         return 0;
 }
 
-int textproto_parse(const ProtobufCMessageDescriptor *desc,
-                    const char *text, size_t len,
-                    const char *source_name,
-                    ProtobufCMessage **ret,
-                    char **ret_error) {
+/* The warnings of a lossy parse, with the count of those left out as a last one. */
+static int take_warnings(Parser *p, char ***ret_warnings) {
+        _cleanup_free_ char *more = NULL;
 
+        if (p->n_warnings_dropped > 0) {
+                if (asprintf(&more, "%zu more warnings left out", p->n_warnings_dropped) < 0)
+                        return -ENOMEM;
+                if (strv_extend(&p->warnings, more) < 0)
+                        return -ENOMEM;
+        }
+        if (ret_warnings)
+                *ret_warnings = TAKE_PTR(p->warnings);
+        return 0;
+}
+
+int textproto_parse_flags(const ProtobufCMessageDescriptor *desc,
+                          const char *text, size_t len,
+                          const char *source_name,
+                          TextprotoFlags flags,
+                          ProtobufCMessage **ret,
+                          char **ret_error,
+                          char ***ret_warnings) {
+
+        _cleanup_(message_freep) ProtobufCMessage *m = NULL;
         Parser p;
         int r;
 
@@ -386,11 +458,25 @@ int textproto_parse(const ProtobufCMessageDescriptor *desc,
                 .end = text + len,
                 .line = 1,
                 .column = 1,
+                .lossy = flags & TEXTPROTO_LOSSY,
         };
-        r = parse_document(&p, desc, ret);
+        r = parse_document(&p, desc, &m);
+        if (r >= 0)
+                r = take_warnings(&p, ret_warnings);
         if (r < 0 && ret_error && p.error)
                 *ret_error = TAKE_PTR(p.error);
         free(p.error);
-        return r;
+        strv_free(p.warnings);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(m);
+        return 0;
 }
 
+int textproto_parse(const ProtobufCMessageDescriptor *desc,
+                    const char *text, size_t len,
+                    const char *source_name,
+                    ProtobufCMessage **ret,
+                    char **ret_error) {
+        return textproto_parse_flags(desc, text, len, source_name, 0, ret, ret_error, NULL);
+}

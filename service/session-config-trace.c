@@ -82,14 +82,24 @@ static int load_compression(const Tracebus__TraceConfig *tc, SessionConfig *c) {
 static int warn_unapplied(const Tracebus__TraceConfig *tc, SessionConfig *c) {
         int r = 0;
 
-        if (tc->deferred_start)
-                r = session_config_warn(c, "deferred_start: tracebus has no separate StartTracing call, the session starts at once");
-        if (r >= 0 && tc->has_flush_timeout_ms)
+        /* deferred_start is warned by the field table (session-config-fields.c). */
+        if (tc->has_flush_timeout_ms)
                 r = session_config_warn(c, "flush_timeout_ms: tracebus flushes in its own recorder, with no producers to wait for");
         if (r >= 0 && tc->trace_filter && (tc->trace_filter->has_bytecode || tc->trace_filter->has_bytecode_v2 ||
                                            tc->trace_filter->string_filter_chain))
                 r = session_config_warn(c, "trace_filter: not applied, the trace is written unfiltered");
         return r;
+}
+
+/* As traced: a requested UUID (either half non-zero) is the trace's. The fields are
+ * deprecated in v58, and still honoured by Perfetto. */
+static void load_trace_uuid(const Tracebus__TraceConfig *tc, SessionConfig *c) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+        c->has_trace_uuid = tc->trace_uuid_msb != 0 || tc->trace_uuid_lsb != 0;
+        c->trace_uuid_msb = tc->trace_uuid_msb;
+        c->trace_uuid_lsb = tc->trace_uuid_lsb;
+#pragma GCC diagnostic pop
 }
 
 int session_config_load_trace(const Tracebus__TraceConfig *tc, SessionConfig *c, char **ret_error) {
@@ -104,10 +114,7 @@ int session_config_load_trace(const Tracebus__TraceConfig *tc, SessionConfig *c,
         r = load_compression(tc, c);
         if (r < 0)
                 return r;
-        /* As traced: a requested UUID (either half non-zero) is the trace's. */
-        c->has_trace_uuid = tc->trace_uuid_msb != 0 || tc->trace_uuid_lsb != 0;
-        c->trace_uuid_msb = tc->trace_uuid_msb;
-        c->trace_uuid_lsb = tc->trace_uuid_lsb;
+        load_trace_uuid(tc, c);
         c->flush_period_ms = tc->flush_period_ms;
         c->stop_timeout_ms = tc->data_source_stop_timeout_ms ?: SESSION_DEFAULT_STOP_TIMEOUT_MS;
         /* incremental_state_config needs nothing: the writer keeps every packet later ones

@@ -337,6 +337,9 @@ int session_config_load(const Tracebus__TraceConfig *tc, const char *root, Sessi
         r = check_config_size(tc, ret_error);
         if (r < 0)
                 return r;
+        r = session_config_check_fields(tc, &c);
+        if (r < 0)
+                return r;
         r = load_duration_and_output(tc, &c, ret_error);
         if (r < 0)
                 return r;

@@ -124,3 +124,7 @@ int session_config_load(const Tracebus__TraceConfig *tc, const char *tracefs_roo
 #define SESSION_DEFAULT_STOP_TIMEOUT_MS 5000u         /* Perfetto's kDataSourceStopTimeoutMs */
 #define SESSION_MAX_UNIQUE_NAME 256u
 int session_config_load_trace(const Tracebus__TraceConfig *tc, SessionConfig *c, char **ret_error);
+/* Adds to @c a warning for every field, data source and unknown field (binary configs)
+ * of @tc that tracebus skips: the table of service/session-config-fields.c. Returns 0 or
+ * -ENOMEM. */
+int session_config_check_fields(const Tracebus__TraceConfig *tc, SessionConfig *c);

@@ -308,6 +308,38 @@ static void test_usage(void) {
         g_assert_true(g_str_has_prefix(version.out, "tracebus "));
 }
 
+/* --txt refuses a name Perfetto v58 lacks with LINE:COLUMN and the nearest name;
+ * --txt-lossy drops it with that warning on stderr, and records the rest. */
+static void test_txt_lossy(void) {
+        static const char text[] =
+                "duration_ms: 1000\n"
+                "not_in_v58 { nested: 1 }\n"
+                "buffers { size_kb: 1024 fill_policy: RING_BUFER }\n"
+                "data_sources { config { name: \"linux.ftrace\"\n"
+                "  ftrace_config { ftrace_events: \"sched/sched_switch\" } } }\n";
+        g_autofree char *dir = make_user_dir("tbuser", "cli-lossy");
+        g_autofree char *cfg = user_file("tbuser", dir, "config.pbtxt", text, -1);
+        g_autofree char *out = g_build_filename(dir, "lossy.pftrace", NULL);
+        g_autofree char *decoded = NULL;
+        g_auto(TbCommandResult) strict = { 0 }, lossy = { 0 };
+
+        run_cli("tbuser", &strict, "-c", cfg, "--txt", "-o", out, NULL);
+        assert_exit(&strict, 1);
+        assert_one_line(&strict);
+        assert_stderr_has(&strict, "config.pbtxt:2:1: unknown field 'not_in_v58' in TraceConfig");
+
+        run_cli("tbuser", &lossy, "-c", cfg, "--txt-lossy", "-o", out, NULL);
+        assert_exit(&lossy, 0);
+        assert_stderr_has(&lossy, "config.pbtxt:2:1: unknown field 'not_in_v58' in TraceConfig: dropped");
+        assert_stderr_has(&lossy, "config.pbtxt:3:38: unknown value 'RING_BUFER' for enum field 'fill_policy'; "
+                                  "did you mean 'RING_BUFFER'?: dropped");
+        assert_file_complete(out);
+        /* The config the service echoed is what was kept. */
+        decoded = protoc_decode_trace(out);
+        assert_decoded_has(decoded, "size_kb: 1024");
+        g_assert_null(strstr(decoded, "not_in_v58"));
+}
+
 int main(int argc, char **argv) {
         /* Children must never find a terminal on stdin unless a case gives them one. */
         if (!freopen("/dev/null", "r", stdin))
@@ -325,5 +357,6 @@ int main(int argc, char **argv) {
         tb_test_add_isolated("/bus/cli/options/stdout", test_stdout);
         tb_test_add_isolated("/bus/cli/options/refused", test_refused);
         tb_test_add_isolated("/bus/cli/options/usage", test_usage);
+        tb_test_add_isolated("/bus/cli/options/txt-lossy", test_txt_lossy);
         return tb_test_run(TB_START_SERVICE);
 }

@@ -164,6 +164,92 @@ static void test_error_out_params(void) {
         g_free(error);
 }
 
+/* ---- Lossy parsing (--txt-lossy) ---- */
+
+static void test_enum_suggestion(void) {
+        assert_error(&tracebus__trace_config__descriptor, "buffers { fill_policy: RING_BUFER }",
+                     "test:1:24: unknown value 'RING_BUFER' for enum field 'fill_policy'; did you mean 'RING_BUFFER'?");
+        assert_error(&tracebus__trace_config__descriptor,
+                     "data_sources { config { sys_stats_config { vmstat_counters: VMSTAT_PGFAULTS } } }",
+                     "test:1:61: unknown value 'VMSTAT_PGFAULTS' for enum field 'vmstat_counters'; "
+                     "did you mean 'VMSTAT_PGFAULT'?");
+}
+
+static void test_lossy(void) {
+        static const char text[] =
+                "duration_ms: 5\n"
+                "not_in_v58: -12\n"                                  /* a negative number */
+                "also_not: \"a\" 'b'\n"                              /* adjacent strings */
+                "nor_this: [1, 2, { x: 1 }]\n"                       /* a list */
+                "buffers { size_kb: 7 fill_policy: RING_BUFER extra < a: 1 b { } > }\n"
+                "data_sources { config { name: \"linux.sys_stats\" sys_stats_config {\n"
+                "  vmstat_counters: VMSTAT_NOT_A_COUNTER vmstat_counters: VMSTAT_PGFAULT\n"
+                "  meminfo_counters: 999 } } }\n"
+                "msg_without_colon { deep { deeper { } } }\n"
+                "flush_period_ms: 9\n";
+        ProtobufCMessage *m = NULL;
+        g_autofree char *error = NULL;
+        g_auto(GStrv) warnings = NULL;
+        const Tracebus__TraceConfig *c;
+        const Tracebus__SysStatsConfig *ss;
+
+        g_assert_cmpint(textproto_parse_flags(&tracebus__trace_config__descriptor, text, strlen(text), "t",
+                                              TEXTPROTO_LOSSY, &m, &error, &warnings), ==, 0);
+        g_assert_null(error);
+        c = (const Tracebus__TraceConfig *) m;
+        /* What is known is kept, around and after each dropped field. */
+        g_assert_cmpuint(c->duration_ms, ==, 5);
+        g_assert_cmpuint(c->flush_period_ms, ==, 9);
+        g_assert_cmpuint(c->buffers[0]->size_kb, ==, 7);
+        g_assert_false(c->buffers[0]->has_fill_policy);
+        ss = c->data_sources[0]->config->sys_stats_config;
+        g_assert_cmpuint(ss->n_vmstat_counters, ==, 1);
+        g_assert_cmpint(ss->vmstat_counters[0], ==, TRACEBUS__VMSTAT_COUNTERS__VMSTAT_PGFAULT);
+        g_assert_cmpuint(ss->n_meminfo_counters, ==, 0);
+
+        g_assert_cmpuint(g_strv_length(warnings), ==, 8);
+        g_assert_cmpstr(warnings[0], ==, "t:2:1: unknown field 'not_in_v58' in TraceConfig: dropped");
+        g_assert_cmpstr(warnings[1], ==, "t:3:1: unknown field 'also_not' in TraceConfig: dropped");
+        g_assert_cmpstr(warnings[2], ==, "t:4:1: unknown field 'nor_this' in TraceConfig: dropped");
+        g_assert_cmpstr(warnings[3], ==, "t:5:35: unknown value 'RING_BUFER' for enum field 'fill_policy'; "
+                                         "did you mean 'RING_BUFFER'?: dropped");
+        g_assert_cmpstr(warnings[4], ==, "t:5:46: unknown field 'extra' in BufferConfig: dropped");
+        g_assert_true(g_str_has_prefix(warnings[5], "t:7:20: unknown value 'VMSTAT_NOT_A_COUNTER' for enum field "
+                                                    "'vmstat_counters' (expected one of VMSTAT_UNSPECIFIED, "));
+        g_assert_true(g_str_has_prefix(warnings[6], "t:8:21: unknown value 999 for enum field 'meminfo_counters'"));
+        g_assert_cmpstr(warnings[7], ==, "t:9:1: unknown field 'msg_without_colon' in TraceConfig: dropped");
+        protobuf_c_message_free_unpacked(m, NULL);
+
+        /* Without the flag the first of them is an error, as before. */
+        assert_error(&tracebus__trace_config__descriptor, text,
+                     "test:2:1: unknown field 'not_in_v58' in TraceConfig");
+}
+
+static void test_lossy_limits(void) {
+        g_autoptr(GString) text = g_string_new("");
+        ProtobufCMessage *m = NULL;
+        g_auto(GStrv) warnings = NULL;
+        g_autofree char *error = NULL;
+
+        /* Warnings are capped, the rest counted. */
+        for (unsigned i = 0; i < TEXTPROTO_MAX_WARNINGS + 10; i++)
+                g_string_append_printf(text, "unknown_%u: %u\n", i, i);
+        g_assert_cmpint(textproto_parse_flags(&tracebus__trace_config__descriptor, text->str, text->len, "t",
+                                              TEXTPROTO_LOSSY, &m, NULL, &warnings), ==, 0);
+        g_assert_cmpuint(g_strv_length(warnings), ==, TEXTPROTO_MAX_WARNINGS + 1);
+        g_assert_cmpstr(warnings[TEXTPROTO_MAX_WARNINGS], ==, "10 more warnings left out");
+        protobuf_c_message_free_unpacked(m, NULL);
+
+        /* A dropped field must still be well formed. */
+        g_assert_cmpint(textproto_parse_flags(&tracebus__trace_config__descriptor, "x { y: 1", 8, "t",
+                                              TEXTPROTO_LOSSY, &m, &error, NULL), ==, -EINVAL);
+        g_assert_cmpstr(error, ==, "t:1:9: unexpected end of input in a dropped field");
+        g_clear_pointer(&error, g_free);
+        g_assert_cmpint(textproto_parse_flags(&tracebus__trace_config__descriptor, "x: ]", 4, "t",
+                                              TEXTPROTO_LOSSY, &m, &error, NULL), ==, -EINVAL);
+        g_assert_cmpstr(error, ==, "t:1:4: unbalanced ']' in a dropped field");
+}
+
 /* ---- Against protoc, on Perfetto's documented configs ---- */
 
 static void test_fixture_protoc(gconstpointer data) {
@@ -302,6 +388,9 @@ int main(int argc, char **argv) {
         g_test_add_func("/textproto/error-out-params", test_error_out_params);
         g_test_add_func("/textproto/fixture-meaning", test_fixture_meaning);
         g_test_add_func("/textproto/fuzz", test_fuzz);
+        g_test_add_func("/textproto/enum-suggestion", test_enum_suggestion);
+        g_test_add_func("/textproto/lossy", test_lossy);
+        g_test_add_func("/textproto/lossy-limits", test_lossy_limits);
         fixtures = add_fixture_tests();
 
         return g_test_run();

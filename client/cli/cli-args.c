@@ -24,6 +24,7 @@ void cli_help(FILE *f) {
                 "\n"
                 "  -c, --config FILE      TraceConfig from FILE ('-' for stdin), binary unless --txt\n"
                 "      --txt              The config is in protobuf text format\n"
+                "      --txt-lossy        Like --txt, but drop (with a warning) names Perfetto v58 lacks\n"
                 "  -o, --out FILE         Write the trace into FILE ('-' for stdout); opened by you\n"
                 "      --no-clobber       Refuse to overwrite an existing FILE\n"
                 "  -d, --background       Go to the background; prints the pid (kill -TERM it to stop)\n"
@@ -198,7 +199,7 @@ static int parse_size(Args *a, const char *arg) {
 enum {
         ARG_TXT = 0x100, ARG_NO_CLOBBER, ARG_VERSION, ARG_DETACH, ARG_ATTACH, ARG_STOP, ARG_IS_DETACHED,
         ARG_QUERY, ARG_QUERY_RAW, ARG_LONG, ARG_JSON, ARG_LIST_EVENTS, ARG_STOP_ALL, ARG_STOP_SESSION,
-        ARG_NO_ASK_PASSWORD, ARG_NOTIFY_FD, ARG_ANDROID_ONLY,
+        ARG_NO_ASK_PASSWORD, ARG_NOTIFY_FD, ARG_ANDROID_ONLY, ARG_TXT_LOSSY,
 };
 
 static const struct option options[] = {
@@ -238,6 +239,7 @@ static const struct option options[] = {
         { "subscription-id", required_argument, NULL, ARG_ANDROID_ONLY },
         { "no-guardrails",   no_argument,       NULL, ARG_ANDROID_ONLY },
         { "reset-guardrails", no_argument,      NULL, ARG_ANDROID_ONLY },
+        { "txt-lossy",       no_argument,       NULL, ARG_TXT_LOSSY },
         {}
 };
 
@@ -252,6 +254,9 @@ static bool parse_flag_option(Args *a, int c) {
                 return true;
         case ARG_TXT:
                 a->txt = true;
+                return true;
+        case ARG_TXT_LOSSY:
+                a->txt = a->txt_lossy = true;
                 return true;
         case ARG_NO_CLOBBER:
                 a->no_clobber = true;

@@ -3,7 +3,7 @@
  * The TraceConfig: read and checked here, with the parser the service uses, so
  * that a mistake is reported as FILE:LINE:COLUMN with the real file name before
  * anything is sent. Text configs go to the service as text (it parses them
- * again); binary ones as the BinaryConfig option.
+ * again); binary ones, and text read with --txt-lossy, as the BinaryConfig option.
  */
 #include <fcntl.h>
 #include <string.h>
@@ -105,12 +105,29 @@ static int build_light_config(const Args *a, char *const *events, uint32_t durat
         return 0;
 }
 
-static int parse_text(CliConfig *c, const char *source, size_t len) {
+/* --txt-lossy: what the parser dropped goes to stderr, and the config to the service as
+ * BinaryConfig, so that the service (strict) never sees the names v58 lacks. */
+static int lossy_to_binary(CliConfig *c, char **warnings) {
+        size_t size = tracebus__trace_config__get_packed_size(c->parsed);
+
+        STRV_FOREACH(w, warnings)
+                cli_log("warning: %s", *w);
+        c->binary = malloc(MAX(size, 1u));
+        if (!c->binary)
+                return -ENOMEM;
+        c->binary_size = tracebus__trace_config__pack(c->parsed, (uint8_t *) c->binary);
+        c->text = mfree(c->text);
+        return 0;
+}
+
+static int parse_text(CliConfig *c, const char *source, size_t len, bool lossy) {
         _cleanup_free_ char *error = NULL;
+        _cleanup_strv_free_ char **warnings = NULL;
         ProtobufCMessage *m = NULL;
         int r;
 
-        r = textproto_parse(&tracebus__trace_config__descriptor, c->text, len, source, &m, &error);
+        r = textproto_parse_flags(&tracebus__trace_config__descriptor, c->text, len, source,
+                                  lossy ? TEXTPROTO_LOSSY : 0, &m, &error, &warnings);
         if (r == -EINVAL) {
                 cli_log("%s", error ?: "the config is not a valid TraceConfig");
                 return r;
@@ -120,7 +137,7 @@ static int parse_text(CliConfig *c, const char *source, size_t len) {
                 return r;
         }
         c->parsed = (Tracebus__TraceConfig *) m;
-        return 0;
+        return lossy ? lossy_to_binary(c, warnings) : 0;
 }
 
 static int load_light(const Args *a, CliConfig *c) {
@@ -135,7 +152,7 @@ static int load_light(const Args *a, CliConfig *c) {
         r = build_light_config(a, test ? test_events : a->events, duration, &c->text);
         if (r < 0)
                 return r;
-        return parse_text(c, "<command line>", strlen(c->text));
+        return parse_text(c, "<command line>", strlen(c->text), false);
 }
 
 static int load_binary(CliConfig *c, const char *source, char *data, size_t len) {
@@ -174,7 +191,7 @@ static int load_file(const Args *a, CliConfig *c) {
         if (!a->txt)
                 return load_binary(c, source, data, len);
         c->text = data;
-        return parse_text(c, source, len);
+        return parse_text(c, source, len, a->txt_lossy);
 }
 
 int cli_config_load(const Args *a, CliConfig *ret) {

@@ -51,6 +51,7 @@ typedef struct Args {
         /* The config: -c FILE [--txt], or the light config. */
         const char *config_path;
         bool txt;
+        bool txt_lossy;              /* --txt-lossy: names v58 lacks dropped with a warning */
         bool has_time, has_buffer, has_size;
         uint64_t duration_ms;
         uint64_t buffer_kb;

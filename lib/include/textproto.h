@@ -29,5 +29,29 @@ int textproto_parse(const ProtobufCMessageDescriptor *desc,
                     ProtobufCMessage **ret,
                     char **ret_error);
 
+typedef enum TextprotoFlags {
+        /* As `perfetto --txt-lossy`: a field name the message lacks, or an enum value
+         * name its enum lacks, is dropped (with its value, whatever its shape) and
+         * reported as a warning "SOURCE:LINE:COLUMN: unknown field 'x' in M: dropped"
+         * (with a "did you mean" when a name is close) instead of failing the parse.
+         * Syntax errors still fail. */
+        TEXTPROTO_LOSSY = 1 << 0,
+} TextprotoFlags;
+
+/*
+ * textproto_parse_flags - textproto_parse() with @flags. On success, stores in
+ * *@ret_warnings (if not NULL) a NULL-terminated, malloc'd array of the warnings
+ * (NULL when there are none; free with strv_free()), at most
+ * TEXTPROTO_MAX_WARNINGS of them and then one saying how many more were left out.
+ */
+int textproto_parse_flags(const ProtobufCMessageDescriptor *desc,
+                          const char *text, size_t len,
+                          const char *source_name,
+                          TextprotoFlags flags,
+                          ProtobufCMessage **ret,
+                          char **ret_error,
+                          char ***ret_warnings);
+
+#define TEXTPROTO_MAX_WARNINGS 64U
 #define TEXTPROTO_MAX_SIZE (4U * 1024U * 1024U)
 #define TEXTPROTO_MAX_DEPTH 64U
