@@ -96,6 +96,13 @@ static int append_trace_config_and_uuid(Recorder *rec) {
         uuid.lsb = random[1];
         tracebus__trace_packet__init(&packet);
         packet.trace_uuid = &uuid;
+        r = trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
+        if (r < 0 || !rec->trace_config->trace_attributes || rec->trace_config->trace_attributes->n_attribute == 0)
+                return r;
+        /* The config's trace_attributes as a packet of their own, as Perfetto v58's service
+         * writes them (trace_processor's metadata), whether or not the config is echoed. */
+        tracebus__trace_packet__init(&packet);
+        packet.trace_attributes = rec->trace_config->trace_attributes;
         return trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
 }
 

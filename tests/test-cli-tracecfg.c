@@ -78,9 +78,10 @@ static void count_packet(const Tracebus__TracePacket *p, const TraceRawPacket *r
         counts[0] += p->clock_snapshot != NULL;
         counts[1] += p->service_event != NULL;
         counts[2] += p->trace_uuid != NULL;
+        counts[3] += p->trace_attributes != NULL && p->trace_attributes->n_attribute == 3;
 }
 
-static void count_packets(const char *path, guint counts[3]) {
+static void count_packets(const char *path, guint counts[4]) {
         g_autofree char *data = NULL;
         g_autoptr(GError) error = NULL;
         gsize len;
@@ -111,7 +112,7 @@ static void test_builtin_sources(void) {
         g_autofree char *decoded = NULL, *decoded_plain = NULL;
         g_auto(TbTraceSummary) a = { 0 }, b = { 0 };
         g_autoptr(GError) error = NULL;
-        guint ca[3] = { 0 }, cb[3] = { 0 };
+        guint ca[4] = { 0 }, cb[4] = { 0 };
         TbBusy busy;
 
         g_assert_true(tb_busy_start("tbbusy-builtin", &busy, &error));
@@ -151,7 +152,7 @@ static void test_snapshot_interval(void) {
         g_autofree char *fast = config_with(2000, "builtin_data_sources { snapshot_interval_ms: 200 }\n");
         g_autofree char *out_plain = g_build_filename(dir, "plain.pftrace", NULL);
         g_autofree char *out_fast = g_build_filename(dir, "fast.pftrace", NULL);
-        guint cp[3] = { 0 }, cf[3] = { 0 };
+        guint cp[4] = { 0 }, cf[4] = { 0 };
 
         record("tbuser", dir, "plain.pbtxt", plain, out_plain);
         record("tbuser", dir, "fast.pbtxt", fast, out_fast);
@@ -242,6 +243,40 @@ static void test_query_raw(void) {
         assert_exit(&stop, 0);
 }
 
+/* --add-attribute and a config's trace_attributes: a TracePacket.trace_attributes in the trace. */
+static void test_attributes(void) {
+        g_autofree char *dir = make_user_dir("tbuser", "cfg-attr");
+        g_autofree char *text = config_with(500, "trace_attributes { attribute { key: \"site\" string_value: \"lab-2\" } }\n");
+        g_autofree char *cfg = user_file("tbuser", dir, "config.pbtxt", text, -1);
+        g_autofree char *out = g_build_filename(dir, "trace.pftrace", NULL), *out2 = g_build_filename(dir, "light.pftrace", NULL);
+        g_autofree char *decoded = NULL, *decoded2 = NULL;
+        g_auto(TbCommandResult) res = { 0 }, light = { 0 }, empty = { 0 };
+        guint counts[4] = { 0 };
+
+        run_cli("tbuser", &res, "-c", cfg, "--txt", "--add-attribute", "build=42", "--add-attribute", "nightly",
+                "-o", out, NULL);
+        assert_exit(&res, 0);
+        decoded = protoc_decode_trace(out);
+        assert_decoded_has(decoded, "trace_attributes {");
+        assert_decoded_has(decoded, "key: \"site\"");
+        assert_decoded_has(decoded, "string_value: \"lab-2\"");
+        assert_decoded_has(decoded, "key: \"build\"");
+        assert_decoded_has(decoded, "string_value: \"42\"");
+        assert_decoded_has(decoded, "key: \"nightly\"");
+        /* A packet of its own, with the config's attribute and the two options'. */
+        count_packets(out, counts);
+        g_assert_cmpuint(counts[3], ==, 1);
+
+        run_cli("tbuser", &light, "-t", "500ms", "--add-attribute", "who=me", "-o", out2, "sched/sched_switch", NULL);
+        assert_exit(&light, 0);
+        decoded2 = protoc_decode_trace(out2);
+        assert_decoded_has(decoded2, "string_value: \"me\"");
+
+        run_cli("tbuser", &empty, "-t", "500ms", "--add-attribute", "=x", "-o", out2, "sched/sched_switch", NULL);
+        assert_exit(&empty, 1);
+        assert_stderr_has(&empty, "the key is empty");
+}
+
 /* perfetto's Android-only options: one line saying why, exit status 3. */
 static void test_android_only(void) {
         static const char *const options[][3] = {
@@ -275,5 +310,6 @@ int main(int argc, char **argv) {
         tb_test_add_isolated("/bus/cli/tracecfg/start-delay", test_start_delay);
         tb_test_add_isolated("/bus/cli/tracecfg/query-raw", test_query_raw);
         tb_test_add_isolated("/bus/cli/tracecfg/android-only", test_android_only);
+        tb_test_add_isolated("/bus/cli/tracecfg/attributes", test_attributes);
         return tb_test_run(TB_START_SERVICE);
 }

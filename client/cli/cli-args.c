@@ -15,6 +15,7 @@
 
 void cli_args_done(Args *a) {
         a->events = strv_free(a->events);
+        a->attributes = strv_free(a->attributes);
 }
 
 void cli_help(FILE *f) {
@@ -48,6 +49,7 @@ void cli_help(FILE *f) {
                 "      --stop-all         Stop all your sessions, waiting for each complete trace\n"
                 "      --stop-session=ID  Stop one session (another user's needs org.tracebus.manage)\n"
                 "\n"
+                "      --add-attribute KEY[=VALUE]  Put KEY=VALUE into the trace's attributes (repeatable)\n"
                 "      --notify-fd FD     Write one byte into FD once recording started (0), or failed (1)\n"
                 "      --query-raw        Your sessions as a TracingServiceState protobuf (see tracebus(1))\n"
                 "      --no-ask-password  Do not ask for a password to authorize (polkit)\n"
@@ -143,6 +145,8 @@ static int check_combinations(Args *a) {
                 return cli_refuse("--json is supported only with --query and --list-events");
         if (a->query_raw && (a->json || a->long_output))
                 return cli_refuse("--query-raw cannot be combined with --json or --long");
+        if (a->attributes && (a->mode != MODE_RECORD || a->attach_key || a->is_detached_key))
+                return cli_refuse("--add-attribute is supported only when recording");
         if (a->notify_fd >= 0 && (a->mode != MODE_RECORD || a->attach_key || a->is_detached_key))
                 return cli_refuse("--notify-fd is supported only when recording");
         if (a->mode != MODE_RECORD && a->mode != MODE_ATTACH && a->mode != MODE_IS_DETACHED)
@@ -199,7 +203,7 @@ static int parse_size(Args *a, const char *arg) {
 enum {
         ARG_TXT = 0x100, ARG_NO_CLOBBER, ARG_VERSION, ARG_DETACH, ARG_ATTACH, ARG_STOP, ARG_IS_DETACHED,
         ARG_QUERY, ARG_QUERY_RAW, ARG_LONG, ARG_JSON, ARG_LIST_EVENTS, ARG_STOP_ALL, ARG_STOP_SESSION,
-        ARG_NO_ASK_PASSWORD, ARG_NOTIFY_FD, ARG_ANDROID_ONLY, ARG_TXT_LOSSY,
+        ARG_NO_ASK_PASSWORD, ARG_NOTIFY_FD, ARG_ANDROID_ONLY, ARG_TXT_LOSSY, ARG_ADD_ATTRIBUTE,
 };
 
 static const struct option options[] = {
@@ -228,6 +232,7 @@ static const struct option options[] = {
         { "no-ask-password", no_argument,       NULL, ARG_NO_ASK_PASSWORD },
         { "version",         no_argument,       NULL, ARG_VERSION },
         { "notify-fd",       required_argument, NULL, ARG_NOTIFY_FD },
+        { "add-attribute",   required_argument, NULL, ARG_ADD_ATTRIBUTE },
         /* perfetto's Android-only options: refused with one line, EXIT_NOT_SUPPORTED. */
         { "upload",          no_argument,       NULL, ARG_ANDROID_ONLY },
         { "dropbox",         required_argument, NULL, ARG_ANDROID_ONLY },
@@ -309,6 +314,8 @@ static int parse_option(Args *a, int c, const char *arg) {
                 return cli_refuse_android_only(strempty(current_option));
         case ARG_NOTIFY_FD:
                 return cli_parse_notify_fd(a, arg) ?: 1;
+        case ARG_ADD_ATTRIBUTE:
+                return strv_extend(&a->attributes, arg) < 0 ? -ENOMEM : 1;
         case ARG_DETACH:
                 a->detach_key = arg;
                 return 1;

@@ -509,7 +509,7 @@ int run_record(const Args *a) {
         _cleanup_close_ int fd = -EBADF, notify_fd = -EBADF;
         int r;
 
-        if (cli_config_load(a, &cfg) < 0)
+        if (cli_config_load(a, &cfg) < 0 || cli_apply_attributes(a, &cfg) < 0)
                 return EXIT_FAILURE;
         fd = open_output(a);
         if (fd < 0 && a->output)

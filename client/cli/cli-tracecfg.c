@@ -133,3 +133,55 @@ void cli_print_session_extras(const SessionInfo *i) {
         STRV_FOREACH(w, i->warnings)
                 printf("    warning: %s\n", *w);
 }
+
+static int add_attribute(Tracebus__TraceAttributes *ta, const char *arg) {
+        const char *eq = strchr(arg, '=');
+        Tracebus__TraceAttributes__Attribute *at, **n;
+
+        if (eq == arg || !*arg)
+                return cli_refuse("--add-attribute '%s': the key is empty (KEY or KEY=VALUE)", arg);
+        n = realloc(ta->attribute, (ta->n_attribute + 1) * sizeof(*n));
+        if (!n)
+                return -ENOMEM;
+        ta->attribute = n;
+        at = malloc(sizeof(*at));
+        if (!at)
+                return -ENOMEM;
+        tracebus__trace_attributes__attribute__init(at);
+        at->key = eq ? strndup(arg, (size_t) (eq - arg)) : strdup(arg);
+        at->string_value = strdup(eq ? eq + 1 : "");
+        at->value_case = TRACEBUS__TRACE_ATTRIBUTES__ATTRIBUTE__VALUE_STRING_VALUE;
+        ta->attribute[ta->n_attribute++] = at;
+        /* Owned by the message from here: protobuf_c_message_free_unpacked() frees them. */
+        return at->key && at->string_value ? 0 : -ENOMEM;
+}
+
+int cli_apply_attributes(const Args *a, CliConfig *c) {
+        Tracebus__TraceConfig *tc = c->parsed;
+        size_t len;
+        int r;
+
+        if (!a->attributes)
+                return 0;
+        if (!tc->trace_attributes) {
+                tc->trace_attributes = malloc(sizeof(*tc->trace_attributes));
+                if (!tc->trace_attributes)
+                        return -ENOMEM;
+                tracebus__trace_attributes__init(tc->trace_attributes);
+        }
+        STRV_FOREACH(s, a->attributes) {
+                r = add_attribute(tc->trace_attributes, *s);
+                if (r < 0)
+                        return r;
+        }
+        /* The text format cannot take a second trace_attributes: the config, checked here
+         * already, goes as a binary one. */
+        len = tracebus__trace_config__get_packed_size(tc);
+        free(c->binary);
+        c->binary = malloc(MAX(len, 1u));
+        if (!c->binary)
+                return -ENOMEM;
+        c->binary_size = tracebus__trace_config__pack(tc, c->binary);
+        c->text = mfree(c->text);
+        return 0;
+}

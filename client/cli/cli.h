@@ -76,6 +76,7 @@ typedef struct Args {
 
         /* helper "tracecfg" (cli-tracecfg.c) */
         int notify_fd;               /* --notify-fd; -1: none */
+        char **attributes;           /* --add-attribute key[=value], in order */
         bool query_raw;              /* --query-raw */
 } Args;
 
@@ -180,6 +181,9 @@ void cli_notify(const Args *a, bool started);
 /* cmd_trace_start_delay: sleeps a uniformly random delay in [min, max] ms before Start,
  * as perfetto_cmd does. -EINVAL (printed) when max < min. */
 int cli_start_delay(const Tracebus__TraceConfig *tc);
+/* --add-attribute: puts them into @c's TraceConfig.trace_attributes (string values), which
+ * then goes to the service as a binary config. -EINVAL (printed) on an empty key. */
+int cli_apply_attributes(const Args *a, CliConfig *c);
 /* --query-raw: the caller's sessions as a TracingServiceState message on stdout. */
 int cli_print_query_raw(const SessionInfo *items, size_t n);
 /* --query: the lines that follow a session's row (name, data sources, warnings). */
