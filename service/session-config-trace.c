@@ -78,19 +78,6 @@ static int load_compression(const Tracebus__TraceConfig *tc, SessionConfig *c) {
         return 0;
 }
 
-/* Fields for which tracebus has nothing to do, or cannot do what they ask. */
-static int warn_unapplied(const Tracebus__TraceConfig *tc, SessionConfig *c) {
-        int r = 0;
-
-        /* deferred_start is warned by the field table (session-config-fields.c). */
-        if (tc->has_flush_timeout_ms)
-                r = session_config_warn(c, "flush_timeout_ms: tracebus flushes in its own recorder, with no producers to wait for");
-        if (r >= 0 && tc->trace_filter && (tc->trace_filter->has_bytecode || tc->trace_filter->has_bytecode_v2 ||
-                                           tc->trace_filter->string_filter_chain))
-                r = session_config_warn(c, "trace_filter: not applied, the trace is written unfiltered");
-        return r;
-}
-
 /* As traced: a requested UUID (either half non-zero) is the trace's. The fields are
  * deprecated in v58, and still honoured by Perfetto. */
 static void load_trace_uuid(const Tracebus__TraceConfig *tc, SessionConfig *c) {
@@ -119,6 +106,8 @@ int session_config_load_trace(const Tracebus__TraceConfig *tc, SessionConfig *c,
         c->stop_timeout_ms = tc->data_source_stop_timeout_ms ?: SESSION_DEFAULT_STOP_TIMEOUT_MS;
         /* incremental_state_config needs nothing: the writer keeps every packet later ones
          * refer to (process trees, track descriptors, clock snapshots) in its metadata, which
-         * a ring never overwrites, and each ftrace bundle carries its own intern table. */
-        return warn_unapplied(tc, c);
+         * a ring never overwrites, and each ftrace bundle carries its own intern table.
+         * deferred_start, flush_timeout_ms and trace_filter are warned by the field table
+         * (session-config-fields.c). */
+        return 0;
 }
