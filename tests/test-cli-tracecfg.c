@@ -164,6 +164,41 @@ static void test_snapshot_interval(void) {
         g_assert_cmpuint(cf[0], >=, cp[0] + 3);
 }
 
+/* flush_period_ms with write_into_file: the file is written that often, though
+ * file_write_period_ms alone would write it only at the end. */
+static void test_flush_period(void) {
+        g_autofree char *dir = make_user_dir("tbuser", "cfg-flush");
+        g_autofree char *slow = config_with(60000, "write_into_file: true\nfile_write_period_ms: 600000\n");
+        g_autofree char *fast = config_with(60000, "write_into_file: true\nfile_write_period_ms: 600000\n"
+                                            "flush_period_ms: 300\n");
+        g_autofree char *cslow = user_file("tbuser", dir, "slow.pbtxt", slow, -1);
+        g_autofree char *cfast = user_file("tbuser", dir, "fast.pbtxt", fast, -1);
+        g_autofree char *oslow = g_build_filename(dir, "slow.pftrace", NULL), *ofast = g_build_filename(dir, "fast.pftrace", NULL);
+        g_auto(TbCommandResult) r1 = { 0 }, r2 = { 0 }, s1 = { 0 }, s2 = { 0 };
+        g_autoptr(GError) error = NULL;
+        off_t slow_size, fast_size;
+        TbBusy busy;
+
+        g_assert_true(tb_busy_start("tbbusy-flush", &busy, &error));
+        run_cli("tbuser", &r1, "--detach=flush-slow", "-c", cslow, "--txt", "-o", oslow, NULL);
+        assert_exit(&r1, 0);
+        run_cli("tbuser", &r2, "--detach=flush-fast", "-c", cfast, "--txt", "-o", ofast, NULL);
+        assert_exit(&r2, 0);
+        /* Both record the same storm: only the one with flush_period_ms grows. */
+        fast_size = wait_larger(ofast, file_size(oslow) + 64 * 1024, g_get_monotonic_time() + 20 * G_USEC_PER_SEC);
+        slow_size = file_size(oslow);
+        note("while recording: %lld bytes with flush_period_ms 300, %lld without\n", (long long) fast_size,
+             (long long) slow_size);
+        g_assert_cmpint(fast_size, >, slow_size + 64 * 1024);
+        run_cli("tbuser", &s1, "--attach=flush-slow", "--stop", NULL);
+        run_cli("tbuser", &s2, "--attach=flush-fast", "--stop", NULL);
+        tb_busy_stop(&busy);
+        assert_exit(&s1, 0);
+        assert_exit(&s2, 0);
+        assert_file_complete(oslow);
+        assert_file_complete(ofast);
+}
+
 /* --notify-fd: the status byte 0 once recording, 1 when the start is refused. */
 static void test_notify_fd(void) {
         g_autofree char *dir = make_user_dir("tbuser", "cfg-notify"), *odir = make_user_dir("tbother", "cfg-notify-other");
@@ -311,5 +346,6 @@ int main(int argc, char **argv) {
         tb_test_add_isolated("/bus/cli/tracecfg/query-raw", test_query_raw);
         tb_test_add_isolated("/bus/cli/tracecfg/android-only", test_android_only);
         tb_test_add_isolated("/bus/cli/tracecfg/attributes", test_attributes);
+        tb_test_add_isolated("/bus/cli/tracecfg/flush-period", test_flush_period);
         return tb_test_run(TB_START_SERVICE);
 }
