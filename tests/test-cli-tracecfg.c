@@ -320,6 +320,9 @@ static void test_android_only(void) {
                 { "--config-uid", "1" }, { "--subscription-id", "1" }, { "--no-guardrails", NULL },
                 { "--reset-guardrails", NULL }, { "--app", "com.example" },
         };
+        static const char *const clones[][3] = {
+                { "--clone", "1" }, { "--clone-by-name", "nightly" }, { "--clone-for-bugreport", NULL },
+        };
 
         for (size_t i = 0; i < G_N_ELEMENTS(options); i++) {
                 g_auto(TbCommandResult) res = { 0 };
@@ -329,6 +332,14 @@ static void test_android_only(void) {
                 assert_one_line(&res);
                 assert_stderr_has(&res, options[i][0]);
                 assert_stderr_has(&res, "not supported off Android");
+        }
+        for (size_t i = 0; i < G_N_ELEMENTS(clones); i++) {
+                g_auto(TbCommandResult) res = { 0 };
+
+                run_cli("tbuser", &res, clones[i][0], clones[i][1], NULL);
+                assert_exit(&res, 3);
+                assert_one_line(&res);
+                assert_stderr_has(&res, "tracebus cannot do yet");
         }
 }
 

@@ -244,6 +244,10 @@ static const struct option options[] = {
         { "subscription-id", required_argument, NULL, ARG_ANDROID_ONLY },
         { "no-guardrails",   no_argument,       NULL, ARG_ANDROID_ONLY },
         { "reset-guardrails", no_argument,      NULL, ARG_ANDROID_ONLY },
+        /* Cloning a running session: not in tracebus (yet); the same one line and status. */
+        { "clone",           required_argument, NULL, ARG_ANDROID_ONLY },
+        { "clone-by-name",   required_argument, NULL, ARG_ANDROID_ONLY },
+        { "clone-for-bugreport", no_argument,   NULL, ARG_ANDROID_ONLY },
         { "txt-lossy",       no_argument,       NULL, ARG_TXT_LOSSY },
         {}
 };
