@@ -58,6 +58,14 @@ static void test_unique_session_name(void) {
         assert_exit(&q, 0);
         g_assert_nonnull(strstr(q.out, "name:    tb-uniq"));
         g_assert_nonnull(strstr(q.out, "sources: linux.ftrace (2 events)"));
+        {
+                g_auto(TbCommandResult) j = { 0 };
+
+                run_cli("tbuser", &j, "--query", "--json", NULL);
+                assert_exit(&j, 0);
+                assert_json(j.out);
+                g_assert_nonnull(strstr(j.out, "\"unique_session_name\": \"tb-uniq\""));
+        }
 
         run_cli("tbuser", &stop, "--attach=uniq-1", "--stop", NULL);
         assert_exit(&stop, 0);

@@ -185,6 +185,7 @@ static void print_json_session(const SessionInfo *i) {
                 fputs("null", stdout);
         else
                 cli_json_string(stdout, i->output_path);
+        cli_print_session_extras_json(i);
         fputc('}', stdout);
 }
 

@@ -136,6 +136,21 @@ void cli_print_session_extras(const SessionInfo *i) {
                 printf("    warning: %s\n", *w);
 }
 
+void cli_print_session_extras_json(const SessionInfo *i) {
+        fputs(", \"unique_session_name\": ", stdout);
+        if (isempty_str(i->unique_session_name))
+                fputs("null", stdout);
+        else
+                cli_json_string(stdout, i->unique_session_name);
+        fputs(", \"warnings\": [", stdout);
+        STRV_FOREACH(w, i->warnings) {
+                if (w != i->warnings)
+                        fputs(", ", stdout);
+                cli_json_string(stdout, *w);
+        }
+        fputc(']', stdout);
+}
+
 static int add_attribute(Tracebus__TraceAttributes *ta, const char *arg) {
         const char *eq = strchr(arg, '=');
         Tracebus__TraceAttributes__Attribute *at, **n;

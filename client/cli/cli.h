@@ -189,6 +189,8 @@ int cli_apply_attributes(const Args *a, CliConfig *c);
 int cli_print_query_raw(const SessionInfo *items, size_t n);
 /* --query: the lines that follow a session's row (name, data sources, warnings). */
 void cli_print_session_extras(const SessionInfo *i);
+/* --query --json: the same as members ", \"unique_session_name\": ..., \"warnings\": [...]". */
+void cli_print_session_extras_json(const SessionInfo *i);
 
 /* cli-query.c */
 int run_is_detached(const Args *a);
