@@ -43,3 +43,5 @@
 #define TB_ERROR_OUTPUT_REFUSED         TB_ERROR_PREFIX "OutputRefused"
 /* A request over a size or count cap, refused before polkit is asked. */
 #define TB_ERROR_REQUEST_TOO_LARGE      TB_ERROR_PREFIX "RequestTooLarge"
+/* A live session of the caller's has the config's unique_session_name. */
+#define TB_ERROR_SESSION_NAME_IN_USE    TB_ERROR_PREFIX "SessionNameInUse"

@@ -78,6 +78,10 @@ static int start_error(Manager *m, int r, const StartResult *res, sd_bus_error *
                 return sd_bus_error_set_errnof(error, r, "Failed to pick a session id: %m");
         case START_FAILURE_TRACE_DIR:
                 return trace_dir_error(m, req->uid, res, error);
+        case START_FAILURE_NAME_IN_USE:
+                return sd_bus_error_setf(error, TB_ERROR_SESSION_NAME_IN_USE,
+                                         "A trace with this unique session name (%.256s) already exists.",
+                                         req->config.unique_session_name);
         case START_FAILURE_OUTPUT:
                 if (r == -EDQUOT)
                         return sd_bus_error_setf(error, TB_ERROR_QUOTA_EXCEEDED,

@@ -55,6 +55,17 @@ int manager_check_detach_key(Manager *m, uid_t uid, const char *key) {
         return find_keyed(m, uid, key) ? -EADDRINUSE : 0;
 }
 
+/* @uid's live session named @name (unique_session_name). Perfetto checks the name across
+ * all users; here it is per user, as detach keys are: no one can hold a name another user's
+ * script needs, nor learn from a refusal what someone else records. */
+static Session *find_named(Manager *m, uid_t uid, const char *name) {
+        for (Session *s = m->sessions; s; s = s->next)
+                if (s->owner_uid == uid && s->config.unique_session_name && s->state != SESSION_ENDED &&
+                    strcmp(s->config.unique_session_name, name) == 0)
+                        return s;
+        return NULL;
+}
+
 int manager_check_start(Manager *m, const StartRequest *req, StartFailure *ret_failure) {
         bool per_uid;
 
@@ -66,6 +77,10 @@ int manager_check_start(Manager *m, const StartRequest *req, StartFailure *ret_f
         if (req->detach_key && find_keyed(m, req->uid, req->detach_key)) {
                 *ret_failure = START_FAILURE_KEY_IN_USE;
                 return -EADDRINUSE;
+        }
+        if (req->config.unique_session_name && find_named(m, req->uid, req->config.unique_session_name)) {
+                *ret_failure = START_FAILURE_NAME_IN_USE;
+                return -EEXIST;
         }
         return manager_check_resources(m, req, ret_failure);
 }

@@ -100,6 +100,7 @@ typedef enum StartFailure {
         START_FAILURE_SERVICE_FILES,  /* -EMFILE: past the service's max_files */
         START_FAILURE_BUFFER_MEMORY,  /* -ENOBUFS: past max_buffer_memory_bytes */
         START_FAILURE_TRACE_DIR,      /* the UID's trace directory holds what the quota cannot count */
+        START_FAILURE_NAME_IN_USE,    /* -EEXIST: a live session of @uid has the unique_session_name */
 } StartFailure;
 
 /* How a start went, for manager_start_session()'s callback. */

@@ -87,6 +87,12 @@ struct Recorder {
         /* ftgraph: symbolize_ksyms. The table is read on the worker (ksyms-cache.c). */
         bool symbolize_ksyms, ksyms_retain;
         Ksyms *ksyms;
+        /* helper "tracecfg": builtin_data_sources, trace_uuid, data_source_stop_timeout_ms. */
+        bool disable_clock_snapshotting, disable_trace_config, disable_system_info, disable_service_events;
+        uint64_t snapshot_interval_ns;
+        bool has_trace_uuid;
+        int64_t trace_uuid_msb, trace_uuid_lsb;
+        uint64_t stop_timeout_ns;     /* the final drain ends after this, data left or not */
 };
 
 /* recorder-packets.c: the service's packets (sequence 1) and the process tree. */

@@ -26,6 +26,8 @@ static int append_clock_snapshot(Recorder *rec) {
         Tracebus__ClockSnapshot snapshot = TRACEBUS__CLOCK_SNAPSHOT__INIT;
         Tracebus__TracePacket packet = TRACEBUS__TRACE_PACKET__INIT;
 
+        if (rec->disable_clock_snapshotting)
+                return 0;
         for (size_t i = 0; i < ELEMENTSOF(clocks); i++) {
                 tracebus__clock_snapshot__clock__init(&c[i]);
                 c[i].has_clock_id = c[i].has_timestamp = true;
@@ -50,6 +52,8 @@ static int append_system_info(Recorder *rec) {
         Tracebus__Utsname uts = TRACEBUS__UTSNAME__INIT;
         struct utsname u;
 
+        if (rec->disable_system_info)
+                return 0;
         /* trace_processor decodes sched_switch prev_state by kernel version: without
          * utsname it assumes 4.4 and gets modern kernels' states wrong. */
         if (uname(&u) < 0)
@@ -76,18 +80,31 @@ static int append_trace_config_and_uuid(Recorder *rec) {
         int64_t random[2];
         int r;
 
-        packet.trace_config = rec->trace_config;
-        r = trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
-        if (r < 0)
-                return r;
+        if (!rec->disable_trace_config) {
+                packet.trace_config = rec->trace_config;
+                r = trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
+                if (r < 0)
+                        return r;
+        }
 
-        if (getrandom(random, sizeof(random), 0) != sizeof(random))
+        /* As traced: the config's trace_uuid_msb/lsb when either is set, else a random one. */
+        if (rec->has_trace_uuid) {
+                random[0] = rec->trace_uuid_msb;
+                random[1] = rec->trace_uuid_lsb;
+        } else if (getrandom(random, sizeof(random), 0) != sizeof(random))
                 return -errno;
         uuid.has_msb = uuid.has_lsb = true;
         uuid.msb = random[0];
         uuid.lsb = random[1];
         tracebus__trace_packet__init(&packet);
         packet.trace_uuid = &uuid;
+        r = trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
+        if (r < 0 || !rec->trace_config->trace_attributes || rec->trace_config->trace_attributes->n_attribute == 0)
+                return r;
+        /* The config's trace_attributes as a packet of their own, as Perfetto v58's service
+         * writes them (trace_processor's metadata), whether or not the config is echoed. */
+        tracebus__trace_packet__init(&packet);
+        packet.trace_attributes = rec->trace_config->trace_attributes;
         return trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
 }
 
@@ -95,6 +112,8 @@ int recorder_append_service_event(Recorder *rec, bool started, uint64_t timestam
         Tracebus__TracePacket packet = TRACEBUS__TRACE_PACKET__INIT;
         Tracebus__TracingServiceEvent event = TRACEBUS__TRACING_SERVICE_EVENT__INIT;
 
+        if (rec->disable_service_events)
+                return 0;
         if (started)
                 event.has_tracing_started = event.tracing_started = true;
         else
@@ -200,9 +219,9 @@ int recorder_append_opening_packets(Recorder *rec) {
         return recorder_append_setup_warnings(rec);
 }
 
-/* Perfetto's service marks every 10 s: a clock snapshot (clocks drift) and the sync
- * marker that lets tools split a huge trace without parsing it. */
-#define SNAPSHOT_INTERVAL_NS (10ull * 1000 * 1000 * 1000)
+/* Perfetto's service marks every snapshot_interval_ms (10 s by default): a clock
+ * snapshot (clocks drift) and the sync marker that lets tools split a huge trace
+ * without parsing it. Checked once per drain pass, so never more often than that. */
 static const uint8_t sync_marker[16] = {
         0x82, 0x47, 0x7a, 0x76, 0xb2, 0x8d, 0x42, 0xba, 0x81, 0xdc, 0x33, 0x32, 0x6d, 0x57, 0xa0, 0x79,
 };
@@ -223,7 +242,7 @@ int recorder_append_periodic_snapshot(Recorder *rec, bool force) {
         uint64_t now = now_ns(CLOCK_MONOTONIC);
         int r;
 
-        if (!force && now - rec->last_snapshot_ns < SNAPSHOT_INTERVAL_NS)
+        if (!force && now - rec->last_snapshot_ns < rec->snapshot_interval_ns)
                 return 0;
         rec->last_snapshot_ns = now;
         r = append_sync_marker(rec);

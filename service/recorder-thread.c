@@ -156,7 +156,10 @@ static int drain_cpu(Recorder *rec, unsigned cpu) {
         return 1;
 }
 
-static int drain_all(Recorder *rec) {
+/* Drains every CPU until caught up, or until @deadline (CLOCK_MONOTONIC ns): the final
+ * drain of a Stop is bounded by data_source_stop_timeout_ms, as Perfetto bounds the
+ * data sources' stop. */
+static int drain_all(Recorder *rec, uint64_t deadline) {
         bool more;
         int r;
 
@@ -174,6 +177,10 @@ static int drain_all(Recorder *rec) {
                 r = describe_new_threads(rec);
                 if (r < 0)
                         return r;
+                if (more && now_ns(CLOCK_MONOTONIC) >= deadline) {
+                        log_warning("The final drain passed data_source_stop_timeout_ms: the rest of the kernel's buffers is left out.");
+                        break;
+                }
         } while (more);
         return recorder_append_process_tree(rec);
 }
@@ -271,7 +278,7 @@ void *recorder_thread_main(void *userdata) {
                 if (r >= 0)
                         r = recorder_append_periodic_snapshot(rec, /* force= */ false);
                 if (r >= 0)
-                        r = drain_all(rec);
+                        r = drain_all(rec, stopping ? now_ns(CLOCK_MONOTONIC) + rec->stop_timeout_ns : UINT64_MAX);
                 if (r < 0) {
                         /* What was read so far still makes a complete trace. */
                         log_error_errno(r, "Failed to read the kernel's trace buffers, ending the session: %m");

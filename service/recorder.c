@@ -115,6 +115,10 @@ static int recorder_configure(Recorder *rec, const SessionConfig *config, int ou
         size_t ftrace_kb = config->n_buffers > 0 ? config->buffers[config->ftrace_buffer].size_kb : config->trace_buffer_kb;
 
         rec->drain_period_ms = config->drain_period_ms;
+        /* flush_period_ms: the recorder's flush is its drain (and, writing into the file,
+         * its write): at least that often. */
+        if (config->flush_period_ms > 0)
+                rec->drain_period_ms = MIN(rec->drain_period_ms, config->flush_period_ms);
         rec->buffer_size_kb = config->buffer_size_kb;
         rec->compress = config->compress;
         rec->symbolize_ksyms = config->symbolize_ksyms;
@@ -124,6 +128,18 @@ static int recorder_configure(Recorder *rec, const SessionConfig *config, int ou
          * nothing. Otherwise the buffer is a ring (or discards when full) written at the end. */
         rec->write_period_ns = config->write_into_file ?
                 (uint64_t) config->file_write_period_ms * 1000000ull : UINT64_MAX;
+        if (config->write_into_file && config->flush_period_ms > 0)
+                rec->write_period_ns = MIN(rec->write_period_ns,
+                                           (uint64_t) MAX(config->flush_period_ms, SESSION_MIN_WRITE_PERIOD_MS) * 1000000ull);
+        rec->disable_clock_snapshotting = config->disable_clock_snapshotting;
+        rec->disable_trace_config = config->disable_trace_config;
+        rec->disable_system_info = config->disable_system_info;
+        rec->disable_service_events = config->disable_service_events;
+        rec->snapshot_interval_ns = (uint64_t) (config->snapshot_interval_ms ?: SESSION_DEFAULT_SNAPSHOT_INTERVAL_MS) * 1000000ull;
+        rec->has_trace_uuid = config->has_trace_uuid;
+        rec->trace_uuid_msb = config->trace_uuid_msb;
+        rec->trace_uuid_lsb = config->trace_uuid_lsb;
+        rec->stop_timeout_ns = (uint64_t) (config->stop_timeout_ms ?: SESSION_DEFAULT_STOP_TIMEOUT_MS) * 1000000ull;
         rec->write_threshold = (size_t) config->trace_buffer_kb * 1024u;
         /* A bundle holds at most 1/16 of the ftrace buffer in raw pages (and 32 pages). */
         rec->pages_per_bundle = (unsigned) MIN((size_t) MAX_PAGES_PER_BUNDLE,

@@ -130,6 +130,15 @@ typedef struct SessionConfig {
         uint32_t function_graph_max_depth; /* 0: the kernel's default, UINT32_MAX: unlimited */
         char **kprobes;                /* "p:SYMBOL" (kprobe) and "r:SYMBOL" (kretprobe) */
         bool needs_kprobes_action;     /* kprobes or function tracing: org.tracebus.kprobes */
+
+        /* helper "tracecfg": TraceConfig's own fields (service/session-config-trace.c). */
+        char *unique_session_name;     /* NULL: none; else one live session of it per user */
+        bool disable_clock_snapshotting, disable_trace_config, disable_system_info, disable_service_events;
+        uint32_t snapshot_interval_ms; /* clock snapshots and sync markers */
+        bool has_trace_uuid;           /* trace_uuid_msb/lsb: the TraceUuid packet's, else random */
+        int64_t trace_uuid_msb, trace_uuid_lsb;
+        uint32_t flush_period_ms;      /* 0: none */
+        uint32_t stop_timeout_ms;      /* data_source_stop_timeout_ms: bounds the final drain */
 } SessionConfig;
 
 /* Perfetto's minimum proc_stats_poll_ms: a shorter one is raised, with a warning. */
@@ -211,6 +220,13 @@ int session_config_load_ftgraph(const Tracebus__TraceConfig *tc, const char *roo
                                 char **ret_error);
 void session_config_ftgraph_done(SessionConfig *c);
 
+/* session-config-trace.c: TraceConfig's own fields (unique_session_name, builtin_data_sources,
+ * trace_uuid, flush and stop periods, incremental state, compression, trace_filter, ...),
+ * each honoured or told as a warning. -EINVAL with *ret_error on a bad value. */
+#define SESSION_DEFAULT_SNAPSHOT_INTERVAL_MS 10000u   /* Perfetto's kDefaultSnapshotsIntervalMs */
+#define SESSION_DEFAULT_STOP_TIMEOUT_MS 5000u         /* Perfetto's kDataSourceStopTimeoutMs */
+#define SESSION_MAX_UNIQUE_NAME 256u
+int session_config_load_trace(const Tracebus__TraceConfig *tc, SessionConfig *c, char **ret_error);
 /* Adds to @c a warning for every field, data source and unknown field (binary configs)
  * of @tc that tracebus skips: the table of service/session-config-fields.c. Returns 0 or
  * -ENOMEM. */

@@ -328,6 +328,7 @@ static const struct {
         { "Events", "as" }, { "DurationMs", "u" }, { "StartedAt", "t" },
         { "BytesWritten", "t" }, { "EventsRecorded", "t" }, { "EventsLost", "t" },
         { "Warnings", "as" },
+        { "UniqueSessionName", "s" },
 };
 
 /* Appends the bare value of @property. */
@@ -357,6 +358,8 @@ static int append_value(sd_bus_message *reply, const Session *s, const char *pro
                 return sd_bus_message_append(reply, "t", st.events_lost);
         if (strcmp(property, "Warnings") == 0)
                 return sd_bus_message_append_strv(reply, s->config.warnings);
+        if (strcmp(property, "UniqueSessionName") == 0)
+                return sd_bus_message_append(reply, "s", strempty(s->config.unique_session_name));
         return -ENOENT;
 }
 
@@ -520,6 +523,7 @@ const sd_bus_vtable session_vtable[] = {
         SESSION_PROPERTY("EventsRecorded", "t", SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SESSION_PROPERTY("EventsLost", "t", SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SESSION_PROPERTY("Warnings", "as", SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SESSION_PROPERTY("UniqueSessionName", "s", SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_METHOD_WITH_ARGS("Stop", SD_BUS_NO_ARGS, SD_BUS_RESULT("a{sv}", stats),
                                 method_session_stop, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Detach", SD_BUS_ARGS("s", key), SD_BUS_NO_RESULT,

@@ -261,8 +261,9 @@ static void test_refused(void) {
                 { { "-b", "lots", "-o", "OUT", "sched/sched_switch" }, "--buffer argument is invalid" },
                 { { "-s", "-1", "-o", "OUT", "sched/sched_switch" }, "--size argument is invalid" },
                 { { "--detach=", "-c", "CFG", "--txt" }, "a detach key is 1 to 64 printable ASCII characters" },
-                { { "-a", "com.example", "-o", "OUT" }, "Android" },
-                { { "--query-raw" }, "--query --json" },
+                /* -a/--app is Android's: exit 3 (tests/test-cli-tracecfg.c). */
+                { { "--query-raw", "--long" }, "--query-raw cannot be combined with --json or --long" },
+                { { "--notify-fd", "9", "-t", "1s", "-o", "OUT", "sched/sched_switch" }, "not an open file descriptor" },
                 { { "--no-such-option" }, "--help" },
         };
         g_autofree char *dir = make_user_dir("tbuser", "cli-refused");

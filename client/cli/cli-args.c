@@ -15,6 +15,7 @@
 
 void cli_args_done(Args *a) {
         a->events = strv_free(a->events);
+        a->attributes = strv_free(a->attributes);
 }
 
 void cli_help(FILE *f) {
@@ -49,6 +50,9 @@ void cli_help(FILE *f) {
                 "      --stop-all         Stop all your sessions, waiting for each complete trace\n"
                 "      --stop-session=ID  Stop one session (another user's needs org.tracebus.manage)\n"
                 "\n"
+                "      --add-attribute KEY[=VALUE]  Put KEY=VALUE into the trace's attributes (repeatable)\n"
+                "      --notify-fd FD     Write one byte into FD once recording started (0), or failed (1)\n"
+                "      --query-raw        Your sessions as a TracingServiceState protobuf (see tracebus(1))\n"
                 "      --no-ask-password  Do not ask for a password to authorize (polkit)\n"
                 "  -h, --help             Show this help\n"
                 "      --version          Show the version\n"
@@ -140,6 +144,12 @@ static int check_combinations(Args *a) {
                 return cli_refuse("--long is supported only with --query");
         if (a->json && a->mode != MODE_QUERY && a->mode != MODE_LIST_EVENTS)
                 return cli_refuse("--json is supported only with --query and --list-events");
+        if (a->query_raw && (a->json || a->long_output))
+                return cli_refuse("--query-raw cannot be combined with --json or --long");
+        if (a->attributes && (a->mode != MODE_RECORD || a->attach_key || a->is_detached_key))
+                return cli_refuse("--add-attribute is supported only when recording");
+        if (a->notify_fd >= 0 && (a->mode != MODE_RECORD || a->attach_key || a->is_detached_key))
+                return cli_refuse("--notify-fd is supported only when recording");
         if (a->mode != MODE_RECORD && a->mode != MODE_ATTACH && a->mode != MODE_IS_DETACHED)
                 return 1;
 
@@ -194,7 +204,7 @@ static int parse_size(Args *a, const char *arg) {
 enum {
         ARG_TXT = 0x100, ARG_NO_CLOBBER, ARG_VERSION, ARG_DETACH, ARG_ATTACH, ARG_STOP, ARG_IS_DETACHED,
         ARG_QUERY, ARG_QUERY_RAW, ARG_LONG, ARG_JSON, ARG_LIST_EVENTS, ARG_STOP_ALL, ARG_STOP_SESSION,
-        ARG_NO_ASK_PASSWORD, ARG_TXT_LOSSY,
+        ARG_NO_ASK_PASSWORD, ARG_NOTIFY_FD, ARG_ANDROID_ONLY, ARG_TXT_LOSSY, ARG_ADD_ATTRIBUTE,
 };
 
 static const struct option options[] = {
@@ -222,6 +232,23 @@ static const struct option options[] = {
         { "stop-session",    required_argument, NULL, ARG_STOP_SESSION },
         { "no-ask-password", no_argument,       NULL, ARG_NO_ASK_PASSWORD },
         { "version",         no_argument,       NULL, ARG_VERSION },
+        { "notify-fd",       required_argument, NULL, ARG_NOTIFY_FD },
+        { "add-attribute",   required_argument, NULL, ARG_ADD_ATTRIBUTE },
+        /* perfetto's Android-only options: refused with one line, EXIT_NOT_SUPPORTED. */
+        { "upload",          no_argument,       NULL, ARG_ANDROID_ONLY },
+        { "dropbox",         required_argument, NULL, ARG_ANDROID_ONLY },
+        { "save-for-bugreport", no_argument,    NULL, ARG_ANDROID_ONLY },
+        { "save-all-for-bugreport", no_argument, NULL, ARG_ANDROID_ONLY },
+        { "alert-id",        required_argument, NULL, ARG_ANDROID_ONLY },
+        { "config-id",       required_argument, NULL, ARG_ANDROID_ONLY },
+        { "config-uid",      required_argument, NULL, ARG_ANDROID_ONLY },
+        { "subscription-id", required_argument, NULL, ARG_ANDROID_ONLY },
+        { "no-guardrails",   no_argument,       NULL, ARG_ANDROID_ONLY },
+        { "reset-guardrails", no_argument,      NULL, ARG_ANDROID_ONLY },
+        /* Cloning a running session: not in tracebus (yet); the same one line and status. */
+        { "clone",           required_argument, NULL, ARG_ANDROID_ONLY },
+        { "clone-by-name",   required_argument, NULL, ARG_ANDROID_ONLY },
+        { "clone-for-bugreport", no_argument,   NULL, ARG_ANDROID_ONLY },
         { "txt-lossy",       no_argument,       NULL, ARG_TXT_LOSSY },
         {}
 };
@@ -261,6 +288,8 @@ static bool parse_flag_option(Args *a, int c) {
         }
 }
 
+static const char *current_option;
+
 /* Returns 1 to go on, 0 when the option ends parsing successfully, < 0 on error. */
 static int parse_option(Args *a, int c, const char *arg) {
         if (parse_flag_option(a, c))
@@ -285,7 +314,13 @@ static int parse_option(Args *a, int c, const char *arg) {
         case 's':
                 return parse_size(a, arg) ?: 1;
         case 'a':
-                return cli_refuse("--app names an Android (atrace) app; tracebus records the kernel's trace events");
+                return cli_refuse_android_only("app");
+        case ARG_ANDROID_ONLY:
+                return cli_refuse_android_only(strempty(current_option));
+        case ARG_NOTIFY_FD:
+                return cli_parse_notify_fd(a, arg) ?: 1;
+        case ARG_ADD_ATTRIBUTE:
+                return strv_extend(&a->attributes, arg) < 0 ? -ENOMEM : 1;
         case ARG_DETACH:
                 a->detach_key = arg;
                 return 1;
@@ -298,7 +333,8 @@ static int parse_option(Args *a, int c, const char *arg) {
         case ARG_QUERY:
                 return set_mode(a, MODE_QUERY) ?: 1;
         case ARG_QUERY_RAW:
-                return cli_refuse("--query-raw is not supported; --query --json is for scripts");
+                a->query_raw = true;
+                return set_mode(a, MODE_QUERY) ?: 1;
         case ARG_LIST_EVENTS:
                 a->glob = arg;
                 return set_mode(a, MODE_LIST_EVENTS) ?: 1;
@@ -325,16 +361,20 @@ static void pick_mode(Args *a) {
 }
 
 int cli_parse_argv(int argc, char *argv[], Args *a) {
-        int c, r;
+        int c, r, index = -1;
 
         a->ask_password = true;
+        a->notify_fd = -1;
         if (argc <= 1) {
                 /* perfetto: usage and exit status 1. */
                 cli_help(stderr);
                 return -EINVAL;
         }
         opterr = 1;
-        while ((c = getopt_long(argc, argv, "hc:o:dDt:b:s:a:", options, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "hc:o:dDt:b:s:a:", options, &index)) >= 0) {
+                /* The Android-only options share one case: it names the one given. */
+                current_option = index >= 0 ? options[index].name : NULL;
+                index = -1;
                 r = parse_option(a, c, optarg);
                 if (r <= 0)
                         return r;

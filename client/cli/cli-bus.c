@@ -142,6 +142,7 @@ void session_info_done(SessionInfo *i) {
         i->state = mfree(i->state);
         i->output_path = mfree(i->output_path);
         i->events = strv_free(i->events);
+        i->unique_session_name = mfree(i->unique_session_name);
         i->warnings = strv_free(i->warnings);
 }
 
@@ -204,6 +205,8 @@ static int read_property(SessionInfo *i, sd_bus_message *m, const char *name) {
                 return sd_bus_message_read(m, "v", "t", &i->events_recorded);
         if (strcmp(name, "EventsLost") == 0)
                 return sd_bus_message_read(m, "v", "t", &i->events_lost);
+        if (strcmp(name, "UniqueSessionName") == 0)
+                return read_string(m, &i->unique_session_name);
         return sd_bus_message_skip(m, "v");
 }
 

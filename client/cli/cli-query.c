@@ -160,6 +160,7 @@ static void print_table(const SessionList *l, bool long_output) {
                        cli_format_bytes(size, sizeof(size), i->bytes_written), i->events_lost, output_of(i));
                 if (long_output)
                         print_long(i);
+                cli_print_session_extras(i);
         }
 }
 
@@ -184,6 +185,7 @@ static void print_json_session(const SessionInfo *i) {
                 fputs("null", stdout);
         else
                 cli_json_string(stdout, i->output_path);
+        cli_print_session_extras_json(i);
         fputc('}', stdout);
 }
 
@@ -203,6 +205,8 @@ int run_query(const Args *a) {
 
         if (connect_or_fail(&bus) < 0 || load_own_sessions(bus, &l) < 0)
                 return EXIT_FAILURE;
+        if (a->query_raw)
+                return cli_print_query_raw(l.items, l.n) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
         if (a->json)
                 print_json(&l);
         else

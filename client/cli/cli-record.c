@@ -519,7 +519,7 @@ int run_record(const Args *a) {
         _cleanup_close_ int fd = -EBADF, notify_fd = -EBADF;
         int r;
 
-        if (cli_config_load(a, &cfg) < 0)
+        if (cli_config_load(a, &cfg) < 0 || cli_apply_attributes(a, &cfg) < 0)
                 return EXIT_FAILURE;
         fd = open_output(a);
         if (fd < 0 && a->output)
@@ -530,10 +530,13 @@ int run_record(const Args *a) {
                         return r;
         }
         c.output_label = output_label(a);
-        if (setup_client(&c) < 0 || call_start(&c, &cfg, fd, a->detach_key) < 0)
+        if (cli_start_delay(cfg.parsed) < 0 || setup_client(&c) < 0 || call_start(&c, &cfg, fd, a->detach_key) < 0) {
+                cli_notify(a, /* started= */ false);
                 return EXIT_FAILURE;
+        }
         fd = safe_close(fd);
         load_info(&c);
+        cli_notify(a, c.info.state && strcmp(c.info.state, "recording") == 0);
 
         r = announce(&c, a);
         if (r >= 0)

@@ -25,6 +25,9 @@
 
 /* perfetto's exit codes: 0 yes/success, 1 error, 2 "no such detached session". */
 #define EXIT_NO_SESSION 2
+/* An option of perfetto's that has no meaning off Android (--upload, --dropbox, ...), or
+ * that tracebus lacks (--clone, --clone-by-name, --clone-for-bugreport). */
+#define EXIT_NOT_SUPPORTED 3
 
 /* Long enough for a person to answer a polkit authentication prompt. */
 #define CLI_CALL_TIMEOUT_USEC (5ull * 60 * 1000 * 1000)
@@ -71,6 +74,11 @@ typedef struct Args {
         const char *glob;            /* --list-events */
         const char *stop_session;    /* --stop-session */
         bool ask_password;           /* unless --no-ask-password */
+
+        /* helper "tracecfg" (cli-tracecfg.c) */
+        int notify_fd;               /* --notify-fd; -1: none */
+        char **attributes;           /* --add-attribute key[=value], in order */
+        bool query_raw;              /* --query-raw */
 } Args;
 
 /* cli-args.c */
@@ -135,7 +143,8 @@ typedef struct SessionInfo {
         uint64_t bytes_written;
         uint64_t events_recorded;
         uint64_t events_lost;
-        char **warnings;          /* the Warnings property */
+        char *unique_session_name;   /* "" or NULL: none */
+        char **warnings;             /* the Warnings property, when the service has it */
 } SessionInfo;
 
 void session_info_done(SessionInfo *i);
@@ -162,6 +171,27 @@ void polkit_agent_close(void);
 /* cli-record.c */
 int run_record(const Args *a);
 int run_attach(const Args *a);
+
+/* cli-tracecfg.c: perfetto's options around TraceConfig's own fields. */
+/* An option perfetto has only on Android, or a --clone* one (@option without its dashes):
+ * prints why, returns -EOPNOTSUPP, which tracebus exits with as EXIT_NOT_SUPPORTED. */
+int cli_refuse_android_only(const char *option);
+/* --notify-fd FD: FD must be open. */
+int cli_parse_notify_fd(Args *a, const char *arg);
+/* Writes perfetto's status byte (0 started, 1 failed) into --notify-fd and closes it. */
+void cli_notify(const Args *a, bool started);
+/* cmd_trace_start_delay: sleeps a uniformly random delay in [min, max] ms before Start,
+ * as perfetto_cmd does. -EINVAL (printed) when max < min. */
+int cli_start_delay(const Tracebus__TraceConfig *tc);
+/* --add-attribute: puts them into @c's TraceConfig.trace_attributes (string values), which
+ * then goes to the service as a binary config. -EINVAL (printed) on an empty key. */
+int cli_apply_attributes(const Args *a, CliConfig *c);
+/* --query-raw: the caller's sessions as a TracingServiceState message on stdout. */
+int cli_print_query_raw(const SessionInfo *items, size_t n);
+/* --query: the lines that follow a session's row (name, data sources, warnings). */
+void cli_print_session_extras(const SessionInfo *i);
+/* --query --json: the same as members ", \"unique_session_name\": ..., \"warnings\": [...]". */
+void cli_print_session_extras_json(const SessionInfo *i);
 
 /* cli-query.c */
 int run_is_detached(const Args *a);

@@ -17,6 +17,8 @@ static int run(int argc, char *argv[]) {
         int r;
 
         r = cli_parse_argv(argc, argv, &a);
+        if (r == -EOPNOTSUPP)
+                return EXIT_NOT_SUPPORTED;
         if (r < 0)
                 return EXIT_FAILURE;
         if (a.mode == MODE_HELP) {
