@@ -13,19 +13,6 @@
  * target_buffer_name names. The service's memory for them is bounded per session: their
  * sizes together stay within SESSION_MAX_TRACE_BUFFER_KB, as the one buffer was before. */
 
-static int buffer_error(char **ret_error, const char *fmt, ...) _printf_(2, 3);
-static int buffer_error(char **ret_error, const char *fmt, ...) {
-        va_list ap;
-
-        if (!ret_error)
-                return -EINVAL;
-        va_start(ap, fmt);
-        if (vasprintf(ret_error, fmt, ap) < 0)
-                *ret_error = NULL;
-        va_end(ap);
-        return -EINVAL;
-}
-
 static const char *source_name(const Tracebus__DataSourceConfig *ds) {
         return ds->name ?: "(unnamed)";
 }
@@ -40,11 +27,11 @@ int session_config_target_buffer(const Tracebus__TraceConfig *tc, const Tracebus
                                 *ret = (uint32_t) i;
                                 return 0;
                         }
-                return buffer_error(ret_error, "data source '%.64s': target_buffer_name '%.64s' names no buffer",
+                return session_config_error(ret_error, "data source '%.64s': target_buffer_name '%.64s' names no buffer",
                                     source_name(ds), ds->target_buffer_name);
         }
         if (ds->target_buffer >= n)
-                return buffer_error(ret_error, "data source '%.64s': target_buffer %u does not exist (the config has %zu buffers)",
+                return session_config_error(ret_error, "data source '%.64s': target_buffer %u does not exist (the config has %zu buffers)",
                                     source_name(ds), ds->target_buffer, tc->n_buffers);
         *ret = ds->target_buffer;
         return 0;
@@ -86,7 +73,7 @@ static int load_sizes(const Tracebus__TraceConfig *tc, SessionConfig *c, char **
         int r;
 
         if (tc->n_buffers > TRACE_WRITER_MAX_BUFFERS)
-                return buffer_error(ret_error, "%zu buffers, at most %u are allowed", tc->n_buffers,
+                return session_config_error(ret_error, "%zu buffers, at most %u are allowed", tc->n_buffers,
                                     TRACE_WRITER_MAX_BUFFERS);
         c->n_buffers = MAX(tc->n_buffers, (size_t) 1);
         c->buffers = calloc(c->n_buffers, sizeof(SessionBuffer));
@@ -110,7 +97,7 @@ static int load_sizes(const Tracebus__TraceConfig *tc, SessionConfig *c, char **
                 total += c->buffers[i].size_kb;
         }
         if (total > SESSION_MAX_TRACE_BUFFER_KB)
-                return buffer_error(ret_error, "the buffers add up to %" PRIu64 " KiB, above the limit of %u KiB",
+                return session_config_error(ret_error, "the buffers add up to %" PRIu64 " KiB, above the limit of %u KiB",
                                     total, SESSION_MAX_TRACE_BUFFER_KB);
         return 0;
 }

@@ -18,19 +18,6 @@
 #include "session-config.h"
 #include "strv.h"
 
-static int set_error(char **ret_error, const char *fmt, ...) _printf_(2, 3);
-static int set_error(char **ret_error, const char *fmt, ...) {
-        va_list ap;
-
-        if (!ret_error)
-                return -EINVAL;
-        va_start(ap, fmt);
-        if (vasprintf(ret_error, fmt, ap) < 0)
-                *ret_error = NULL;
-        va_end(ap);
-        return -EINVAL;
-}
-
 /* A kernel function name, or a glob of them for set_ftrace_filter: letters, digits, '_'
  * and '.' ("foo.isra.0"), and for a glob '*' and '?'. Nothing else reaches tracefs,
  * whose filter files also take commands ("func:traceoff", "!func") and lists. */
@@ -54,10 +41,10 @@ static int add_names(char ***list, char **names, size_t n, const char *field, ch
                 int r;
 
                 if (!name_is_valid(names[i], /* glob= */ true))
-                        return set_error(ret_error, "%s: '%.128s' is not a kernel function name or glob "
+                        return session_config_error(ret_error, "%s: '%.128s' is not a kernel function name or glob "
                                          "(letters, digits, '_', '.', '*', '?')", field, names[i]);
                 if (strv_length(*list) >= FTGRAPH_MAX_FUNCTIONS)
-                        return set_error(ret_error, "%s: more than %u functions", field, FTGRAPH_MAX_FUNCTIONS);
+                        return session_config_error(ret_error, "%s: more than %u functions", field, FTGRAPH_MAX_FUNCTIONS);
                 r = strv_extend_unique(list, names[i]);
                 if (r < 0)
                         return r;
@@ -103,11 +90,11 @@ static int load_kprobes(const Tracebus__FtraceConfig *fc, SessionConfig *c, char
                 int type = k->has_type ? (int) k->type : 0, r = 0;
 
                 if (!k->probe || !name_is_valid(k->probe, /* glob= */ false))
-                        return set_error(ret_error, "kprobe_events: probe '%.128s' is not a kernel function name",
+                        return session_config_error(ret_error, "kprobe_events: probe '%.128s' is not a kernel function name",
                                          strempty(k->probe));
                 if (type < TRACEBUS__FTRACE_CONFIG__KPROBE_EVENT__KPROBE_TYPE__KPROBE_TYPE_KPROBE ||
                     type > TRACEBUS__FTRACE_CONFIG__KPROBE_EVENT__KPROBE_TYPE__KPROBE_TYPE_BOTH)
-                        return set_error(ret_error, "kprobe_events: probe '%s' needs a type (KPROBE_TYPE_KPROBE, "
+                        return session_config_error(ret_error, "kprobe_events: probe '%s' needs a type (KPROBE_TYPE_KPROBE, "
                                          "KPROBE_TYPE_KRETPROBE or KPROBE_TYPE_BOTH)", k->probe);
                 c->needs_kprobes_action = true;
                 if (type != TRACEBUS__FTRACE_CONFIG__KPROBE_EVENT__KPROBE_TYPE__KPROBE_TYPE_KRETPROBE)
@@ -117,7 +104,7 @@ static int load_kprobes(const Tracebus__FtraceConfig *fc, SessionConfig *c, char
                 if (r < 0)
                         return r;
                 if (strv_length(c->kprobes) > FTGRAPH_MAX_KPROBES)
-                        return set_error(ret_error, "kprobe_events: more than %u probes", FTGRAPH_MAX_KPROBES);
+                        return session_config_error(ret_error, "kprobe_events: more than %u probes", FTGRAPH_MAX_KPROBES);
         }
         return 0;
 }

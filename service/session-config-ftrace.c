@@ -38,19 +38,6 @@ static const char *const allowed_tracefs_options[] = {
         "event-fork", "record-tgid", "overwrite", "markers", "copy_trace_marker",
 };
 
-static int option_error(char **ret_error, const char *fmt, ...) _printf_(2, 3);
-static int option_error(char **ret_error, const char *fmt, ...) {
-        va_list ap;
-
-        if (!ret_error)
-                return -EINVAL;
-        va_start(ap, fmt);
-        if (vasprintf(ret_error, fmt, ap) < 0)
-                *ret_error = NULL;
-        va_end(ap);
-        return -EINVAL;
-}
-
 void session_config_ftrace_done(SessionConfig *c) {
         c->syscall_filter = mfree(c->syscall_filter);
         c->tids_to_trace = mfree(c->tids_to_trace);
@@ -85,7 +72,7 @@ static int collect_syscalls(const Tracebus__FtraceConfig *fc, SyscallSet *set, S
         struct utsname u = {};
 
         if (fc->n_syscall_events > MAX_SYSCALL_EVENTS)
-                return option_error(ret_error, "syscall_events: %zu names, at most %u are allowed",
+                return session_config_error(ret_error, "syscall_events: %zu names, at most %u are allowed",
                                     fc->n_syscall_events, MAX_SYSCALL_EVENTS);
         (void) uname(&u);
         for (size_t i = 0; i < fc->n_syscall_events; i++) {
@@ -150,11 +137,11 @@ static int load_tids(const Tracebus__FtraceConfig *fc, SessionConfig *c, char **
         if (fc->n_tids_to_trace == 0)
                 return 0;
         if (fc->n_tids_to_trace > MAX_TIDS_TO_TRACE)
-                return option_error(ret_error, "tids_to_trace: %zu thread ids, at most %u are allowed",
+                return session_config_error(ret_error, "tids_to_trace: %zu thread ids, at most %u are allowed",
                                     fc->n_tids_to_trace, MAX_TIDS_TO_TRACE);
         for (size_t i = 0; i < fc->n_tids_to_trace; i++)
                 if (fc->tids_to_trace[i] == 0 || fc->tids_to_trace[i] > (1u << 22))   /* PID_MAX_LIMIT */
-                        return option_error(ret_error, "tids_to_trace: %u is not a thread id", fc->tids_to_trace[i]);
+                        return session_config_error(ret_error, "tids_to_trace: %u is not a thread id", fc->tids_to_trace[i]);
         if (c->tids_to_trace)
                 return session_config_warn(c, "tids_to_trace of a second linux.ftrace data source ignored: "
                                            "the session's instance takes the first one's");
@@ -206,16 +193,16 @@ static int load_cpumask(const Tracebus__FtraceConfig *fc, const char *root, Sess
         if (!m)
                 return 0;
         if (strlen(m) == 0 || strlen(m) > MAX_CPUMASK_CHARS)
-                return option_error(ret_error, "tracing_cpumask: expected 1 to %u hex digits", MAX_CPUMASK_CHARS);
+                return session_config_error(ret_error, "tracing_cpumask: expected 1 to %u hex digits", MAX_CPUMASK_CHARS);
         for (const char *p = m; *p; p++) {
                 if (!isxdigit((unsigned char) *p) && *p != ',')
-                        return option_error(ret_error, "tracing_cpumask: '%.64s' is not a hex CPU mask", m);
+                        return session_config_error(ret_error, "tracing_cpumask: '%.64s' is not a hex CPU mask", m);
                 any = any || (isxdigit((unsigned char) *p) && *p != '0');
         }
         if (!any)
-                return option_error(ret_error, "tracing_cpumask: '%.64s' selects no CPU", m);
+                return session_config_error(ret_error, "tracing_cpumask: '%.64s' selects no CPU", m);
         if (cpumask_highest_cpu(m) >= n_cpus)
-                return option_error(ret_error, "tracing_cpumask: '%.64s' names CPUs this machine lacks (it has %d)",
+                return session_config_error(ret_error, "tracing_cpumask: '%.64s' names CPUs this machine lacks (it has %d)",
                                     m, n_cpus);
         if (c->tracing_cpumask)
                 return session_config_warn(c, "tracing_cpumask of a second linux.ftrace data source ignored: "
@@ -237,9 +224,9 @@ static int load_tracefs_option(const Tracebus__FtraceConfig__TracefsOption *o, s
         bool on = o->state == TRACEBUS__FTRACE_CONFIG__TRACEFS_OPTION__STATE__STATE_ENABLED;
 
         if (!o->name || !o->name[0])
-                return option_error(ret_error, "tracefs_options[%zu].name: missing", i);
+                return session_config_error(ret_error, "tracefs_options[%zu].name: missing", i);
         if (!o->has_state || (!on && o->state != TRACEBUS__FTRACE_CONFIG__TRACEFS_OPTION__STATE__STATE_DISABLED))
-                return option_error(ret_error, "tracefs_options[%zu].state: expected STATE_ENABLED or STATE_DISABLED", i);
+                return session_config_error(ret_error, "tracefs_options[%zu].state: expected STATE_ENABLED or STATE_DISABLED", i);
         if (!tracefs_option_allowed(o->name))
                 return session_config_warn(c, "tracefs option '%.64s' is not one a session may set "
                                            "(allowed: event-fork, record-tgid, overwrite, markers, copy_trace_marker): "
@@ -259,7 +246,7 @@ static int load_tracefs_options(const Tracebus__FtraceConfig *fc, const char *ro
         int r;
 
         if (fc->n_tracefs_options > MAX_TRACEFS_OPTIONS)
-                return option_error(ret_error, "tracefs_options: %zu entries, at most %u are allowed",
+                return session_config_error(ret_error, "tracefs_options: %zu entries, at most %u are allowed",
                                     fc->n_tracefs_options, MAX_TRACEFS_OPTIONS);
         for (size_t i = 0; i < fc->n_tracefs_options; i++) {
                 r = load_tracefs_option(fc->tracefs_options[i], i, root, c, ret_error);
@@ -277,10 +264,10 @@ static int load_print_rule(const Tracebus__FtraceConfig__PrintFilter__Rule *rule
                 type = rule->atrace_msg->type ?: "";
                 prefix = rule->atrace_msg->prefix;
         } else if (rule->match_case != TRACEBUS__FTRACE_CONFIG__PRINT_FILTER__RULE__MATCH_PREFIX)
-                return option_error(ret_error, "print_filter.rules[%zu]: expected prefix or atrace_msg", i);
+                return session_config_error(ret_error, "print_filter.rules[%zu]: expected prefix or atrace_msg", i);
         prefix = prefix ?: "";
         if (strlen(prefix) > MAX_PRINT_PREFIX || (type && strlen(type) > MAX_PRINT_PREFIX))
-                return option_error(ret_error, "print_filter.rules[%zu]: longer than %u bytes", i, MAX_PRINT_PREFIX);
+                return session_config_error(ret_error, "print_filter.rules[%zu]: longer than %u bytes", i, MAX_PRINT_PREFIX);
         out->allow = rule->allow;
         out->prefix = strdup(prefix);
         out->type = type ? strdup(type) : NULL;
@@ -294,7 +281,7 @@ static int load_print_filter(const Tracebus__FtraceConfig *fc, SessionConfig *c,
         if (!pf)
                 return 0;
         if (pf->n_rules > MAX_PRINT_RULES)
-                return option_error(ret_error, "print_filter: %zu rules, at most %u are allowed", pf->n_rules,
+                return session_config_error(ret_error, "print_filter: %zu rules, at most %u are allowed", pf->n_rules,
                                     MAX_PRINT_RULES);
         if (c->print_rules)
                 return session_config_warn(c, "print_filter of a second linux.ftrace data source ignored: "
@@ -345,7 +332,7 @@ static int load_clock_and_drain(const Tracebus__FtraceConfig *fc, const char *ro
         if (!fc->has_drain_buffer_percent || fc->drain_buffer_percent == 0)
                 return 0;
         if (fc->drain_buffer_percent > 100)
-                return option_error(ret_error, "drain_buffer_percent %u is outside 1..100", fc->drain_buffer_percent);
+                return session_config_error(ret_error, "drain_buffer_percent %u is outside 1..100", fc->drain_buffer_percent);
         /* Perfetto: "Currently does nothing on Linux kernels below v6.9". */
         if (!kernel_at_least(6, 9))
                 return session_config_warn(c, "drain_buffer_percent: kernels before 6.9 do not wake a reader at a "

@@ -9,12 +9,6 @@
 
 #include "session-config.h"
 
-static int set_error(char **ret_error, const char *text) {
-        if (ret_error)
-                *ret_error = strdup(text);
-        return -EINVAL;
-}
-
 /* A name a user picks and sees again in --query: printable, bounded. */
 static bool unique_name_valid(const char *name) {
         size_t n = strlen(name);
@@ -31,7 +25,7 @@ static int load_unique_name(const Tracebus__TraceConfig *tc, SessionConfig *c, c
         if (!tc->unique_session_name)
                 return 0;
         if (!unique_name_valid(tc->unique_session_name))
-                return set_error(ret_error, "unique_session_name: 1 to 256 characters, none of them control characters");
+                return session_config_error(ret_error, "unique_session_name: 1 to 256 characters, none of them control characters");
         c->unique_session_name = strdup(tc->unique_session_name);
         return c->unique_session_name ? 0 : -ENOMEM;
 }

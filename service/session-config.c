@@ -148,8 +148,7 @@ int session_config_from_options(char **events, uint32_t duration_ms, uint32_t bu
         return session_config_parse_text(text, ret, NULL);
 }
 
-static int set_error(char **ret_error, const char *fmt, ...) _printf_(2, 3);
-static int set_error(char **ret_error, const char *fmt, ...) {
+int session_config_error(char **ret_error, const char *fmt, ...) {
         va_list ap;
 
         if (!ret_error)
@@ -174,7 +173,7 @@ static int resolve_events(const Tracebus__FtraceConfig *fc, EventResolution *res
                 }
                 r = event_index_select(res->index, e, &res->selection);
                 if (r == -EINVAL)
-                        return set_error(ret_error, "'%.128s' is not an event name (expected group/name, group/* or name)", e);
+                        return session_config_error(ret_error, "'%.128s' is not an event name (expected group/name, group/* or name)", e);
                 if (r < 0)
                         return r;
                 if (r == 0)
@@ -188,7 +187,7 @@ static int resolve_events(const Tracebus__FtraceConfig *fc, EventResolution *res
                 } else if (r == 0)
                         res->n_unknown++;
                 if (res->selection.n_order > SESSION_MAX_EVENTS)
-                        return set_error(ret_error, "the events requested expand to more than %u events",
+                        return session_config_error(ret_error, "the events requested expand to more than %u events",
                                          SESSION_MAX_EVENTS);
         }
         return 0;
@@ -208,12 +207,12 @@ static int load_ftrace_config(const Tracebus__FtraceConfig *fc, SessionConfig *c
         int r;
 
         if (fc->has_buffer_size_kb && fc->buffer_size_kb > SESSION_MAX_BUFFER_SIZE_KB)
-                return set_error(ret_error, "buffer_size_kb %u is above the limit of %u KiB per CPU",
+                return session_config_error(ret_error, "buffer_size_kb %u is above the limit of %u KiB per CPU",
                                  fc->buffer_size_kb, SESSION_MAX_BUFFER_SIZE_KB);
         if (fc->has_buffer_size_kb && fc->buffer_size_kb > 0)
                 c->buffer_size_kb = MAX(c->buffer_size_kb, fc->buffer_size_kb);
         if (fc->has_drain_period_ms && (fc->drain_period_ms < 1 || fc->drain_period_ms > 60000))
-                return set_error(ret_error, "drain_period_ms %u is outside 1..60000", fc->drain_period_ms);
+                return session_config_error(ret_error, "drain_period_ms %u is outside 1..60000", fc->drain_period_ms);
         if (fc->has_drain_period_ms)
                 c->drain_period_ms = MIN(c->drain_period_ms, fc->drain_period_ms);
         /* Perfetto enables compact_sched when the field is unset. */
@@ -221,7 +220,7 @@ static int load_ftrace_config(const Tracebus__FtraceConfig *fc, SessionConfig *c
                 c->compact_sched = false;
 
         if (fc->n_ftrace_events > SESSION_MAX_EVENTS)
-                return set_error(ret_error, "%zu events requested, at most %u are allowed",
+                return session_config_error(ret_error, "%zu events requested, at most %u are allowed",
                                  fc->n_ftrace_events, SESSION_MAX_EVENTS);
         r = resolve_events(fc, res, ret_error);
         if (r < 0)
@@ -230,7 +229,7 @@ static int load_ftrace_config(const Tracebus__FtraceConfig *fc, SessionConfig *c
         if (r < 0)
                 return r;
         if (res->selection.n_order > SESSION_MAX_EVENTS)
-                return set_error(ret_error, "the events requested expand to more than %u events", SESSION_MAX_EVENTS);
+                return session_config_error(ret_error, "the events requested expand to more than %u events", SESSION_MAX_EVENTS);
         return 0;
 }
 
@@ -247,7 +246,7 @@ static int check_config_size(const Tracebus__TraceConfig *tc, char **ret_error) 
         size_t names = 0;
 
         if (tc->n_data_sources > SESSION_MAX_DATA_SOURCES)
-                return set_error(ret_error, "%zu data sources, at most %u are allowed",
+                return session_config_error(ret_error, "%zu data sources, at most %u are allowed",
                                  tc->n_data_sources, SESSION_MAX_DATA_SOURCES);
         for (size_t i = 0; i < tc->n_data_sources; i++) {
                 const Tracebus__FtraceConfig *fc = ftrace_config_of(tc->data_sources[i]);
@@ -255,7 +254,7 @@ static int check_config_size(const Tracebus__TraceConfig *tc, char **ret_error) 
                 names += fc ? fc->n_ftrace_events + fc->n_atrace_categories : 0;
         }
         if (names > SESSION_MAX_CONFIG_EVENT_NAMES)
-                return set_error(ret_error, "the linux.ftrace data sources name %zu events together, at most %u are allowed",
+                return session_config_error(ret_error, "the linux.ftrace data sources name %zu events together, at most %u are allowed",
                                  names, SESSION_MAX_CONFIG_EVENT_NAMES);
         return 0;
 }
@@ -317,7 +316,7 @@ static int unknown_events_error(const EventResolution *res, char **ret_error) {
 /* How long, and how the trace reaches its file: periods, size, compression. */
 static int load_duration_and_output(const Tracebus__TraceConfig *tc, SessionConfig *c, char **ret_error) {
         if (tc->has_duration_ms && tc->duration_ms > SESSION_MAX_DURATION_MS)
-                return set_error(ret_error, "duration_ms %u is longer than the limit of 7 days", tc->duration_ms);
+                return session_config_error(ret_error, "duration_ms %u is longer than the limit of 7 days", tc->duration_ms);
         c->duration_ms = tc->duration_ms;
         c->write_into_file = tc->write_into_file;
         c->file_write_period_ms = tc->file_write_period_ms ?: SESSION_DEFAULT_WRITE_PERIOD_MS;
@@ -326,7 +325,7 @@ static int load_duration_and_output(const Tracebus__TraceConfig *tc, SessionConf
         if (tc->has_compression_type &&
             tc->compression_type != TRACEBUS__TRACE_CONFIG__COMPRESSION_TYPE__COMPRESSION_TYPE_UNSPECIFIED &&
             tc->compression_type != TRACEBUS__TRACE_CONFIG__COMPRESSION_TYPE__COMPRESSION_TYPE_DEFLATE)
-                return set_error(ret_error, "compression_type %d is not supported (expected COMPRESSION_TYPE_DEFLATE)",
+                return session_config_error(ret_error, "compression_type %d is not supported (expected COMPRESSION_TYPE_DEFLATE)",
                                  (int) tc->compression_type);
         c->compress = tc->compression_type == TRACEBUS__TRACE_CONFIG__COMPRESSION_TYPE__COMPRESSION_TYPE_DEFLATE;
         return 0;
@@ -364,7 +363,7 @@ static int load_ftrace(const Tracebus__TraceConfig *tc, const char *root, Sessio
         if (r < 0)
                 return r;
         if (!c->events && !other_sources)
-                return set_error(ret_error, "no ftrace events to record: add a linux.ftrace data source with "
+                return session_config_error(ret_error, "no ftrace events to record: add a linux.ftrace data source with "
                                  "ftrace_events, or pass the Events option");
         r = session_config_note_unknown_events(c, res->unknown, res->n_unknown);
         if (r >= 0)
@@ -407,7 +406,7 @@ int session_config_load(const Tracebus__TraceConfig *tc, const char *root, Sessi
         if (r < 0)
                 return r;
         if (tc->output_path)
-                return set_error(ret_error, "output_path is not supported: the service never opens a path a caller "
+                return session_config_error(ret_error, "output_path is not supported: the service never opens a path a caller "
                                  "names; pass a file descriptor as the Output option instead");
 
         r = load_ftrace(tc, root, &c, &res, ret_error);

@@ -162,6 +162,10 @@ int session_config_load_ftrace_options(const Tracebus__TraceConfig *tc, const ch
                                        SessionConfig *c, char **ret_error);
 void session_config_ftrace_done(SessionConfig *c);
 
+/* Sets *ret_error (when not NULL) to the message (printf format) and returns -EINVAL: how
+ * every loader of the config refuses a value. */
+int session_config_error(char **ret_error, const char *fmt, ...) _printf_(2, 3);
+
 /* Adds a warning to @c (printf format). Returns 0 or -ENOMEM. */
 int session_config_warn(SessionConfig *c, const char *fmt, ...) _printf_(2, 3);
 
