@@ -121,7 +121,7 @@ static int recorder_configure(Recorder *rec, const SessionConfig *config, int ou
                 rec->drain_period_ms = MIN(rec->drain_period_ms, config->flush_period_ms);
         rec->buffer_size_kb = config->buffer_size_kb;
         rec->compress = config->compress;
-        rec->symbolize_ksyms = config->symbolize_ksyms;
+        rec->symbolize_ksyms = config->symbolize_ksyms && config->events;
         rec->ksyms_retain = config->ksyms_retain;
         /* write_into_file: whole packets every file_write_period_ms, so the file is valid
          * after every write, and at once when the buffer is full: a long trace loses
@@ -156,6 +156,8 @@ static int recorder_configure(Recorder *rec, const SessionConfig *config, int ou
 static int recorder_apply_ftrace_options(Recorder *rec, const SessionConfig *config) {
         int r;
 
+        if (!rec->parser)
+                return 0;  /* no ftrace events: nothing of FtraceConfig applies */
         r = ftrace_parser_set_print_filter(rec->parser, config->print_rules, config->n_print_rules);
         if (r < 0)
                 return r;

@@ -78,7 +78,17 @@ static void on_banner_close(GtkButton *b, gpointer user_data) {
 }
 
 static void on_app_error(TracebusApp *app, const char *title, const char *detail, gpointer user_data) {
-        banner_show(user_data, title, detail);
+        TracebusWindow *win = user_data;
+
+        win->banner_is_warning = FALSE;
+        banner_show(win, title, detail);
+}
+
+static void on_app_warning(TracebusApp *app, const char *title, const char *detail, gpointer user_data) {
+        TracebusWindow *win = user_data;
+
+        win->banner_is_warning = TRUE;
+        banner_show(win, title, detail);
 }
 
 static GtkWidget *banner_new(TracebusWindow *win) {
@@ -378,7 +388,7 @@ TracebusWindow *tracebus_window_new(TracebusApp *app) {
         gtk_window_set_child(GTK_WINDOW(win), outer);
 
         g_signal_connect_object(app, "error", G_CALLBACK(on_app_error), win, 0);
-        g_signal_connect_object(app, "warning", G_CALLBACK(on_app_error), win, 0);
+        g_signal_connect_object(app, "warning", G_CALLBACK(on_app_warning), win, 0);
         g_signal_connect_object(app, "ready", G_CALLBACK(on_app_ready), win, 0);
         g_signal_connect(win, "close-request", G_CALLBACK(on_close_request), NULL);
         win->tick_id = g_timeout_add_seconds(1, window_rows_tick, win);
@@ -407,6 +417,10 @@ GtkWidget *tracebus_window_get_keep_switch(TracebusWindow *win) {
         return win->keep;
 }
 
+
+gboolean tracebus_window_message_is_warning(TracebusWindow *win) {
+        return win->banner_is_warning;
+}
 
 char *tracebus_window_get_message(TracebusWindow *win) {
         const char *detail = gtk_label_get_text(GTK_LABEL(win->banner_detail));

@@ -20,6 +20,8 @@ GtkWidget *tracebus_window_get_keep_switch(TracebusWindow *win);
 GtkWidget *tracebus_window_get_row_button(TracebusWindow *win, TbRecording *r, const char *which);
 /* The error message shown, or NULL. */
 char *tracebus_window_get_message(TracebusWindow *win);
+/* Whether that message is a warning (the recording goes on) rather than an error. */
+gboolean tracebus_window_message_is_warning(TracebusWindow *win);
 GtkWidget *tracebus_window_get_custom_button(TracebusWindow *win);
 /* A PNG of what the window (or a dialog) shows now. */
 gboolean tracebus_window_save_screenshot(GtkWindow *win, const char *path, GError **error);
