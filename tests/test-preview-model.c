@@ -315,6 +315,37 @@ static void test_torn(void) {
         g_assert_cmpuint(tb_preview_duration_ns(empty), ==, 0);
 }
 
+/* A section without series but with warnings about it says so with them; one the
+ * trace says nothing of is left out; one with series needs no note. */
+static void test_notes(void) {
+        g_autoptr(GBytes) counters = counters_trace(), bytes = NULL;
+        g_autoptr(TbPreview) with = tb_preview_new_from_data(g_bytes_get_data(counters, NULL),
+                                                             g_bytes_get_size(counters), NULL);
+        g_autoptr(TbPreview) p = NULL;
+        g_autofree char *freq = NULL, *mem = NULL;
+        Out o;
+
+        g_assert_null(tb_preview_section_note(with, TB_SECTION_FREQUENCY));
+        g_assert_true(tb_preview_section_has_series(with, TB_SECTION_FREQUENCY));
+        out_init(&o);
+        append_instant(&o, 10, "warning: linux.sys_stats cpufreq: this kernel has no /sys/x: skipped");
+        append_instant(&o, 20, "warning: ftrace event 'power/cpu_frequency' does not exist on this kernel: skipped");
+        append_instant(&o, 30, "warning: something else");
+        append_rss(&o, 40, 1, 10);
+        bytes = out_finish(&o);
+        p = tb_preview_new_from_data(g_bytes_get_data(bytes, NULL), g_bytes_get_size(bytes), NULL);
+        freq = tb_preview_section_note(p, TB_SECTION_FREQUENCY);
+        g_assert_cmpstr(freq, ==, "No frequency data on this machine: linux.sys_stats cpufreq: this kernel has no "
+                                  "/sys/x: skipped; ftrace event 'power/cpu_frequency' does not exist on this kernel: skipped");
+        g_assert_false(tb_preview_section_has_series(p, TB_SECTION_FREQUENCY));
+        mem = tb_preview_section_note(p, TB_SECTION_MEMORY);
+        g_assert_null(mem);
+        g_assert_null(tb_preview_section_note(p, TB_SECTION_PROCESSES));
+        g_assert_true(tb_preview_section_has_series(p, TB_SECTION_PROCESSES));
+        g_assert_cmpstr(tb_preview_section_title(TB_SECTION_FREQUENCY), ==, "CPU frequency");
+        g_assert_cmpint(tb_series_kind_section(TB_SERIES_CPUFREQ_EVENTS), ==, TB_SECTION_FREQUENCY);
+}
+
 static void test_file(void) {
         g_autoptr(GBytes) bytes = counters_trace();
         g_autoptr(GError) error = NULL;
@@ -341,6 +372,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/preview/rss-top", test_rss_top);
         g_test_add_func("/preview/downsample", test_downsample);
         g_test_add_func("/preview/torn", test_torn);
+        g_test_add_func("/preview/notes", test_notes);
         g_test_add_func("/preview/file", test_file);
         return g_test_run();
 }

@@ -5,6 +5,7 @@
  * their series as they come.
  */
 #include <errno.h>
+#include <glib/gi18n.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -428,4 +429,72 @@ guint tb_preview_count_kind(const TbPreview *p, TbSeriesKind kind) {
 
 guint64 tb_preview_duration_ns(const TbPreview *p) {
         return p->last_ts - p->first_ts;
+}
+
+/* ---- sections ---- */
+
+static const struct {
+        const char *title;
+        const char *missing;          /* the note's first words */
+        const char *const *topics;    /* what a warning names when it is about this section */
+} sections[] = {
+        [TB_SECTION_MEMORY] = { N_("Memory"), N_("No memory counters from this machine"),
+                                (const char *const[]) { "meminfo", NULL } },
+        [TB_SECTION_FREQUENCY] = { N_("CPU frequency"), N_("No frequency data on this machine"),
+                                   (const char *const[]) { "cpufreq", "cpu_frequency", NULL } },
+        [TB_SECTION_PROCESSES] = { N_("Processes"), N_("No process memory from this machine"),
+                                   (const char *const[]) { "process_stats", NULL } },
+        [TB_SECTION_IDLE] = { N_("CPU idle"), N_("No CPU idle data from this machine"),
+                              (const char *const[]) { "cpu_idle", "stat_counters", NULL } },
+};
+
+TbPreviewSection tb_series_kind_section(TbSeriesKind kind) {
+        switch (kind) {
+        case TB_SERIES_MEMINFO:
+                return TB_SECTION_MEMORY;
+        case TB_SERIES_CPUFREQ:
+        case TB_SERIES_CPUFREQ_EVENTS:
+                return TB_SECTION_FREQUENCY;
+        case TB_SERIES_RSS:
+                return TB_SECTION_PROCESSES;
+        default:
+                return TB_SECTION_IDLE;
+        }
+}
+
+const char *tb_preview_section_title(TbPreviewSection section) {
+        return section < _TB_SECTION_MAX ? sections[section].title : NULL;
+}
+
+gboolean tb_preview_section_has_series(const TbPreview *p, TbPreviewSection section) {
+        for (guint i = 0; i < p->series->len; i++)
+                if (tb_series_kind_section(((const TbSeries *) g_ptr_array_index(p->series, i))->kind) == section)
+                        return TRUE;
+        return FALSE;
+}
+
+static gboolean about_section(const char *warning, TbPreviewSection section) {
+        for (const char *const *t = sections[section].topics; *t; t++)
+                if (strstr(warning, *t))
+                        return TRUE;
+        return FALSE;
+}
+
+char *tb_preview_section_note(const TbPreview *p, TbPreviewSection section) {
+        g_autoptr(GString) s = NULL;
+
+        if (section >= _TB_SECTION_MAX || tb_preview_section_has_series(p, section))
+                return NULL;
+        for (guint i = 0; i < p->warnings->len; i++) {
+                const char *w = g_ptr_array_index(p->warnings, i);
+
+                if (!about_section(w, section))
+                        continue;
+                if (s)
+                        g_string_append(s, "; ");
+                else
+                        s = g_string_append(g_string_new(_(sections[section].missing)), ": ");
+                g_string_append(s, w);
+        }
+        return s ? g_string_free(g_steal_pointer(&s), FALSE) : NULL;
 }

@@ -82,4 +82,23 @@ const char *tb_meminfo_key_name(gint64 key);
 const char *tb_series_kind_title(TbSeriesKind kind);
 const char *tb_series_kind_unit(TbSeriesKind kind);
 
+/* The preview's sections, each the plots of one or two kinds. */
+typedef enum {
+        TB_SECTION_MEMORY,      /* MEMINFO */
+        TB_SECTION_FREQUENCY,   /* CPUFREQ, CPUFREQ_EVENTS */
+        TB_SECTION_PROCESSES,   /* RSS */
+        TB_SECTION_IDLE,        /* CPU_IDLE, IDLE_STATE */
+        _TB_SECTION_MAX,
+} TbPreviewSection;
+
+TbPreviewSection tb_series_kind_section(TbSeriesKind kind);
+/* Untranslated (N_()): the window translates them. */
+const char *tb_preview_section_title(TbPreviewSection section);
+/* What the preview says instead of a section's plots when the trace has none
+ * of its series but warned about them ("No frequency data on this machine:
+ * linux.sys_stats cpufreq: ...: skipped"). NULL when the section has series,
+ * or when the trace says nothing of it (the section is then left out). */
+char *tb_preview_section_note(const TbPreview *p, TbPreviewSection section);
+gboolean tb_preview_section_has_series(const TbPreview *p, TbPreviewSection section);
+
 G_END_DECLS
