@@ -16,7 +16,7 @@ TracebusWindow *tracebus_window_new(TracebusApp *app);
 GtkWidget *tracebus_window_get_record_button(TracebusWindow *win);
 GtkWidget *tracebus_window_get_category_switch(TracebusWindow *win, const char *id);
 GtkWidget *tracebus_window_get_keep_switch(TracebusWindow *win);
-/* which: "stop", "save", "show" or "discard"; NULL when the row has none shown. */
+/* which: "stop", "save", "show", "discard" or "preview"; NULL when the row has none shown. */
 GtkWidget *tracebus_window_get_row_button(TracebusWindow *win, TbRecording *r, const char *which);
 /* The error message shown, or NULL. */
 char *tracebus_window_get_message(TracebusWindow *win);
