@@ -224,6 +224,9 @@ static void test_meminfo_cpufreq(void) {
         assert_points(tb_preview_find(p, TB_SERIES_MEMINFO, MEMINFO_MEM_FREE), (guint64[]) { 1000, 2000, 3000 },
                       (double[]) { 3000, 3001, 3002 }, 3);
         g_assert_null(tb_preview_find(p, TB_SERIES_MEMINFO, MEMINFO_CACHED));
+        g_assert_true(tb_series_plotted(s));
+        g_assert_false(tb_series_plotted(&(TbSeries) { .kind = TB_SERIES_MEMINFO, .key = 1 /* MemTotal */ }));
+        g_assert_true(tb_series_plotted(tb_preview_find(p, TB_SERIES_CPUFREQ, 0)));
         g_assert_cmpuint(tb_preview_count_kind(p, TB_SERIES_MEMINFO), ==, 2);
 
         /* CPU 1 has no cpufreq (0 in the array): no series, not a line at 0. */

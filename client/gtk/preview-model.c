@@ -47,12 +47,12 @@ const char *tb_meminfo_key_name(gint64 key) {
 
 const char *tb_series_kind_title(TbSeriesKind kind) {
         static const char *const titles[] = {
-                [TB_SERIES_MEMINFO] = "Memory",
-                [TB_SERIES_CPUFREQ] = "CPU frequency",
-                [TB_SERIES_CPUFREQ_EVENTS] = "CPU frequency changes",
-                [TB_SERIES_RSS] = "Process memory (RSS)",
-                [TB_SERIES_CPU_IDLE] = "CPU idle",
-                [TB_SERIES_IDLE_STATE] = "CPU idle states",
+                [TB_SERIES_MEMINFO] = N_("System memory (/proc/meminfo)"),
+                [TB_SERIES_CPUFREQ] = N_("Frequency of each CPU, sampled"),
+                [TB_SERIES_CPUFREQ_EVENTS] = N_("Frequency changes (cpu_frequency events)"),
+                [TB_SERIES_RSS] = N_("Resident memory of the processes that use the most"),
+                [TB_SERIES_CPU_IDLE] = N_("Time idle between samples"),
+                [TB_SERIES_IDLE_STATE] = N_("Idle states (cpu_idle events; -1: running)"),
         };
 
         return kind < _TB_SERIES_KIND_MAX ? titles[kind] : NULL;
@@ -429,6 +429,17 @@ guint tb_preview_count_kind(const TbPreview *p, TbSeriesKind kind) {
 
 guint64 tb_preview_duration_ns(const TbPreview *p) {
         return p->last_ts - p->first_ts;
+}
+
+gboolean tb_series_plotted(const TbSeries *s) {
+        static const gint64 moving[] = { 3, 2, 5, 4, 19, 21, 22 };
+
+        if (s->kind != TB_SERIES_MEMINFO)
+                return TRUE;
+        for (size_t i = 0; i < G_N_ELEMENTS(moving); i++)
+                if (s->key == moving[i])
+                        return TRUE;
+        return FALSE;
 }
 
 /* ---- sections ---- */

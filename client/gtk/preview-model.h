@@ -82,6 +82,11 @@ const char *tb_meminfo_key_name(gint64 key);
 const char *tb_series_kind_title(TbSeriesKind kind);
 const char *tb_series_kind_unit(TbSeriesKind kind);
 
+/* Whether the preview draws @s: every series but the meminfo counters other than
+ * the few that move with use (MemAvailable, MemFree, Cached, Buffers, AnonPages,
+ * Shmem, Slab) — MemTotal or VmallocTotal on the same axis would flatten them. */
+gboolean tb_series_plotted(const TbSeries *s);
+
 /* The preview's sections, each the plots of one or two kinds. */
 typedef enum {
         TB_SECTION_MEMORY,      /* MEMINFO */

@@ -70,7 +70,7 @@ static void plot_range(const Plot *pl, double *lo, double *hi) {
         *lo = *hi = 0;
         for (guint i = 0; i < pl->model->series->len; i++) {
                 const TbSeries *s = g_ptr_array_index(pl->model->series, i);
-                if (s->kind != pl->kind)
+                if (s->kind != pl->kind || !tb_series_plotted(s))
                         continue;
                 *lo = any ? MIN(*lo, s->min) : s->min;
                 *hi = any ? MAX(*hi, s->max) : s->max;
@@ -141,7 +141,7 @@ static void draw_plot(GtkDrawingArea *area, cairo_t *cr, int w, int h, gpointer 
         draw_axes(cr, pl, w, h, lo, hi);
         for (guint i = 0; i < pl->model->series->len; i++) {
                 const TbSeries *s = g_ptr_array_index(pl->model->series, i);
-                if (s->kind == pl->kind)
+                if (s->kind == pl->kind && tb_series_plotted(s))
                         draw_series(cr, pl, s, n++ % G_N_ELEMENTS(palette), w, h, lo, hi);
         }
 }
@@ -158,7 +158,7 @@ static GtkWidget *legend_new(const TbPreview *model, TbSeriesKind kind) {
                 g_autofree char *markup = NULL;
                 GtkWidget *label;
 
-                if (s->kind != kind)
+                if (s->kind != kind || !tb_series_plotted(s))
                         continue;
                 n++;
                 markup = g_markup_printf_escaped("<span foreground=\"#%02x%02x%02x\">■</span> %s", (int) (c[0] * 255),
@@ -184,7 +184,7 @@ static GtkWidget *label_new(const char *text, const char *css_class) {
 
 static void add_plot(Preview *pv, GtkWidget *box, TbSeriesKind kind) {
         GtkWidget *area = gtk_drawing_area_new();
-        g_autofree char *caption = g_strdup_printf("%s (%s)", _(tb_series_kind_title(kind)), tb_series_kind_unit(kind));
+        const char *caption = _(tb_series_kind_title(kind));
         Plot *pl = g_new0(Plot, 1);
 
         pl->model = pv->model;
