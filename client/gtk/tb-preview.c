@@ -122,7 +122,10 @@ static void draw_series(cairo_t *cr, const Plot *pl, const TbSeries *s, guint co
                 else
                         cairo_line_to(cr, x, y);
         }
-        if (s->n_points == 1) {
+        /* linux.process_stats writes a value only when it changed: it holds until the end. */
+        if (s->kind == TB_SERIES_RSS && s->n_points > 0)
+                cairo_line_to(cr, MARGIN_LEFT + pw, MARGIN_TOP + ph * (1 - (s->points[s->n_points - 1].value - lo) / (hi - lo)));
+        if (s->n_points == 1 && s->kind != TB_SERIES_RSS) {
                 cairo_stroke(cr);
                 cairo_arc(cr, MARGIN_LEFT + pw * (double) (s->points[0].ts - pl->model->first_ts) / span,
                           MARGIN_TOP + ph * (1 - (s->points[0].value - lo) / (hi - lo)), 2.5, 0, 2 * G_PI);
