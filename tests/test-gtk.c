@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -332,6 +333,77 @@ static void test_refused(const char *user, const char *tag) {
                 g_assert_false(g_str_has_suffix(name, ".pftrace"));
 }
 
+/* The number of points the app reported for a preview series ("TEST: preview series
+ * meminfo MemAvailable: 3 points"), or -1 when it reported none. */
+static int preview_points(const char *out, const char *kind, const char *name) {
+        g_autofree char *want = g_strdup_printf("TEST: preview series %s %s: ", kind, name);
+        const char *at = strstr(out, want);
+
+        return at ? atoi(at + strlen(want)) : -1;
+}
+
+/* The preview's lines, for comparing two reports of one trace. */
+static char *preview_lines(const char *out) {
+        g_auto(GStrv) lines = g_strsplit(out, "\n", -1);
+        GString *s = g_string_new(NULL);
+
+        for (char **l = lines; *l; l++)
+                if (g_str_has_prefix(*l, "TEST: preview series ") || g_str_has_prefix(*l, "TEST: preview note: ") ||
+                    g_str_has_prefix(*l, "TEST: preview: "))
+                        g_string_append_printf(s, "%s\n", *l);
+        return g_string_free(s, FALSE);
+}
+
+/* Memory and CPU frequency recorded: once finished, the app's preview plots
+ * MemAvailable over several samples, and CPU frequency either as series or,
+ * on a machine without cpufreq (a VM), as a note with the service's warning.
+ * The saved copy, opened with Open Trace…, previews the same. */
+static void test_preview(void) {
+        g_auto(AppHome) h = { 0 };
+        g_auto(Xvfb) x = { 0 };
+        g_auto(TbCommandResult) res = { 0 }, opened = { 0 };
+        g_autofree char *saved = NULL, *arg_save = NULL, *shot = NULL, *arg_shot = NULL, *arg_open = NULL;
+        g_autofree char *first = NULL, *second = NULL;
+        gboolean freq_series;
+        const char *freq_note;
+
+        app_home_init(&h, "tbuser", "preview");
+        saved = g_build_filename(h.home, "preview.pftrace", NULL);
+        shot = g_build_filename(h.home, "preview.png", NULL);
+        arg_save = g_strdup_printf("--save-to=%s", saved);
+        arg_shot = g_strdup_printf("--preview-screenshot=%s", shot);
+        xvfb_start(&x);
+        run_app(&h, &x,
+                (const char *[]) { "--test-record=3.5", arg_save, "--test-categories=memory", "--test-categories=freq",
+                                   "--test-preview", arg_shot, NULL },
+                &res);
+        assert_test_ok(&res, "preview");
+        g_assert_nonnull(strstr(res.out, "TEST: preview drawn"));
+        g_assert_nonnull(strstr(res.out, "TEST: preview screenshot saved"));
+        keep_artifact(shot, "gtk-preview.png");
+        /* Memory is read once a second: a 3.5 s recording has three samples at least. */
+        g_assert_cmpint(preview_points(res.out, "meminfo", "MemAvailable"), >, 1);
+        g_assert_cmpint(preview_points(res.out, "meminfo", "MemFree"), >, 1);
+        freq_series = strstr(res.out, "TEST: preview series cpufreq ") || strstr(res.out, "TEST: preview series cpu_frequency ");
+        freq_note = strstr(res.out, "TEST: preview note: No frequency data on this machine: ");
+        note("frequency: %s\n", freq_series ? "series" : "note");
+        g_assert_true(freq_series || freq_note);
+        if (!freq_series) {
+                /* The note carries the service's warning, which the trace has too. */
+                g_assert_nonnull(strstr(freq_note, "cpufreq"));
+                g_assert_nonnull(strstr(res.out, "TEST: preview warning: linux.sys_stats cpufreq: "));
+                /* The window said it when recording started, and recording went on. */
+                g_assert_nonnull(strstr(res.out, "TEST: warning shown: "));
+        }
+
+        arg_open = g_strdup_printf("--test-open=%s", saved);
+        run_app(&h, &x, (const char *[]) { arg_open, NULL }, &opened);
+        assert_test_ok(&opened, "preview");
+        first = preview_lines(res.out);
+        second = preview_lines(opened.out);
+        g_assert_cmpstr(first, ==, second);
+}
+
 static void test_denied(void) {
         test_refused("tbother", "denied");
 }
@@ -359,5 +431,6 @@ int main(int argc, char **argv) {
         tb_test_add_isolated("/bus/gtk/keep-reattach", test_keep_reattach);
         tb_test_add_isolated("/bus/gtk/denied", test_denied);
         tb_test_add_isolated("/bus/gtk/challenge", test_challenge);
+        tb_test_add_isolated("/bus/gtk/preview", test_preview);
         return tb_test_run(TB_START_SERVICE);
 }

@@ -286,3 +286,8 @@ void tracebus_app_file_chooser_opening(TracebusApp *app, GtkFileChooser *chooser
         if (app->hooks.file_chooser_opening)
                 app->hooks.file_chooser_opening(app, chooser, app->hooks.data);
 }
+
+void tracebus_app_preview_ready(TracebusApp *app, GtkWindow *preview) {
+        if (app->hooks.preview_ready)
+                app->hooks.preview_ready(app, preview, app->hooks.data);
+}

@@ -63,6 +63,8 @@ typedef struct {
         /* The closed window's recordings are all stopped or detached; detach_key: the
          * last one's key, or NULL. */
         void (*window_closed)(TracebusApp *app, const char *detach_key, gpointer data);
+        /* A trace preview (tb-preview.h) is drawn from its trace. */
+        void (*preview_ready)(TracebusApp *app, GtkWindow *preview, gpointer data);
         gpointer data;
 } TracebusAppHooks;
 
@@ -71,5 +73,7 @@ typedef struct {
 void tracebus_app_set_hooks(TracebusApp *app, const TracebusAppHooks *hooks);
 /* For the window: the Save As chooser is about to show. */
 void tracebus_app_file_chooser_opening(TracebusApp *app, GtkFileChooser *chooser);
+/* For the trace preview: it is drawn. */
+void tracebus_app_preview_ready(TracebusApp *app, GtkWindow *preview);
 
 G_END_DECLS

@@ -14,6 +14,8 @@ static void test_options_clear(TracebusTestOptions *opt) {
         g_strfreev(opt->categories);
         g_free(opt->custom_search);
         g_free(opt->dialog_screenshot);
+        g_free(opt->open_trace);
+        g_free(opt->preview_screenshot);
 }
 
 static void add_test_options(TracebusApp *app, TracebusTestOptions *opt) {
@@ -35,6 +37,12 @@ static void add_test_options(TracebusApp *app, TracebusTestOptions *opt) {
                   "Search the custom events for TEXT and tick the first", "TEXT" },
                 { "dialog-screenshot", 0, 0, G_OPTION_ARG_FILENAME, &opt->dialog_screenshot,
                   "Save a PNG of the custom events dialog", "PATH" },
+                { "test-preview", 0, 0, G_OPTION_ARG_NONE, &opt->preview,
+                  "Once the recording finished (and is saved), report its preview", NULL },
+                { "test-open", 0, 0, G_OPTION_ARG_FILENAME, &opt->open_trace,
+                  "Open this trace with Open Trace… and report its preview", "PATH" },
+                { "preview-screenshot", 0, 0, G_OPTION_ARG_FILENAME, &opt->preview_screenshot,
+                  "Save a PNG of the preview window", "PATH" },
                 { NULL },
         };
 

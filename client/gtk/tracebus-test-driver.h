@@ -21,6 +21,9 @@ typedef struct {
         gboolean expect_error;    /* --test-expect-error: the banner showing is success */
         char *custom_search;      /* --test-custom-events: search the Custom Events list, tick the first */
         char *dialog_screenshot;  /* --dialog-screenshot: PNG of that dialog */
+        gboolean preview;         /* --test-preview: once finished (and saved), report the preview */
+        char *open_trace;         /* --test-open: Open Trace… this file, report its preview */
+        char *preview_screenshot; /* --preview-screenshot: PNG of the preview window */
 } TracebusTestOptions;
 
 /* Before g_application_run(); @opt must outlive the run. */

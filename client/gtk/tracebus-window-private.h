@@ -16,7 +16,6 @@ struct _TracebusWindow {
 
         TracebusApp *app;
         GtkWidget *banner, *banner_title, *banner_detail;
-        gboolean banner_is_warning;   /* what is shown is a warning: recording goes on */
         GtkWidget *category_rows[MAX_CATEGORIES], *category_switches[MAX_CATEGORIES];
         GtkWidget *category_subtitles[MAX_CATEGORIES];
         GtkWidget *custom_switch, *custom_subtitle, *custom_button;

@@ -6,6 +6,7 @@
 #include <glib/gi18n.h>
 #include <string.h>
 
+#include "tb-preview.h"
 #include "tracebus-window-private.h"
 
 /* The widgets of one recording's row. */
@@ -14,6 +15,8 @@ typedef struct {
         GtkWidget *icon, *spinner, *title, *subtitle;
         GtkWidget *elapsed, *written, *events, *lost;
         GtkWidget *stop, *save, *show, *discard;
+        GtkWidget *preview;
+        TbRecordingState last_state; /* to open the preview once, when it finishes */
 } RowWidgets;
 
 /* ---- recordings list ---- */
@@ -90,14 +93,35 @@ static void row_update(RowWidgets *w) {
         gtk_widget_set_visible(w->save, !live && r->file_path);
         gtk_widget_set_visible(w->show, !live && r->file_path);
         gtk_widget_set_visible(w->discard, !live && !r->foreign);
-}
-
-static void on_recording_changed(TbRecording *r, gpointer user_data) {
-        row_update(g_object_get_data(G_OBJECT(user_data), "tb-row"));
+        gtk_widget_set_visible(w->preview, !live && r->file_path);
 }
 
 static TracebusWindow *row_window(GtkWidget *w) {
         return TRACEBUS_WINDOW(gtk_widget_get_root(w));
+}
+
+static void open_preview(GtkWidget *row, TbRecording *r) {
+        TracebusWindow *win = row_window(row);
+
+        tb_preview_window_open(win->app, GTK_WINDOW(win), r->file_path, r->summary);
+}
+
+/* A recording of ours that just finished shows its preview; one found finished
+ * (in the index at startup) waits for its Preview button. */
+static void on_recording_changed(TbRecording *r, gpointer user_data) {
+        RowWidgets *w = g_object_get_data(G_OBJECT(user_data), "tb-row");
+        gboolean just_finished = w->last_state != TB_RECORDING_FINISHED && r->state == TB_RECORDING_FINISHED;
+
+        w->last_state = r->state;
+        row_update(w);
+        if (just_finished && !r->foreign && r->file_path && gtk_widget_get_mapped(GTK_WIDGET(user_data)))
+                open_preview(GTK_WIDGET(user_data), r);
+}
+
+static void on_preview_clicked(GtkButton *b, gpointer user_data) {
+        RowWidgets *w = user_data;
+
+        open_preview(GTK_WIDGET(b), w->r);
 }
 
 static void on_stop_clicked(GtkButton *b, gpointer user_data) {
@@ -193,6 +217,7 @@ static GtkWidget *create_row(gpointer item, gpointer user_data) {
         GtkWidget *stats = gtk_grid_new(), *buttons = gtk_box_new(GTK_ORIENTATION_HORIZONTAL, 6);
 
         w->r = r;
+        w->last_state = r->state;
         g_object_set_data_full(G_OBJECT(row), "tb-row", w, g_free);
         w->icon = gtk_image_new();
         gtk_image_set_pixel_size(GTK_IMAGE(w->icon), 24);
@@ -221,11 +246,13 @@ static GtkWidget *create_row(gpointer item, gpointer user_data) {
         w->stop = row_button_new(_("_Stop"), "destructive-action", G_CALLBACK(on_stop_clicked), w);
         w->save = row_button_new(_("Save _As…"), "suggested-action", G_CALLBACK(on_save_clicked), w);
         w->show = row_button_new(_("Show in _Files"), NULL, G_CALLBACK(on_show_clicked), w);
+        w->preview = row_button_new(_("_Preview"), NULL, G_CALLBACK(on_preview_clicked), w);
         w->discard = gtk_button_new_from_icon_name("user-trash-symbolic");
         gtk_widget_set_tooltip_text(w->discard, _("Delete this trace"));
         gtk_widget_set_valign(w->discard, GTK_ALIGN_CENTER);
         g_signal_connect(w->discard, "clicked", G_CALLBACK(on_discard_clicked), w);
         gtk_box_append(GTK_BOX(buttons), w->stop);
+        gtk_box_append(GTK_BOX(buttons), w->preview);
         gtk_box_append(GTK_BOX(buttons), w->save);
         gtk_box_append(GTK_BOX(buttons), w->show);
         gtk_box_append(GTK_BOX(buttons), w->discard);
@@ -329,6 +356,8 @@ GtkWidget *tracebus_window_get_row_button(TracebusWindow *win, TbRecording *r, c
                         b = w->show;
                 else if (g_str_equal(which, "discard"))
                         b = w->discard;
+                else if (g_str_equal(which, "preview"))
+                        b = w->preview;
                 return b && gtk_widget_get_visible(b) && gtk_widget_is_sensitive(b) ? b : NULL;
         }
 }

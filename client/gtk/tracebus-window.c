@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "tb-events-dialog.h"
+#include "tb-preview.h"
 #include "tracebus-window-private.h"
 
 G_DEFINE_FINAL_TYPE(TracebusWindow, tracebus_window, GTK_TYPE_APPLICATION_WINDOW)
@@ -78,17 +79,7 @@ static void on_banner_close(GtkButton *b, gpointer user_data) {
 }
 
 static void on_app_error(TracebusApp *app, const char *title, const char *detail, gpointer user_data) {
-        TracebusWindow *win = user_data;
-
-        win->banner_is_warning = FALSE;
-        banner_show(win, title, detail);
-}
-
-static void on_app_warning(TracebusApp *app, const char *title, const char *detail, gpointer user_data) {
-        TracebusWindow *win = user_data;
-
-        win->banner_is_warning = TRUE;
-        banner_show(win, title, detail);
+        banner_show(user_data, title, detail);
 }
 
 static GtkWidget *banner_new(TracebusWindow *win) {
@@ -319,6 +310,46 @@ static void on_app_ready(TracebusApp *app, gpointer user_data) {
         }
 }
 
+/* ---- Open Trace… ---- */
+
+static void on_open_response(GtkNativeDialog *native, int response, gpointer user_data) {
+        TracebusWindow *win = user_data;
+        g_autoptr(GFile) file = NULL;
+        g_autofree char *path = NULL;
+
+        if (response == GTK_RESPONSE_ACCEPT)
+                file = gtk_file_chooser_get_file(GTK_FILE_CHOOSER(native));
+        path = file ? g_file_get_path(file) : NULL;
+        gtk_native_dialog_destroy(native);
+        g_object_unref(native);
+        if (path)
+                tb_preview_window_open(win->app, GTK_WINDOW(win), path, NULL);
+}
+
+/* A trace file of the user's, shown in the trace preview. */
+static void action_open_trace(GSimpleAction *action, GVariant *param, gpointer user_data) {
+        TracebusWindow *win = user_data;
+        GtkFileChooserNative *native;
+        GtkFileFilter *traces = gtk_file_filter_new(), *all = gtk_file_filter_new();
+
+        G_GNUC_BEGIN_IGNORE_DEPRECATIONS
+        native = gtk_file_chooser_native_new(_("Open Trace"), GTK_WINDOW(win), GTK_FILE_CHOOSER_ACTION_OPEN, _("_Open"),
+                                             _("_Cancel"));
+        gtk_file_filter_set_name(traces, _("Perfetto traces"));
+        gtk_file_filter_add_pattern(traces, "*.pftrace");
+        gtk_file_filter_add_pattern(traces, "*.perfetto-trace");
+        gtk_file_filter_add_pattern(traces, "*.pb");
+        gtk_file_filter_set_name(all, _("All files"));
+        gtk_file_filter_add_pattern(all, "*");
+        gtk_file_chooser_add_filter(GTK_FILE_CHOOSER(native), traces);
+        gtk_file_chooser_add_filter(GTK_FILE_CHOOSER(native), all);
+        G_GNUC_END_IGNORE_DEPRECATIONS
+        gtk_native_dialog_set_modal(GTK_NATIVE_DIALOG(native), TRUE);
+        g_signal_connect(native, "response", G_CALLBACK(on_open_response), win);
+        tracebus_app_file_chooser_opening(win->app, GTK_FILE_CHOOSER(native));
+        gtk_native_dialog_show(GTK_NATIVE_DIALOG(native));
+}
+
 /* ---- the window ---- */
 
 static gboolean on_close_request(GtkWindow *w, gpointer user_data) {
@@ -330,6 +361,7 @@ static GtkWidget *header_new(void) {
         GtkWidget *header = gtk_header_bar_new(), *menu_button = gtk_menu_button_new();
         g_autoptr(GMenu) menu = g_menu_new();
 
+        g_menu_append(menu, _("_Open Trace…"), "win.open-trace");
         g_menu_append(menu, _("_About Tracebus"), "app.about");
         g_menu_append(menu, _("_Quit"), "app.quit");
         gtk_menu_button_set_icon_name(GTK_MENU_BUTTON(menu_button), "open-menu-symbolic");
@@ -388,10 +420,13 @@ TracebusWindow *tracebus_window_new(TracebusApp *app) {
         gtk_window_set_child(GTK_WINDOW(win), outer);
 
         g_signal_connect_object(app, "error", G_CALLBACK(on_app_error), win, 0);
-        g_signal_connect_object(app, "warning", G_CALLBACK(on_app_warning), win, 0);
+        g_signal_connect_object(app, "warning", G_CALLBACK(on_app_error), win, 0);
         g_signal_connect_object(app, "ready", G_CALLBACK(on_app_ready), win, 0);
         g_signal_connect(win, "close-request", G_CALLBACK(on_close_request), NULL);
         win->tick_id = g_timeout_add_seconds(1, window_rows_tick, win);
+        g_action_map_add_action_entries(G_ACTION_MAP(win),
+                                        (const GActionEntry[]) { { .name = "open-trace", .activate = action_open_trace } },
+                                        1, win);
         if (tracebus_app_is_ready(app))
                 on_app_ready(app, win);
         return win;
@@ -417,10 +452,6 @@ GtkWidget *tracebus_window_get_keep_switch(TracebusWindow *win) {
         return win->keep;
 }
 
-
-gboolean tracebus_window_message_is_warning(TracebusWindow *win) {
-        return win->banner_is_warning;
-}
 
 char *tracebus_window_get_message(TracebusWindow *win) {
         const char *detail = gtk_label_get_text(GTK_LABEL(win->banner_detail));

@@ -16,12 +16,10 @@ TracebusWindow *tracebus_window_new(TracebusApp *app);
 GtkWidget *tracebus_window_get_record_button(TracebusWindow *win);
 GtkWidget *tracebus_window_get_category_switch(TracebusWindow *win, const char *id);
 GtkWidget *tracebus_window_get_keep_switch(TracebusWindow *win);
-/* which: "stop", "save", "show" or "discard"; NULL when the row has none shown. */
+/* which: "stop", "save", "show", "discard" or "preview"; NULL when the row has none shown. */
 GtkWidget *tracebus_window_get_row_button(TracebusWindow *win, TbRecording *r, const char *which);
 /* The error message shown, or NULL. */
 char *tracebus_window_get_message(TracebusWindow *win);
-/* Whether that message is a warning (the recording goes on) rather than an error. */
-gboolean tracebus_window_message_is_warning(TracebusWindow *win);
 GtkWidget *tracebus_window_get_custom_button(TracebusWindow *win);
 /* A PNG of what the window (or a dialog) shows now. */
 gboolean tracebus_window_save_screenshot(GtkWindow *win, const char *path, GError **error);
