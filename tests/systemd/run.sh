@@ -10,7 +10,10 @@
 # refusal, idle exit and re-activation, the capture timer's service and retention,
 # a detached session outliving the idle timeout, "systemctl stop" during a
 # recording, a read-only tracefs, tracefs instances across pid namespaces, process
-# names in a container's trace, systemd-analyze verify and security.
+# names in a container's trace, systemd-analyze verify and security; round 1's data
+# sources under the unit (sys_stats, process_stats, system_info, the journal as root
+# and as tbuser, symbolize_ksyms, kprobe_events) and a warning in Start's reply and the
+# trace (configs/*.pbtxt, check-sources.py).
 #
 # Needs root. Exit status: 0 all checks passed, 1 a check failed, 77 skipped (not
 # root, or tools missing; in CI, with $CI set, that is a failure instead).
@@ -118,8 +121,10 @@ boot() {
                 # nspawn makes payload/ and supervisor/ under its own cgroup: not the root one.
                 for d in $(cgroup_dirs); do echo "$BASHPID" >"$d/cgroup.procs"; done
                 echo "$BASHPID" >"$W/nspawn.pid"
+                # CAP_SYSLOG: nspawn's default set lacks it, so that /proc/kallsyms would show a
+                # container only zeros; a real machine's systemd has it to give the unit.
                 exec setsid systemd-nspawn -q -D "$root" -M "$machine" -b --volatile=overlay \
-                        --register=no --keep-unit --bind=/sys/kernel/tracing \
+                        --register=no --keep-unit --bind=/sys/kernel/tracing --capability=CAP_SYSLOG \
                         --bind-ro="$W/debs:/mnt/debs" --bind-ro="$here:/mnt/tests" --console=read-only
         ) >"$W/console.log" 2>&1 </dev/null &
         for _ in $(seq 120); do
@@ -147,8 +152,6 @@ deb=$(cd "$W/debs" && ls tracebus_*_*.deb)
 check "apt-get installs the package ($deb)" tbx apt-get install -y "/mnt/debs/$deb"
 activatable() { tbx busctl call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus ListActivatableNames | grep -q org.tracebus.Tracebus1; }
 check "the bus knows the service right after installation (dbus's trigger reloaded it)" activatable
-# A short idle timeout, so that idle exit can be watched.
-tbx sh -c 'mkdir -p /etc/tracebus/tracebusd.conf.d && printf "[Service]\nIdleTimeoutSec=4s\n" > /etc/tracebus/tracebusd.conf.d/50-test.conf' || true
 
 check "D-Bus activation: ListSessions answers" tbx busctl call $M ListSessions
 check "tracebusd.service is active" test "$(svc ActiveState)" = active
@@ -168,7 +171,7 @@ status_of() { sed -n "s/^$1:[[:space:]]*//p" /proc/"$(service_host_pid)"/status;
 mount_opts() { awk -v m="$1" '$5 == m { o = $6 } END { print o }' /proc/"$(service_host_pid)"/mountinfo; }
 note "sandbox: CapBnd $(status_of CapBnd) CapEff $(status_of CapEff) NoNewPrivs $(status_of NoNewPrivs) Seccomp $(status_of Seccomp);" \
         "/ $(mount_opts /), /sys $(mount_opts /sys), tracefs $(mount_opts /sys/kernel/tracing), state $(mount_opts /var/lib/tracebus)"
-check "the service's capabilities: CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER only" test "$(status_of CapBnd)" = 000000000000000b
+check "the service's capabilities: CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_SYSLOG only" test "$(status_of CapBnd)" = 000000040000000b
 check "NoNewPrivileges= and a seccomp filter" test "$(status_of NoNewPrivs)/$(status_of Seccomp)" = 1/2
 check "/ and /sys read-only, tracefs and the state directory writable" \
         test "$(mount_opts /| cut -c1-2)$(mount_opts /sys | cut -c1-2)$(mount_opts /sys/kernel/tracing | cut -c1-2)$(mount_opts /var/lib/tracebus | cut -c1-2)" = rororwrw
@@ -232,8 +235,76 @@ check "the refusal is logged in words with the UID and the action" \
         journal_has tracebusd "polkit (wants|refused).*(UID $denied_uid.*org.tracebus.record|org.tracebus.record.*UID $denied_uid)"
 check "no 'Invalid request descriptor' in the log" not journal_has tracebusd 'Invalid request descriptor'
 
+# --- round 1's data sources under the unit -------------------------------------------------
+# cli_config NAME CONFIG: root records /mnt/tests/configs/CONFIG into /tmp/NAME.pftrace.
+cli_config() { tbx tracebus --txt -c "/mnt/tests/configs/$2" -o "/tmp/$1.pftrace" >"$W/$1.log" 2>&1 || { cat "$W/$1.log"; return 1; }; }
+sources_ok() { local name=$1; shift; decode "$name" && python3 "$here/check-sources.py" "$W/$name.txt" "$@"; }
+probe=$(tbx sh -c 'sleep 8 >/dev/null 2>&1 </dev/null & echo $!')
+check "root records sys_stats, process_stats and system_info" cli_config polled polled.pbtxt
+check "... SysStats, ProcessStats of root's process $probe, CpuInfo" sources_ok polled sys-stats "process=$probe" cpu-info
+out=$(asuser tbuser "sleep 8 >/dev/null 2>&1 </dev/null & echo probe=\$!; tracebus --no-ask-password --txt -c /mnt/tests/configs/polled.pbtxt -o /tmp/upolled.pftrace")
+uprobe=$(sed -n 's/^probe=\([0-9]*\).*/\1/p' <<<"$out")
+if [[ $(rc_of <<<"$out") == 0 && -n $uprobe ]]; then ok "tbuser records sys_stats, process_stats and system_info"
+else not_ok "tbuser records sys_stats, process_stats and system_info"; sed 's/^/#   /' <<<"$out"; fi
+check "... SysStats, ProcessStats of tbuser's process $uprobe, CpuInfo" sources_ok upolled sys-stats "process=$uprobe" cpu-info
+
+# The journal: entries written while recording, by the caller and by a system unit.
+# Root sees both; tbuser only its own (its processes' entries, _UID).
+mark=tb$$x$RANDOM
+( sleep 2; tbx logger -t tbtest "root-$mark"; tbx systemd-run -q --wait -u tbjournal1 -p Type=oneshot echo "unit-$mark" ) >/dev/null 2>&1 &
+check "root records the journal (linux.systemd_journald)" cli_config journal journald.pbtxt
+wait $! || true
+check "... root's logger entry and the system unit's entry" sources_ok journal "journal=root-$mark" journal-unit=tbjournal1.service "journal=unit-$mark"
+( sleep 2; tbx systemd-run -q --wait -u tbjournal2 -p Type=oneshot echo "unit2-$mark" ) >/dev/null 2>&1 &
+out=$(asuser tbuser "(sleep 2; logger -t tbtest user-$mark) & tracebus --no-ask-password --txt -c /mnt/tests/configs/journald.pbtxt -o /tmp/ujournal.pftrace; wait")
+wait $! || true
+[[ $(rc_of <<<"$out") == 0 ]] && ok "tbuser records the journal" || { not_ok "tbuser records the journal"; sed 's/^/#   /' <<<"$out"; }
+check "... its own logger entry, not the system unit's" sources_ok ujournal "journal=user-$mark" "no-journal=unit2-$mark"
+check "... and its trace says that only its own entries are recorded" sources_ok ujournal "warning=only the entries of your own processes"
+
+# symbolize_ksyms: /proc/kallsyms with addresses (CAP_SYSLOG) in the sandbox.
+check "root records workqueue events with symbolize_ksyms" cli_config ksyms ksyms.pbtxt
+check "... every function a named kernel symbol" sources_ok ksyms ksyms
+check "... and no warning about kallsyms" not grep -qi kallsyms "$W/ksyms.log"
+
+# kprobe_events: root may (this kernel may lack them: then a warning says so); tbuser is
+# refused for the polkit action org.tracebus.kprobes, which the package ships.
+check "the package ships the polkit action org.tracebus.kprobes" \
+        tbx grep -q 'action id="org.tracebus.kprobes"' /usr/share/polkit-1/actions/org.tracebus.policy
+( for _ in $(seq 20); do tbx cat /etc/hostname; sleep 0.05; done ) >/dev/null 2>&1 &
+check "root records with kprobe_events" cli_config kprobes kprobes.pbtxt
+wait $! || true
+if [[ -e /sys/kernel/tracing/kprobe_events ]]; then
+        check "... do_sys_openat2 probe events" sources_ok kprobes probe=do_sys_openat2
+        check "... and the probe is gone from kprobe_events after the session" not grep -q tbk /sys/kernel/tracing/kprobe_events
+else
+        check "... this kernel has no kprobe events: the CLI warns so" grep -q "no kprobe events" "$W/kprobes.log"
+fi
+out=$(asuser tbuser tracebus --no-ask-password --txt -c /mnt/tests/configs/kprobes.pbtxt -o /tmp/ukprobes.pftrace)
+[[ $(rc_of <<<"$out") != 0 ]] && ok "tbuser may not use kprobe_events" || { not_ok "tbuser may not use kprobe_events"; sed 's/^/#   /' <<<"$out"; }
+check "... refused for org.tracebus.kprobes (the service's log)" \
+        journal_has tracebusd "UID $(tbx id -u tbuser) .*org.tracebus.kprobes.*refused"
+
+# A warning: Start's reply (busctl shows it as it comes) and the trace in root's trace directory.
+tbx sh -c 'rm -f /var/lib/tracebus/traces/0/*.pftrace' || true
+reply=$(tbx busctl call $M Start 'sa{sv}' '' 2 Events as 2 sched/sched_switch tbnosuch/tbnosuch_event DurationMs u 1000 2>&1) || true
+note "Start's reply: $reply"
+check "Start's reply warns about the missing event" grep -q "tbnosuch/tbnosuch_event.*does not exist" <<<"$reply"
+warned_trace() {
+        local f
+        sleep 3   # the session's 1 s and its end
+        f=$(tbx sh -c 'ls /var/lib/tracebus/traces/0/*.pftrace 2>/dev/null | head -1')
+        tbx cp "$f" /tmp/warned.pftrace && sources_ok warned unknown-event=tbnosuch/tbnosuch_event
+}
+check "... and so does the trace (FtraceStats, a warning instant)" warned_trace
 
 # --- idle exit and re-activation ------------------------------------------------------
+# A short idle timeout, so that idle exit can be watched; only from here on: the checks
+# of the sandbox above read the running service's /proc, which 4 s of a loaded machine
+# could make vanish.
+tbx sh -c 'mkdir -p /etc/tracebus/tracebusd.conf.d && printf "[Service]\nIdleTimeoutSec=4s\n" > /etc/tracebus/tracebusd.conf.d/50-test.conf' || true
+tbx systemctl stop tracebusd
+tbx busctl call $M ListSessions >/dev/null
 pid1=$(svc MainPID)
 idle_gone() { for _ in $(seq 60); do [[ $(svc ActiveState) == inactive ]] && return 0; sleep 0.5; done; return 1; }
 check "idle exit: the service stops by itself after IdleTimeoutSec=4s" idle_gone
