@@ -129,6 +129,21 @@ static int append_stats(sd_bus_message *reply, const Session *s) {
                 if (r < 0)
                         return r;
         }
+        /* Every warning, those of the last moments included: a client that printed the
+         * Warnings property as it grew may have missed the ones of the final drain. */
+        r = sd_bus_message_open_container(reply, 'e', "sv");
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "s", "Warnings");
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'v', "as");
+        if (r >= 0)
+                r = sd_bus_message_append_strv(reply, s->config.warnings);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
         return sd_bus_message_close_container(reply);
 }
 

@@ -53,8 +53,22 @@ GHashTable *busctl_stats(const char *out) {
         GHashTable *h = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 
         g_assert_cmpstr(tok[0], ==, "a{sv}");
-        for (size_t i = 2; tok[i] && tok[i + 1] && tok[i + 2]; i += 3)
+        for (size_t i = 2; tok[i] && tok[i + 1] && tok[i + 2];) {
+                /* An "as" value (Warnings) is a count and that many strings, kept joined
+                 * by newlines. */
+                if (g_str_equal(tok[i + 1], "as")) {
+                        size_t n = strtoul(tok[i + 2], NULL, 10);
+                        g_autoptr(GString) joined = g_string_new(NULL);
+
+                        for (size_t k = 0; k < n && tok[i + 3 + k]; k++)
+                                g_string_append_printf(joined, "%s%s", k ? "\n" : "", tok[i + 3 + k]);
+                        g_hash_table_insert(h, g_strdup(tok[i]), g_string_free(g_steal_pointer(&joined), FALSE));
+                        i += 3 + n;
+                        continue;
+                }
                 g_hash_table_insert(h, g_strdup(tok[i]), g_strdup(tok[i + 2]));
+                i += 3;
+        }
         return h;
 }
 

@@ -279,6 +279,7 @@ int cli_list_sessions(sd_bus *bus, char ***ret, sd_bus_error *error) {
 void stop_stats_done(StopStats *s) {
         s->reason = mfree(s->reason);
         s->output_path = mfree(s->output_path);
+        s->warnings = strv_free(s->warnings);
 }
 
 static int stats_entry(StopStats *s, sd_bus_message *m, const char *key) {
@@ -292,6 +293,8 @@ static int stats_entry(StopStats *s, sd_bus_message *m, const char *key) {
                 return read_string(m, &s->reason);
         if (strcmp(key, "OutputPath") == 0)
                 return read_string(m, &s->output_path);
+        if (strcmp(key, "Warnings") == 0)
+                return read_strv(m, &s->warnings);
         return sd_bus_message_skip(m, "v");
 }
 

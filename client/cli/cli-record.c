@@ -180,8 +180,10 @@ static int finish(Client *c, sd_bus_message *m, const char *reason) {
                 cli_log("the output took nothing for too long (output stalled); the trace ends there.");
                 c->exit_code = EXIT_FAILURE;
         }
-        if (stop_stats_read(m, &st) >= 0)
+        if (stop_stats_read(m, &st) >= 0) {
+                print_warnings(c, st.warnings);
                 print_stats(c, &st);
+        }
         return sd_event_exit(c->event, 0);
 }
 

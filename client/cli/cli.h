@@ -159,6 +159,7 @@ typedef struct StopStats {
         uint64_t events, bytes, lost;
         char *reason;
         char *output_path;
+        char **warnings;          /* all of the session's, the last ones included */
 } StopStats;
 
 void stop_stats_done(StopStats *s);
