@@ -152,6 +152,7 @@ int bus_request_authorize(BusContext *c, BusRequest **reqp, const char *action, 
         c->requests = TAKE_PTR(*reqp);
         return 1;
 }
+
 void bus_request_reply_refusal(BusRequest *req, int result, const char *action, const char *what) {
         if (result == -EBADR)
                 (void) sd_bus_reply_method_errorf(req->message, SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED,

@@ -340,6 +340,25 @@ static void test_txt_lossy(void) {
         g_assert_null(strstr(decoded, "not_in_v58"));
 }
 
+/* A config that asks for kprobes needs org.tracebus.kprobes: the CLI names that action
+ * (the one the service refused), not org.tracebus.record, under which Start runs. */
+static void test_kprobes_action_named(void) {
+        static const char text[] =
+                "duration_ms: 1000\n"
+                "data_sources { config { name: \"linux.ftrace\" ftrace_config {\n"
+                "  ftrace_events: \"sched/sched_switch\"\n"
+                "  kprobe_events { probe: \"do_sys_openat2\" type: KPROBE_TYPE_KPROBE } } } }\n";
+        g_autofree char *dir = make_user_dir("tbuser", "cli-kprobes");
+        g_autofree char *cfg = user_file("tbuser", dir, "config.pbtxt", text, -1);
+        g_autofree char *out = g_build_filename(dir, "kprobes.pftrace", NULL);
+        g_auto(TbCommandResult) res = { 0 };
+
+        run_cli("tbuser", &res, "-c", cfg, "--txt", "--no-ask-password", "-o", out, NULL);
+        assert_exit(&res, 1);
+        assert_stderr_has(&res, "action org.tracebus.kprobes");
+        g_assert_null(strstr(res.err, "org.tracebus.record"));
+}
+
 int main(int argc, char **argv) {
         /* Children must never find a terminal on stdin unless a case gives them one. */
         if (!freopen("/dev/null", "r", stdin))
@@ -358,5 +377,6 @@ int main(int argc, char **argv) {
         tb_test_add_isolated("/bus/cli/options/refused", test_refused);
         tb_test_add_isolated("/bus/cli/options/usage", test_usage);
         tb_test_add_isolated("/bus/cli/options/txt-lossy", test_txt_lossy);
+        tb_test_add_isolated("/bus/cli/options/kprobes-action", test_kprobes_action_named);
         return tb_test_run(TB_START_SERVICE);
 }

@@ -111,10 +111,31 @@ static void print_interactive_required(const char *what, const char *action) {
         print_rules_example(action);
 }
 
+/* The polkit action the service's message names (a config with kprobes needs
+ * org.tracebus.kprobes, not the action the call itself is under), else @fallback. */
+static const char *action_named_in(const char *message, const char *fallback, char buf[static 64]) {
+        const char *p = message ? strstr(message, "org.tracebus.") : NULL;
+        size_t n;
+
+        if (!p)
+                return fallback;
+        n = strspn(p, "abcdefghijklmnopqrstuvwxyz.");
+        while (n > 0 && p[n - 1] == '.')
+                n--;
+        if (n == 0 || n >= 64)
+                return fallback;
+        memcpy(buf, p, n);
+        buf[n] = 0;
+        return buf;
+}
+
 void cli_print_bus_error(const char *what, const sd_bus_error *e, int r, const char *action) {
         const char *name = e && sd_bus_error_is_set(e) ? e->name : NULL;
         const char *message = name && !isempty_str(e->message) ? e->message : NULL;
         const char *text = explain(name);
+        char named[64];
+
+        action = action ? action_named_in(message, action, named) : NULL;
 
         if (name && action && strcmp(name, SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED) == 0)
                 return print_interactive_required(what, action);
