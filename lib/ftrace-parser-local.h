@@ -421,6 +421,25 @@ static inline void pid_list_append(int32_t **list, size_t *n, size_t *allocated,
         (*list)[(*n)++] = pid;
 }
 
+/* How a known event maps onto its typed Perfetto message: each field's protobuf number
+ * and wire kind (ftrace-event-info.c's table, ftrace-typed-memory.c's). */
+typedef enum ProtoType { PT_VARINT, PT_STRING } ProtoType;
+
+typedef struct TypedField {
+        const char *name;
+        uint32_t number;
+        ProtoType type;
+} TypedField;
+
+typedef struct TypedEvent {
+        const char *group, *name;
+        uint32_t number;
+        const TypedField *fields;
+} TypedEvent;
+
+/* Ends with an entry of NULL group. */
+extern const TypedEvent ftrace_typed_memory_events[];
+
 static inline void ftrace_bundle_note_new_pid(FtraceBundle *b, int32_t *slot, int32_t pid) {
         *slot = pid;
         pid_list_append(&b->pids, &b->n_pids, &b->pids_allocated, pid);
