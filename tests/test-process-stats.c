@@ -240,8 +240,9 @@ static void test_process_stats_only(void) {
         rec_start(&r, "tbuser", "process-stats-only.pftrace", cfg);
         tb_sleep_scaled(500);
         st = rec_stop(&r);
+        /* No check_trace(): a trace without the ftrace data source has no FtraceStats,
+         * as Perfetto's has none. */
         trace_load(r.out, false, &t);
-        check_trace(&t, &(CheckOpts) { .closed = true });
         collect(&t, getpid(), &s);
         note("%u ProcessStats packets without ftrace\n", s.n_packets);
         expect(s.n_packets >= 2, "%u ProcessStats packets in 500 ms at 100 ms without ftrace", s.n_packets);
