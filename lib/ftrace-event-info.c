@@ -504,10 +504,7 @@ static const TypedEvent *typed_event_find(const char *group, const char *name) {
         for (size_t i = 0; i < ELEMENTSOF(typed_events); i++)
                 if (streq(typed_events[i].group, group) && streq(typed_events[i].name, name))
                         return &typed_events[i];
-        for (const TypedEvent *t = ftrace_typed_memory_events; t->group; t++)
-                if (streq(t->group, group) && streq(t->name, name))
-                        return t;
-        return NULL;
+        return ftrace_typed_event_more(group, name);
 }
 
 bool ftrace_event_is_typed(const char *group, const char *name) {

@@ -421,8 +421,22 @@ static inline void pid_list_append(int32_t **list, size_t *n, size_t *allocated,
         (*list)[(*n)++] = pid;
 }
 
-/* How a known event maps onto its typed Perfetto message: each field's protobuf number
- * and wire kind (ftrace-event-info.c's table, ftrace-typed-memory.c's). */
+static inline void ftrace_bundle_note_new_pid(FtraceBundle *b, int32_t *slot, int32_t pid) {
+        *slot = pid;
+        pid_list_append(&b->pids, &b->n_pids, &b->pids_allocated, pid);
+}
+
+/* A pid that events name, noted once: a direct-mapped cache keeps it to one compare. */
+static inline void bundle_note_pid(FtraceBundle *b, int32_t pid) {
+        int32_t *slot = &b->pid_cache[(uint32_t) pid % PID_CACHE_SIZE];
+
+        if (_likely_(*slot == pid) || pid <= 0)
+                return;
+        ftrace_bundle_note_new_pid(b, slot, pid);
+}
+
+/* A typed Perfetto event: the message number in FtraceEvent and its fields' numbers
+ * (ftrace-event-info.c's table, then ftrace-event-typed.c's). */
 typedef enum ProtoType { PT_VARINT, PT_STRING } ProtoType;
 
 typedef struct TypedField {
@@ -437,19 +451,4 @@ typedef struct TypedEvent {
         const TypedField *fields;
 } TypedEvent;
 
-/* Ends with an entry of NULL group. */
-extern const TypedEvent ftrace_typed_memory_events[];
-
-static inline void ftrace_bundle_note_new_pid(FtraceBundle *b, int32_t *slot, int32_t pid) {
-        *slot = pid;
-        pid_list_append(&b->pids, &b->n_pids, &b->pids_allocated, pid);
-}
-
-/* A pid that events name, noted once: a direct-mapped cache keeps it to one compare. */
-static inline void bundle_note_pid(FtraceBundle *b, int32_t pid) {
-        int32_t *slot = &b->pid_cache[(uint32_t) pid % PID_CACHE_SIZE];
-
-        if (_likely_(*slot == pid) || pid <= 0)
-                return;
-        ftrace_bundle_note_new_pid(b, slot, pid);
-}
+const TypedEvent *ftrace_typed_event_more(const char *group, const char *name);
