@@ -156,8 +156,9 @@ static int recorder_configure(Recorder *rec, const SessionConfig *config, int ou
 static int recorder_apply_ftrace_options(Recorder *rec, const SessionConfig *config) {
         int r;
 
+        /* A session of polling data sources only has no instance, hence no parser. */
         if (!rec->parser)
-                return 0;  /* no ftrace events: nothing of FtraceConfig applies */
+                return 0;
         r = ftrace_parser_set_print_filter(rec->parser, config->print_rules, config->n_print_rules);
         if (r < 0)
                 return r;

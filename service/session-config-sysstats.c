@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "poller.h"
 #include "session-config.h"
+#include "strv.h"
 #include "sys-stats.h"
 
 static const char *const group_names[_SYS_STATS_GROUP_MAX] = {
@@ -145,6 +148,61 @@ static int take_periods(SessionConfig *c, const Tracebus__SysStatsConfig *sc) {
         return 0;
 }
 
+/* The keys this kernel's /proc/meminfo or /proc/vmstat has, by counter value. */
+static int read_present_keys(const char *path, int (*parse)(char *text, Tracebus__SysStats *out),
+                             SysStatsKeys *ret) {
+        _cleanup_free_ char *text = NULL;
+        Tracebus__SysStats *s;
+        int r;
+
+        r = sys_stats_read_file(path, &text, NULL);
+        if (r < 0)
+                return r;
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        tracebus__sys_stats__init(s);
+        r = parse(text, s);
+        for (size_t i = 0; r >= 0 && i < s->n_meminfo; i++)
+                sys_stats_keys_set(ret, (uint32_t) s->meminfo[i]->key);
+        for (size_t i = 0; r >= 0 && i < s->n_vmstat; i++)
+                sys_stats_keys_set(ret, (uint32_t) s->vmstat[i]->key);
+        tracebus__sys_stats__free_unpacked(s, NULL);
+        return r;
+}
+
+/* Counters asked for that this kernel's file lacks (nr_alloc_batch left the kernel in 4.x;
+ * Perfetto's sys_stats.cfg still asks for it): Perfetto skips them silently, tracebus says
+ * which, once per group. No file at all is drop_unavailable()'s to say. */
+static int warn_absent_keys(SessionConfig *c, const char *path, int (*parse)(char *text, Tracebus__SysStats *out),
+                            bool (*known)(uint32_t key), const ProtobufCEnumDescriptor *d, const int *values,
+                            size_t n) {
+        _cleanup_strv_free_ char **absent = NULL;
+        _cleanup_free_ char *list = NULL;
+        SysStatsKeys present = {};
+        int r;
+
+        if (n == 0 || read_present_keys(path, parse, &present) < 0)
+                return 0;
+        for (size_t i = 0; i < n; i++) {
+                const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value(d, values[i]);
+
+                /* One tracebus does not read is take_keys()'s to say. */
+                if (!v || values[i] <= 0 || !known((uint32_t) values[i]) ||
+                    sys_stats_keys_test(&present, (uint32_t) values[i]))
+                        continue;
+                r = strv_extend_unique(&absent, v->name);
+                if (r < 0)
+                        return r;
+        }
+        if (!absent)
+                return 0;
+        list = strv_join(absent, ", ");
+        if (!list)
+                return -ENOMEM;
+        return session_config_warn(c, "linux.sys_stats: this kernel's %s has no %s: skipped", path, list);
+}
+
 static int load_one_sys_stats(const Tracebus__SysStatsConfig *sc, SessionConfig *c) {
         int r;
 
@@ -157,6 +215,14 @@ static int load_one_sys_stats(const Tracebus__SysStatsConfig *sc, SessionConfig 
                               sc->n_vmstat_counters, sys_stats_vmstat_key_known);
         if (r >= 0)
                 r = take_stat_counters(c, sc);
+        if (r >= 0 && sc->meminfo_period_ms > 0)
+                r = warn_absent_keys(c, "/proc/meminfo", sys_stats_parse_meminfo, sys_stats_meminfo_key_known,
+                                     &tracebus__meminfo_counters__descriptor, (const int *) sc->meminfo_counters,
+                                     sc->n_meminfo_counters);
+        if (r >= 0 && sc->vmstat_period_ms > 0)
+                r = warn_absent_keys(c, "/proc/vmstat", sys_stats_parse_vmstat, sys_stats_vmstat_key_known,
+                                     &tracebus__vmstat_counters__descriptor, (const int *) sc->vmstat_counters,
+                                     sc->n_vmstat_counters);
         return r;
 }
 

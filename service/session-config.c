@@ -341,6 +341,21 @@ static int pack_config(const Tracebus__TraceConfig *tc, SessionConfig *c) {
         return 0;
 }
 
+/* A config left with nothing to record: when this kernel's lacks emptied it (no
+ * function_graph tracer, no kprobes...), the refusal says so rather than blaming the
+ * config, as the warnings would otherwise go nowhere. */
+static int nothing_to_record_error(const SessionConfig *c, char **ret_error) {
+        _cleanup_free_ char *why = NULL;
+
+        if (!c->warnings)
+                return session_config_error(ret_error, "no ftrace events to record: add a linux.ftrace data source with "
+                                            "ftrace_events, or pass the Events option");
+        why = strv_join(c->warnings, "; ");
+        if (!why)
+                return -ENOMEM;
+        return session_config_error(ret_error, "nothing left to record on this kernel: %s", why);
+}
+
 /* The linux.ftrace data sources: events resolved (the ones this kernel lacks skipped, as
  * Perfetto does, with a warning each; only a config left with nothing is refused), the
  * remaining FtraceConfig options, the atrace categories. */
@@ -363,8 +378,7 @@ static int load_ftrace(const Tracebus__TraceConfig *tc, const char *root, Sessio
         if (r < 0)
                 return r;
         if (!c->events && !other_sources)
-                return session_config_error(ret_error, "no ftrace events to record: add a linux.ftrace data source with "
-                                 "ftrace_events, or pass the Events option");
+                return nothing_to_record_error(c, ret_error);
         r = session_config_note_unknown_events(c, res->unknown, res->n_unknown);
         if (r >= 0)
                 r = session_config_load_atrace(tc, c);

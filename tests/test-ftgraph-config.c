@@ -54,10 +54,7 @@ static void remove_root(char *root) {
 }
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(FakeRoot, remove_root)
 
-static int load(const char *root, const char *ftrace_extra, SessionConfig *c, char **error) {
-        g_autofree char *text = g_strdup_printf("buffers { size_kb: 1024 }\n"
-                                                "data_sources { config { name: \"linux.ftrace\" ftrace_config {\n"
-                                                "  ftrace_events: \"sched/sched_switch\"\n%s} } }\n", ftrace_extra);
+static int load_text(const char *root, const char *text, SessionConfig *c, char **error) {
         Tracebus__TraceConfig *tc = NULL;
         int r;
 
@@ -66,6 +63,14 @@ static int load(const char *root, const char *ftrace_extra, SessionConfig *c, ch
         r = session_config_load(tc, root, c, error);
         tracebus__trace_config__free_unpacked(tc, NULL);
         return r;
+}
+
+static int load(const char *root, const char *ftrace_extra, SessionConfig *c, char **error) {
+        g_autofree char *text = g_strdup_printf("buffers { size_kb: 1024 }\n"
+                                                "data_sources { config { name: \"linux.ftrace\" ftrace_config {\n"
+                                                "  ftrace_events: \"sched/sched_switch\"\n%s} } }\n", ftrace_extra);
+
+        return load_text(root, text, c, error);
 }
 
 static bool has_warning(const SessionConfig *c, const char *words) {
@@ -168,11 +173,37 @@ static void test_caps(void) {
         g_assert_nonnull(strstr(error, "more than"));
 }
 
+/* The shape of Perfetto's function graph recipes: the tracer alone, no ftrace_events. */
+static const char graph_only[] =
+        "duration_ms: 1000\nbuffers { size_kb: 4096 fill_policy: DISCARD }\n"
+        "data_sources { config { name: \"linux.ftrace\" ftrace_config {\n"
+        "  symbolize_ksyms: true\n  enable_function_graph: true\n"
+        "  function_graph_roots: \"schedule\"\n  function_graph_max_depth: 4\n} } }\n";
+
+static void test_graph_only(void) {
+        g_autoptr(FakeRoot) capable = fake_root(true, false), incapable = fake_root(false, false);
+        g_autofree char *error = NULL;
+        SessionConfig c;
+
+        g_assert_cmpint(load_text(capable, graph_only, &c, &error), ==, 0);
+        g_assert_true(c.function_graph);
+        g_assert_true(strv_contains(c.events, "ftrace/funcgraph_entry"));
+        session_config_done(&c);
+
+        /* Nothing left once the kernel's lack is skipped: refused, and the refusal says why. */
+        g_assert_cmpint(load_text(incapable, graph_only, &c, &error), ==, -EINVAL);
+        g_assert_nonnull(error);
+        g_assert_nonnull(strstr(error, "nothing left to record on this kernel"));
+        g_assert_nonnull(strstr(error, "no function_graph tracer"));
+        session_config_done(&c);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/ftgraph-config/capable-kernel", test_capable_kernel);
         g_test_add_func("/ftgraph-config/incapable-kernel", test_incapable_kernel);
         g_test_add_func("/ftgraph-config/refusals", test_refusals);
         g_test_add_func("/ftgraph-config/caps", test_caps);
+        g_test_add_func("/ftgraph-config/graph-only", test_graph_only);
         return g_test_run();
 }

@@ -226,9 +226,37 @@ static void test_process_stats(void) {
 
 RECORDER_WRAP(test_process_stats)
 
+/* Perfetto's memory-counters page gives a config of linux.process_stats alone: no
+ * ftrace instance, no ftrace parser. It records, and the service lives on. */
+static void test_process_stats_only(void) {
+        const char *cfg = "buffers { size_kb: 4096 }\n"
+                          "data_sources { config { name: \"linux.process_stats\" process_stats_config {\n"
+                          "  scan_all_processes_on_start: true proc_stats_poll_ms: 100 } } }\n";
+        g_autoptr(GHashTable) st = NULL;
+        g_auto(Trace) t = { 0 };
+        g_auto(Rec) r = { 0 };
+        Seen s = { 0 };
+
+        rec_start(&r, "tbuser", "process-stats-only.pftrace", cfg);
+        tb_sleep_scaled(500);
+        st = rec_stop(&r);
+        /* No check_trace(): a trace without the ftrace data source has no FtraceStats,
+         * as Perfetto's has none. */
+        trace_load(r.out, false, &t);
+        collect(&t, getpid(), &s);
+        note("%u ProcessStats packets without ftrace\n", s.n_packets);
+        expect(s.n_packets >= 2, "%u ProcessStats packets in 500 ms at 100 ms without ftrace", s.n_packets);
+        expect(s.bad_seq == 0, "%u ProcessStats packets not on sequence 6", s.bad_seq);
+        expect(kill(tb_bus()->service_pid, 0) == 0, "tracebusd died on a config without ftrace");
+        verdict();
+}
+
+RECORDER_WRAP(test_process_stats_only)
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         tb_require_system_bus_environment();
         RECORDER_CASE("process-stats", test_process_stats);
+        RECORDER_CASE("process-stats-only", test_process_stats_only);
         return tb_test_run(TB_START_SERVICE);
 }

@@ -290,6 +290,33 @@ static void test_config_unknown_counters(void) {
         session_config_done(&c);
 }
 
+/* Perfetto's own sys_stats.cfg asks for counters modern kernels dropped (nr_alloc_batch):
+ * each one this kernel's /proc/vmstat lacks is named in one warning, the rest read. */
+static void test_config_absent_counters(void) {
+        const char *text =
+                "data_sources { config { name: \"linux.sys_stats\" sys_stats_config {"
+                " vmstat_period_ms: 100 vmstat_counters: VMSTAT_NR_FREE_PAGES"
+                " vmstat_counters: VMSTAT_NR_ALLOC_BATCH vmstat_counters: VMSTAT_NR_OVERHEAD } } }";
+        g_autofree char *vmstat = NULL, *error = NULL;
+        Tracebus__TraceConfig *tc = NULL;
+        bool has_batch, has_overhead;
+        SessionConfig c = {};
+
+        g_assert_true(g_file_get_contents("/proc/vmstat", &vmstat, NULL, NULL));
+        has_batch = g_str_has_prefix(vmstat, "nr_alloc_batch ") || strstr(vmstat, "\nnr_alloc_batch ");
+        has_overhead = g_str_has_prefix(vmstat, "nr_overhead ") || strstr(vmstat, "\nnr_overhead ");
+        g_assert_cmpint(session_config_parse_text(text, &tc, &error), ==, 0);
+        g_assert_cmpint(session_config_load_sys_stats(tc, &c), ==, 0);
+        g_assert_true(sys_stats_keys_test(&c.sys_stats.vmstat, TRACEBUS__VMSTAT_COUNTERS__VMSTAT_NR_FREE_PAGES));
+        g_assert_false(has_warning(&c, "VMSTAT_NR_FREE_PAGES"));
+        g_assert_true(has_warning(&c, "this kernel's /proc/vmstat has no") == (!has_batch || !has_overhead));
+        g_assert_true(has_warning(&c, "VMSTAT_NR_ALLOC_BATCH") == !has_batch);
+        g_assert_true(has_warning(&c, "VMSTAT_NR_OVERHEAD") == !has_overhead);
+        g_test_message("%s", c.warnings ? c.warnings[0] : "(no warning)");
+        session_config_done(&c);
+        tracebus__trace_config__free_unpacked(tc, NULL);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/sys-stats/meminfo", test_meminfo);
@@ -301,5 +328,6 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/sys-stats/system-info", test_system_info);
         g_test_add_func("/sys-stats/config", test_config);
         g_test_add_func("/sys-stats/config-unknown-counters", test_config_unknown_counters);
+        g_test_add_func("/sys-stats/config-absent-counters", test_config_absent_counters);
         return g_test_run();
 }
