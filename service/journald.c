@@ -14,9 +14,12 @@
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <systemd/sd-journal.h>
 #include <unistd.h>
 
+#include "fd-util.h"
 #include "journald.h"
 #include "log.h"
 #include "macro.h"
@@ -30,6 +33,9 @@
 #define JOURNALD_MAX_FIELD 256u
 #define JOURNALD_MAX_MESSAGE 4096u
 #define JOURNALD_MAX_GROUPS 256
+/* journald's own Varlink socket (root only), and how long its answer may take. */
+#define JOURNALD_VARLINK "/run/systemd/journal/io.systemd.journal"
+#define JOURNALD_SYNC_TIMEOUT_USEC (500 * 1000)
 
 typedef Tracebus__JournaldEventPacket__JournaldEvent JournalEvent;
 
@@ -311,4 +317,47 @@ JournaldSource *journald_stop(JournaldSource *s) {
         strv_free(s->identifiers);
         strv_free(s->units);
         return mfree(s);
+}
+
+/* journald takes entries off its sockets on its own time: io.systemd.Journal.Synchronize
+ * answers once it has written every entry sent before the call (journalctl --sync). */
+static int journal_sync(void) {
+        static const char call[] = "{\"method\":\"io.systemd.Journal.Synchronize\",\"parameters\":{}}";
+        struct sockaddr_un sa = { .sun_family = AF_UNIX, .sun_path = JOURNALD_VARLINK };
+        struct timeval tv = { .tv_usec = JOURNALD_SYNC_TIMEOUT_USEC };
+        _cleanup_close_ int fd = -EBADF;
+        char reply[512];
+        ssize_t n;
+
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0 ||
+            connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                return -errno;
+        /* A Varlink message ends with its NUL. */
+        if (send(fd, call, sizeof(call), MSG_NOSIGNAL) != (ssize_t) sizeof(call))
+                return -EIO;
+        do
+                n = recv(fd, reply, sizeof(reply), 0);
+        while (n > 0 && !memchr(reply, 0, (size_t) n));
+        return n > 0 ? 0 : n == 0 ? -ECONNRESET : -errno;
+}
+
+/* At Stop: what journald still holds, then the entries since the last poll. */
+static void final_read(uint64_t now, void *userdata) {
+        JournaldSource *s = userdata;
+        int r;
+
+        if (s->journal) {
+                r = journal_sync();
+                if (r < 0)
+                        log_debug_errno(r, "linux.systemd_journald: journald did not synchronize: %m");
+        }
+        poll_journal(now, s);
+}
+
+int journald_queue_final(JournaldSource *s, const void *owner) {
+        return s ? poller_call(s->poller, final_read, s, owner) : 0;
 }

@@ -345,3 +345,7 @@ ProcessStatsSource *process_stats_stop(ProcessStatsSource *s) {
         free(s->packed);
         return mfree(s);
 }
+
+int process_stats_queue_final(ProcessStatsSource *s, const void *owner) {
+        return s ? poller_call(s->poller, poll_processes, s, owner) : 0;
+}

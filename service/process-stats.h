@@ -22,3 +22,7 @@ int process_stats_start(Poller *poller, Recorder *rec, const SessionConfig *conf
 /* Stops polling (a running poll finishes first) and frees @s; NULL is a no-op. Before
  * the recorder is freed. */
 ProcessStatsSource *process_stats_stop(ProcessStatsSource *s);
+
+/* Queues one last sample of the session's processes on the poller's thread
+ * (poller_call() under @owner), at Stop. NULL: 0. */
+int process_stats_queue_final(ProcessStatsSource *s, const void *owner);
