@@ -26,3 +26,7 @@ ProcessStatsSource *process_stats_stop(ProcessStatsSource *s);
 /* Queues one last sample of the session's processes on the poller's thread
  * (poller_call() under @owner), at Stop. NULL: 0. */
 int process_stats_queue_final(ProcessStatsSource *s, const void *owner);
+
+/* Walks of /proc done for all sessions since the service started (for tests): sessions
+ * at the same period share one walk a period. */
+uint64_t process_stats_walks(void);
