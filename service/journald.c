@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <grp.h>
+#include <inttypes.h>
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -263,6 +264,15 @@ static void poll_journal(uint64_t now, void *userdata) {
                 event_done(&s->events[i]);
 }
 
+/* Reads that outlast their period again and again (a huge backlog, slow storage). */
+static void journal_slow(uint64_t took_ns, uint64_t period_ns, void *userdata) {
+        JournaldSource *s = userdata;
+
+        (void) recorder_warn(s->rec, "linux.systemd_journald: reading the journal took %" PRIu64 " ms, more than the "
+                             "%" PRIu64 " ms period, %u times in a row: entries come late", took_ns / 1000000,
+                             period_ns / 1000000, POLLER_SLOW_RUNS);
+}
+
 int journald_start(Poller *poller, Recorder *rec, const SessionConfig *config, uid_t owner_uid, JournaldSource **ret) {
         JournaldSource *s;
         int r;
@@ -288,6 +298,8 @@ int journald_start(Poller *poller, Recorder *rec, const SessionConfig *config, u
                         r = strv_extend(&s->units, *u);
         if (r >= 0)
                 r = poller_add(poller, JOURNALD_PERIOD_MS, poll_journal, s, &s->entry);
+        if (r >= 0)
+                poller_on_slow(poller, s->entry, journal_slow);
         if (r < 0) {
                 strv_free(s->identifiers);
                 strv_free(s->units);
