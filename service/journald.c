@@ -11,12 +11,16 @@
  */
 #include <errno.h>
 #include <grp.h>
+#include <inttypes.h>
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <systemd/sd-journal.h>
 #include <unistd.h>
 
+#include "fd-util.h"
 #include "journald.h"
 #include "log.h"
 #include "macro.h"
@@ -30,6 +34,9 @@
 #define JOURNALD_MAX_FIELD 256u
 #define JOURNALD_MAX_MESSAGE 4096u
 #define JOURNALD_MAX_GROUPS 256
+/* journald's own Varlink socket (root only), and how long its answer may take. */
+#define JOURNALD_VARLINK "/run/systemd/journal/io.systemd.journal"
+#define JOURNALD_SYNC_TIMEOUT_USEC (500 * 1000)
 
 typedef Tracebus__JournaldEventPacket__JournaldEvent JournalEvent;
 
@@ -257,6 +264,15 @@ static void poll_journal(uint64_t now, void *userdata) {
                 event_done(&s->events[i]);
 }
 
+/* Reads that outlast their period again and again (a huge backlog, slow storage). */
+static void journal_slow(uint64_t took_ns, uint64_t period_ns, void *userdata) {
+        JournaldSource *s = userdata;
+
+        (void) recorder_warn(s->rec, "linux.systemd_journald: reading the journal took %" PRIu64 " ms, more than the "
+                             "%" PRIu64 " ms period, %u times in a row: entries come late", took_ns / 1000000,
+                             period_ns / 1000000, POLLER_SLOW_RUNS);
+}
+
 int journald_start(Poller *poller, Recorder *rec, const SessionConfig *config, uid_t owner_uid, JournaldSource **ret) {
         JournaldSource *s;
         int r;
@@ -282,6 +298,8 @@ int journald_start(Poller *poller, Recorder *rec, const SessionConfig *config, u
                         r = strv_extend(&s->units, *u);
         if (r >= 0)
                 r = poller_add(poller, JOURNALD_PERIOD_MS, poll_journal, s, &s->entry);
+        if (r >= 0)
+                poller_on_slow(poller, s->entry, journal_slow);
         if (r < 0) {
                 strv_free(s->identifiers);
                 strv_free(s->units);
@@ -311,4 +329,47 @@ JournaldSource *journald_stop(JournaldSource *s) {
         strv_free(s->identifiers);
         strv_free(s->units);
         return mfree(s);
+}
+
+/* journald takes entries off its sockets on its own time: io.systemd.Journal.Synchronize
+ * answers once it has written every entry sent before the call (journalctl --sync). */
+static int journal_sync(void) {
+        static const char call[] = "{\"method\":\"io.systemd.Journal.Synchronize\",\"parameters\":{}}";
+        struct sockaddr_un sa = { .sun_family = AF_UNIX, .sun_path = JOURNALD_VARLINK };
+        struct timeval tv = { .tv_usec = JOURNALD_SYNC_TIMEOUT_USEC };
+        _cleanup_close_ int fd = -EBADF;
+        char reply[512];
+        ssize_t n;
+
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return -errno;
+        if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0 ||
+            connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                return -errno;
+        /* A Varlink message ends with its NUL. */
+        if (send(fd, call, sizeof(call), MSG_NOSIGNAL) != (ssize_t) sizeof(call))
+                return -EIO;
+        do
+                n = recv(fd, reply, sizeof(reply), 0);
+        while (n > 0 && !memchr(reply, 0, (size_t) n));
+        return n > 0 ? 0 : n == 0 ? -ECONNRESET : -errno;
+}
+
+/* At Stop: what journald still holds, then the entries since the last poll. */
+static void final_read(uint64_t now, void *userdata) {
+        JournaldSource *s = userdata;
+        int r;
+
+        if (s->journal) {
+                r = journal_sync();
+                if (r < 0)
+                        log_debug_errno(r, "linux.systemd_journald: journald did not synchronize: %m");
+        }
+        poll_journal(now, s);
+}
+
+int journald_queue_final(JournaldSource *s, const void *owner) {
+        return s ? poller_call(s->poller, final_read, s, owner) : 0;
 }

@@ -22,3 +22,7 @@ int journald_start(Poller *poller, Recorder *rec, const SessionConfig *config, u
 /* Stops reading (a running read finishes first), hands the recorder the counts, frees
  * @s; NULL is a no-op. */
 JournaldSource *journald_stop(JournaldSource *s);
+
+/* Queues one last read on the poller's thread (poller_call() under @owner): the entries
+ * written since the last poll, at Stop. NULL: 0. */
+int journald_queue_final(JournaldSource *s, const void *owner);

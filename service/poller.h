@@ -37,3 +37,21 @@ int poller_add(Poller *p, uint32_t period_ms, PollerFunc func, void *userdata, P
 /* After it returns, @e's function is not running and never runs again; @e is freed.
  * Must not be called from a poll function. NULL is a no-op. */
 void poller_remove(Poller *p, PollerEntry *e);
+
+/* A poll that takes longer than its period POLLER_SLOW_RUNS times in a row is slow:
+ * @func (on the poller's thread) is told once, with the last poll's time, so that the
+ * source can warn its sessions. Other entries still run between two slow polls (the
+ * earliest due runs first), but no thread can cut a poll short: sources bound their
+ * own work (MaxProcessEntries, the journal's limits). */
+#define POLLER_SLOW_RUNS 3u
+typedef void (*PollerSlowFunc)(uint64_t took_ns, uint64_t period_ns, void *userdata);
+void poller_on_slow(Poller *p, PollerEntry *e, PollerSlowFunc func);
+
+/* Queues a call of @func(now, @userdata) on the poller's thread, once, before any
+ * periodic entry that is due; calls run in the order they were queued. @owner names
+ * the calls for poller_cancel(). The way to run a source's final read at Stop without
+ * blocking the event loop: queue the reads, then a call that wakes the loop. */
+int poller_call(Poller *p, PollerFunc func, void *userdata, const void *owner);
+/* Drops @owner's queued calls; after it returns none of them runs (a running one has
+ * finished). Must not be called from a poll function. */
+void poller_cancel(Poller *p, const void *owner);

@@ -22,3 +22,11 @@ int process_stats_start(Poller *poller, Recorder *rec, const SessionConfig *conf
 /* Stops polling (a running poll finishes first) and frees @s; NULL is a no-op. Before
  * the recorder is freed. */
 ProcessStatsSource *process_stats_stop(ProcessStatsSource *s);
+
+/* Queues one last sample of the session's processes on the poller's thread
+ * (poller_call() under @owner), at Stop. NULL: 0. */
+int process_stats_queue_final(ProcessStatsSource *s, const void *owner);
+
+/* Walks of /proc done for all sessions since the service started (for tests): sessions
+ * at the same period share one walk a period. */
+uint64_t process_stats_walks(void);

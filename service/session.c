@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
+#include "fd-util.h"
 #include "ftrace-options.h"
 #include "ftrace-funcgraph.h"
 #include "kprobes.h"
@@ -76,6 +80,7 @@ static int on_recorder_done(sd_event_source *source, int fd, uint32_t revents, v
                 /* Ended by itself (size limit, output error): reason from the recorder. */
                 s->end_reason = SESSION_END_STOPPED;
 
+        session_cancel_final_reads(s);
         s->sys_stats = sys_stats_unsubscribe(s->sys_stats);
         s->process_stats = process_stats_stop(s->process_stats);
         s->journald = journald_stop(s->journald);
@@ -269,6 +274,7 @@ Session *session_free(Session *s) {
         sd_event_source_disable_unref(s->done_source);
         sd_event_source_disable_unref(s->duration_source);
         sd_event_source_disable_unref(s->progress_source);
+        session_cancel_final_reads(s);
         sys_stats_unsubscribe(s->sys_stats);
         process_stats_stop(s->process_stats);
         journald_stop(s->journald);
@@ -282,6 +288,72 @@ Session *session_free(Session *s) {
         return mfree(s);
 }
 
+/* Every poller's packets are in: no packet may reach the recorder after its final drain. */
+static void session_finish_stop(Session *s) {
+        s->final_source = sd_event_source_disable_unref(s->final_source);
+        s->sys_stats = sys_stats_unsubscribe(s->sys_stats);
+        s->process_stats = process_stats_stop(s->process_stats);
+        s->journald = journald_stop(s->journald);
+        recorder_stop(s->recorder);
+}
+
+/* On the poller's thread, after the session's final reads. */
+static void final_reads_done(uint64_t now, void *userdata) {
+        Session *s = userdata;
+
+        (void) eventfd_write(s->final_fd, 1);
+}
+
+static int on_final_reads(sd_event_source *source, int fd, uint32_t revents, void *userdata) {
+        session_finish_stop(userdata);
+        return 0;
+}
+
+static int queue_final_reads(Session *s) {
+        int r;
+
+        r = journald_queue_final(s->journald, s);
+        if (r >= 0)
+                r = process_stats_queue_final(s->process_stats, s);
+        if (r >= 0)
+                r = sys_stats_queue_final(s->sys_stats, s);
+        if (r >= 0)
+                r = poller_call(s->poller, final_reads_done, s, s);
+        return r;
+}
+
+/* As Perfetto's data sources flush at Stop: each poller of the session reads once more
+ * (the journal's last entries, a last sample) on the poller's thread, while the loop
+ * goes on; the recorder is told to stop when they are done. 0 when there is none. */
+static int start_final_reads(Session *s) {
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        if (!s->sys_stats && !s->process_stats && !s->journald)
+                return 0;
+        fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (fd < 0)
+                return -errno;
+        r = sd_event_add_io(s->event, &s->final_source, fd, EPOLLIN, on_final_reads, s);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_io_fd_own(s->final_source, true);
+        s->final_fd = TAKE_FD(fd);
+        r = queue_final_reads(s);
+        if (r < 0) {
+                session_cancel_final_reads(s);
+                return r;
+        }
+        return 1;
+}
+
+void session_cancel_final_reads(Session *s) {
+        if (!s->final_source)
+                return;
+        poller_cancel(s->poller, s);
+        s->final_source = sd_event_source_disable_unref(s->final_source);
+}
+
 int session_stop(Session *s, SessionEndReason reason) {
         int r;
 
@@ -291,17 +363,18 @@ int session_stop(Session *s, SessionEndReason reason) {
         s->state = SESSION_STOPPING;
         s->end_reason = reason;
         s->duration_source = sd_event_source_disable_unref(s->duration_source);
-        s->process_stats = process_stats_stop(s->process_stats);
-        s->journald = journald_stop(s->journald);
 
         /* Off first, so that the recorder's final drain empties the buffers for good. */
         r = s->instance ? trace_instance_set_tracing(s->instance, false) : 0;
         if (r < 0)
                 log_warning_errno(r, "Failed to switch tracing off in %s, stopping anyway: %m",
                                   trace_instance_name(s->instance));
-        /* No packet may reach the recorder after its final drain. */
-        s->sys_stats = sys_stats_unsubscribe(s->sys_stats);
-        recorder_stop(s->recorder);
+        r = start_final_reads(s);
+        if (r < 0)
+                log_warning_errno(r, "Session %" PRIu64 ": the pollers' final reads cannot be queued, skipped: %m",
+                                  s->id);
+        if (r <= 0)
+                session_finish_stop(s);
         report_changed(s, SESSION_CHANGED_STATE);
         log_info("Session %" PRIu64 " stopping (%s).", s->id, session_end_reason_to_string(reason));
         return 0;

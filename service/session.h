@@ -106,6 +106,10 @@ struct Session {
         JournaldSource *journald;           /* linux.systemd_journald's reads (journald.c) */
         /* Helper "warn": the pollers' packets the recorder refused, as last warned about. */
         uint64_t submitted_dropped_warned;
+        /* Helper "pollshare": the pollers' final reads at Stop, queued on the poller's
+         * thread; its last call writes @final_fd (owned by @final_source) to wake the loop. */
+        sd_event_source *final_source;
+        int final_fd;
 };
 
 /* Session ids (manager_new_session_id()) are at most this: 48 random bits. */
@@ -133,6 +137,10 @@ Session *session_free(Session *s);
  * ends (SessionCallbacks.on_ended) once the trace is complete. Returns 0 if it was
  * recording, -EALREADY if it was already stopping. */
 int session_stop(Session *s, SessionEndReason reason);
+
+/* Drops the pollers' final reads session_stop() queued, if any: after it returns none
+ * of them runs (helper "pollshare"). */
+void session_cancel_final_reads(Session *s);
 
 /* The client the session is bound to has gone: an attached session stops with it. */
 void session_client_vanished(Session *s);

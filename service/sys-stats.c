@@ -231,14 +231,13 @@ static uint32_t wanted_groups(Feed *f) {
         return groups;
 }
 
-/* Every group a subscriber wants at this period, read once into one sample. */
-static void poll_sys_stats(Feed *f, uint64_t ts) {
-        _cleanup_(sys_stats_freep) Tracebus__SysStats *sample = calloc(1, sizeof(*sample));
-        uint32_t groups = wanted_groups(f);
+/* @groups read into one sample, or NULL when out of memory. */
+static Tracebus__SysStats *read_sample(uint32_t groups) {
+        Tracebus__SysStats *sample = calloc(1, sizeof(*sample));
         int r;
 
         if (!sample)
-                return;
+                return NULL;
         tracebus__sys_stats__init(sample);
         for (SysStatsGroup g = 0; g < _SYS_STATS_GROUP_MAX; g++) {
                 if (!(groups & (1u << g)))
@@ -251,7 +250,16 @@ static void poll_sys_stats(Feed *f, uint64_t ts) {
         /* As Perfetto: the packet's time is when the read began, this when it ended. */
         sample->has_collection_end_timestamp = true;
         sample->collection_end_timestamp = now_ns(CLOCK_BOOTTIME);
+        return sample;
+}
 
+/* Every group a subscriber wants at this period, read once into one sample. */
+static void poll_sys_stats(Feed *f, uint64_t ts) {
+        uint32_t groups = wanted_groups(f);
+        _cleanup_(sys_stats_freep) Tracebus__SysStats *sample = read_sample(groups);
+
+        if (!sample)
+                return;
         (void) pthread_mutex_lock(&f->lock);
         for (Subscriber *s = f->subscribers; s; s = s->next)
                 /* One that came while reading gets what was read of its groups next time. */
@@ -260,24 +268,33 @@ static void poll_sys_stats(Feed *f, uint64_t ts) {
         (void) pthread_mutex_unlock(&f->lock);
 }
 
-static void poll_power(Feed *f, uint64_t ts) {
+static void submit_batteries(const Subscriber *s, Tracebus__BatteryCounters **b, size_t n, uint64_t ts) {
+        for (size_t i = 0; i < n; i++) {
+                Tracebus__TracePacket p = TRACEBUS__TRACE_PACKET__INIT;
+
+                p.has_timestamp = true;
+                p.timestamp = ts;
+                p.battery = b[i];
+                (void) submit_packet(s->rec, TRACE_SEQUENCE_POWER, s->sel->power_buffer, false, &p);
+        }
+}
+
+/* The batteries for @only, or for every subscriber of @f. */
+static void poll_power(Feed *f, const Subscriber *only, uint64_t ts) {
         Tracebus__BatteryCounters **b = NULL;
         size_t n = 0;
 
         if (power_read_batteries("/sys/class/power_supply", &b, &n) < 0)
                 return;
         atomic_fetch_add(&group_reads[SYS_STATS_POWER], 1);
-        (void) pthread_mutex_lock(&f->lock);
-        for (Subscriber *s = f->subscribers; s; s = s->next)
-                for (size_t i = 0; i < n; i++) {
-                        Tracebus__TracePacket p = TRACEBUS__TRACE_PACKET__INIT;
-
-                        p.has_timestamp = true;
-                        p.timestamp = ts;
-                        p.battery = b[i];
-                        (void) submit_packet(s->rec, TRACE_SEQUENCE_POWER, s->sel->power_buffer, false, &p);
-                }
-        (void) pthread_mutex_unlock(&f->lock);
+        if (only)
+                submit_batteries(only, b, n, ts);
+        else {
+                (void) pthread_mutex_lock(&f->lock);
+                for (Subscriber *s = f->subscribers; s; s = s->next)
+                        submit_batteries(s, b, n, ts);
+                (void) pthread_mutex_unlock(&f->lock);
+        }
         power_batteries_free(b, n);
 }
 
@@ -285,7 +302,7 @@ static void feed_poll(uint64_t now_ns, void *userdata) {
         Feed *f = userdata;
 
         if (f->power)
-                poll_power(f, now_ns);
+                poll_power(f, NULL, now_ns);
         else
                 poll_sys_stats(f, now_ns);
 }
@@ -459,4 +476,26 @@ SysStatsSession *sys_stats_unsubscribe(SysStatsSession *s) {
         for (size_t i = 0; i < s->n_feeds; i++)
                 unsubscribe_one(s, i);
         return mfree(s);
+}
+
+/* At Stop: each of the session's subscriptions read once more, for it alone (the
+ * other subscribers keep their period). */
+static void final_sample(uint64_t ts, void *userdata) {
+        SysStatsSession *s = userdata;
+
+        for (size_t i = 0; i < s->n_feeds; i++) {
+                _cleanup_(sys_stats_freep) Tracebus__SysStats *sample = NULL;
+
+                if (s->feeds[i]->power) {
+                        poll_power(s->feeds[i], &s->subs[i], ts);
+                        continue;
+                }
+                sample = read_sample(s->subs[i].groups);
+                if (sample)
+                        (void) submit_sys_stats(&s->subs[i], sample, ts);
+        }
+}
+
+int sys_stats_queue_final(SysStatsSession *s, const void *owner) {
+        return s && s->n_feeds > 0 ? poller_call(s->poller, final_sample, s, owner) : 0;
 }

@@ -82,3 +82,7 @@ int sys_stats_grow(void *array, size_t n, size_t elem_size);
 /* Appends a new, initialized message of type @d to the repeated field @array (a T ***)
  * of @n elements. NULL when out of memory. */
 void *sys_stats_append(void *array, size_t *n, const ProtobufCMessageDescriptor *d);
+
+/* Queues one last sample of the session's groups (and batteries) on the poller's
+ * thread (poller_call() under @owner), at Stop, for this session only. NULL: 0. */
+int sys_stats_queue_final(SysStatsSession *s, const void *owner);

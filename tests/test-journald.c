@@ -210,7 +210,43 @@ static void test_journald(void) {
         verdict();
 }
 
+/* The entries of the last poll period are read at Stop (helper "pollshare"): a marker
+ * logged right before Stop is in the trace, every time. Root's session; the test itself
+ * logs, so that nothing waits between the entry and the Stop. */
+static void test_journald_last_entries(void) {
+        const char *const events[] = { "sched/sched_switch", NULL };
+        g_autofree char *ftrace = ftrace_config("", events, NULL);
+        g_autofree char *cfg = g_strconcat(ftrace, "data_sources { config { name: \"linux.systemd_journald\" "
+                                           "journald_config { filter_identifiers: \"" TAG "\" } } }\n", NULL);
+        unsigned missing = 0;
+
+        journald_ensure();
+        for (unsigned i = 0; i < 20; i++) {
+                g_autofree char *marker = g_strdup_printf("tbjournal-last-%d-%u", (int) getpid(), i);
+                g_autofree char *out = g_strdup_printf("journald-last-%u.pftrace", i);
+                g_auto(Trace) t = { 0 };
+                g_auto(Rec) r = { 0 };
+                Journal j = { 0 };
+
+                rec_start(&r, "root", out, cfg);
+                /* Past the first poll: the entry falls inside a period, not at the start. */
+                g_usleep((50 + 13 * i) * 1000);
+                g_assert_cmpint(sd_journal_send("MESSAGE=%s", marker, "PRIORITY=4", "SYSLOG_IDENTIFIER=" TAG, NULL), >=, 0);
+                load(&r, &t, &j);
+                if (!find(&j, marker)) {
+                        missing++;
+                        note("%s: the marker logged right before Stop is missing\n", out);
+                }
+                g_ptr_array_unref(j.events);
+        }
+        note("last entries: %u of 20 markers missing\n", missing);
+        expect(missing == 0, "%u of 20 markers logged right before Stop are missing from the trace", missing);
+        journald_done();   /* in this case's process, which started it */
+        verdict();
+}
+
 RECORDER_WRAP(test_journald)
+RECORDER_WRAP(test_journald_last_entries)
 
 int main(int argc, char **argv) {
         int r;
@@ -218,6 +254,7 @@ int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         tb_require_system_bus_environment();
         RECORDER_CASE("journald", test_journald);
+        RECORDER_CASE("journald-last-entries", test_journald_last_entries);
         r = tb_test_run(TB_START_SERVICE);
         journald_done();
         return r;

@@ -7,6 +7,9 @@
  * grow, its oom_score_adj be the one it set, its smaps_rollup be there (its owner's),
  * and its ProcessTree entry carry its start time (record_process_age). The test's own
  * processes (root's) must have no smaps_rollup values: another user's.
+ * Sessions at the same period share one walk of /proc a period (the very same sample
+ * times), each with its own fields, smaps_rollup rule and cache; another period walks
+ * on its own; each session takes a final sample of its own at Stop.
  */
 #include <fcntl.h>
 #include <pwd.h>
@@ -224,7 +227,98 @@ static void test_process_stats(void) {
         verdict();
 }
 
+typedef struct {
+        GArray *times;          /* guint64: the packets' timestamps */
+        guint self_smaps, runtime;
+} Shared;
+
+static void shared_collect(const Trace *t, Shared *s) {
+        s->times = g_array_new(false, false, sizeof(guint64));
+        for (guint i = 0; i < t->pkts->len; i++) {
+                const Tracebus__TracePacket *p = PKT(t, i)->p;
+
+                if (!p->process_stats)
+                        continue;
+                g_array_append_val(s->times, p->timestamp);
+                for (size_t j = 0; j < p->process_stats->n_processes; j++) {
+                        const Tracebus__ProcessStats__Process *pr = p->process_stats->processes[j];
+
+                        s->self_smaps += pr->pid == getpid() && pr->has_smr_rss_kb;
+                        s->runtime += pr->has_runtime_user_mode;
+                }
+        }
+}
+
+/* How many of @b's times are @a's. */
+static guint times_shared(const Shared *a, const Shared *b) {
+        g_autoptr(GHashTable) set = g_hash_table_new(g_int64_hash, g_int64_equal);
+        guint n = 0;
+
+        for (guint i = 0; i < a->times->len; i++)
+                g_hash_table_add(set, &g_array_index(a->times, guint64, i));
+        for (guint i = 0; i < b->times->len; i++)
+                n += g_hash_table_contains(set, &g_array_index(b->times, guint64, i));
+        return n;
+}
+
+/* Root's session (smaps_rollup, run times) and tbuser's (smaps_rollup) at 100 ms, both
+ * written whole every poll (cache ttl = period), share the walks: every sample of
+ * tbuser's but its final one is at one of root's very times, yet root's own process has
+ * smaps_rollup in root's trace only, and run times are in root's only. tbuser's at
+ * 140 ms shares none. */
+static void test_shared_walks(void) {
+        const char *const events[] = { "sched/sched_process_exit", NULL };
+        g_autofree char *ftrace = ftrace_config("", events, NULL);
+        g_autofree char *cfg_a = g_strconcat(ftrace, "data_sources { config { name: \"linux.process_stats\" "
+                                             "process_stats_config { proc_stats_poll_ms: 100 proc_stats_cache_ttl_ms: 100 "
+                                             "scan_smaps_rollup: true record_process_runtime: true } } }\n", NULL);
+        g_autofree char *cfg_b = g_strconcat(ftrace, "data_sources { config { name: \"linux.process_stats\" "
+                                             "process_stats_config { proc_stats_poll_ms: 100 proc_stats_cache_ttl_ms: 100 "
+                                             "scan_smaps_rollup: true } } }\n", NULL);
+        g_autofree char *cfg_c = g_strconcat(ftrace, "data_sources { config { name: \"linux.process_stats\" "
+                                             "process_stats_config { proc_stats_poll_ms: 140 proc_stats_cache_ttl_ms: 140 "
+                                             "} } }\n", NULL);
+        g_autoptr(GHashTable) st1 = NULL, st2 = NULL, st3 = NULL;
+        g_auto(Trace) ta = { 0 }, tb = { 0 }, tc = { 0 };
+        g_auto(Rec) ra = { 0 }, rb = { 0 }, rc = { 0 };
+        Shared a = { 0 }, b = { 0 }, c = { 0 };
+        guint b_in_a, c_in_a;
+
+        rec_start(&ra, "root", "process-stats-shared-a.pftrace", cfg_a);
+        rec_start(&rb, "tbuser", "process-stats-shared-b.pftrace", cfg_b);
+        rec_start(&rc, "tbuser", "process-stats-shared-c.pftrace", cfg_c);
+        g_usleep(1500 * 1000);
+        st3 = rec_stop(&rc);
+        st2 = rec_stop(&rb);
+        st1 = rec_stop(&ra);
+        trace_load(ra.out, false, &ta);
+        trace_load(rb.out, false, &tb);
+        trace_load(rc.out, false, &tc);
+        shared_collect(&ta, &a);
+        shared_collect(&tb, &b);
+        shared_collect(&tc, &c);
+        b_in_a = times_shared(&a, &b);
+        c_in_a = times_shared(&a, &c);
+        note("shared walks: A %u samples, B %u (%u at A's times), C (140 ms) %u (%u at A's times); "
+             "root's smaps_rollup in A %u, in B %u\n", a.times->len, b.times->len, b_in_a, c.times->len, c_in_a,
+             a.self_smaps, b.self_smaps);
+        expect(b.times->len >= 8, "B has only %u samples in 1.5 s at 100 ms, written whole every poll", b.times->len);
+        expect(b_in_a + 1 == b.times->len, "%u of B's %u samples are not at A's walks (1 expected: its final one)",
+               b.times->len - b_in_a, b.times->len);
+        expect(c.times->len >= 5 && c_in_a == 0, "C at 140 ms: %u samples, %u at A's times", c.times->len, c_in_a);
+        expect(a.self_smaps > 0, "root's session lacks root's own smaps_rollup");
+        expect(b.self_smaps == 0, "tbuser's session got smaps_rollup of root's process %d (%u times)", (int) getpid(),
+               b.self_smaps);
+        expect(a.runtime > 0 && b.runtime == 0 && c.runtime == 0, "run times: A %u, B %u, C %u (only A asked)",
+               a.runtime, b.runtime, c.runtime);
+        g_array_unref(a.times);
+        g_array_unref(b.times);
+        g_array_unref(c.times);
+        verdict();
+}
+
 RECORDER_WRAP(test_process_stats)
+RECORDER_WRAP(test_shared_walks)
 
 /* Perfetto's memory-counters page gives a config of linux.process_stats alone: no
  * ftrace instance, no ftrace parser. It records, and the service lives on. */
@@ -258,5 +352,6 @@ int main(int argc, char **argv) {
         tb_require_system_bus_environment();
         RECORDER_CASE("process-stats", test_process_stats);
         RECORDER_CASE("process-stats-only", test_process_stats_only);
+        RECORDER_CASE("process-stats-shared-walks", test_shared_walks);
         return tb_test_run(TB_START_SERVICE);
 }
