@@ -8,6 +8,8 @@
 #include "macro.h"
 #include "trace-filter.h"
 
+DEFINE_TRIVIAL_CLEANUP_FUNC(TraceFilter *, trace_filter_free);
+
 /* A field's state in the tables: not kept, kept as is, kept through the string rules, or
  * 1 + the index of the message type its content is filtered as. */
 #define FILTER_DROP 0u
@@ -41,5 +43,3 @@ struct TraceFilter {
 
 uint32_t trace_filter_query(const TraceFilter *f, uint32_t msg, uint32_t field);
 void trace_filter_rules_free(TraceFilter *f);
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(TraceFilter *, trace_filter_free);
