@@ -80,5 +80,6 @@ int trace_writer_filter_ftrace(TraceWriter *w, const uint8_t *bundle, size_t len
         p += len;
         *p++ = TAG_SEQUENCE_ID;
         *p++ = TRACE_SEQUENCE_FTRACE;
+        w->filter_in_len = packet_len;
         return trace_writer_filter(w, w->filter_in, packet_len, ret, ret_len);
 }

@@ -252,8 +252,9 @@ static ssize_t deflate_ftrace_packet(TraceWriter *w, const uint8_t *bundle, size
 }
 
 /* With a filter: the filtered packet, all of it coded, since the bundle's spans no longer
- * line up with it. 0: the filter dropped it. */
-static ssize_t deflate_filtered_ftrace(TraceWriter *w, const uint8_t *bundle, size_t len) {
+ * line up with it; when the filter kept it as it was, the spans still do. 0: dropped. */
+static ssize_t deflate_filtered_ftrace(TraceWriter *w, const uint8_t *bundle, size_t len,
+                                       const DeflateSpan *coded, size_t n_coded) {
         const uint8_t *filtered;
         uint8_t header[11];
         size_t flen, hlen;
@@ -263,6 +264,8 @@ static ssize_t deflate_filtered_ftrace(TraceWriter *w, const uint8_t *bundle, si
         r = trace_writer_filter_ftrace(w, bundle, len, &filtered, &flen);
         if (r < 0 || !filtered)
                 return r;
+        if (flen == w->filter_in_len && memcmp(filtered, w->filter_in, flen) == 0)
+                return deflate_ftrace_packet(w, bundle, len, coded, n_coded);
         hlen = frame_header(header, flen);
         r = trace_writer_flat_reserve(&w->deflated, &w->deflated_allocated, 0, deflate_bound(hlen + flen, 2));
         if (r < 0)
@@ -282,7 +285,7 @@ int trace_writer_append_ftrace_bundle_deflated(TraceWriter *w, const uint8_t *bu
 
         if (!w->sequence_started[TRACE_SEQUENCE_FTRACE])
                 return -EINVAL;
-        zlen = w->filter ? deflate_filtered_ftrace(w, bundle, len) : deflate_ftrace_packet(w, bundle, len, coded, n_coded);
+        zlen = (w->filter ? deflate_filtered_ftrace : deflate_ftrace_packet)(w, bundle, len, coded, n_coded);
         if (zlen <= 0)
                 return (int) zlen;
         /* As Perfetto's service writes it: the packet holds compressed_packets alone. */

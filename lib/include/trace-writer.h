@@ -151,6 +151,7 @@ typedef struct TraceWriter {
         const TraceFilter *filter;    /* not owned; NULL: packets kept as they are */
         uint8_t *filter_in, *filter_out; /* a packet packed, then filtered */
         size_t filter_in_allocated, filter_out_allocated;
+        size_t filter_in_len;         /* the last ftrace packet packed into filter_in */
         TraceWriterFilterStats filter_stats;
 } TraceWriter;
 
