@@ -26,15 +26,25 @@ static char *config_filtered(const char *extra) {
                            "process_stats_config { scan_all_processes_on_start: true } } }\n", extra, NULL);
 }
 
+/* counts: process trees, ftrace bundles, packets with a sequence id, TraceStats with
+ * filter_stats; then that filter_stats' input packets, input and output bytes, errors. */
 static void count_packet(const Tracebus__TracePacket *p, const TraceRawPacket *raw, guint index, gpointer userdata) {
         guint *counts = userdata;
+        const Tracebus__TraceStats__FilterStats *fs = p->trace_stats ? p->trace_stats->filter_stats : NULL;
 
         counts[0] += p->process_tree != NULL;
         counts[1] += p->ftrace_events != NULL;
         counts[2] += p->trusted_packet_sequence_id != 0;
+        if (!fs)
+                return;
+        counts[3]++;
+        counts[4] = (guint) fs->input_packets;
+        counts[5] = (guint) fs->input_bytes;
+        counts[6] = (guint) fs->output_bytes;
+        counts[7] = (guint) fs->errors;
 }
 
-static void count_packets(const char *path, guint counts[3]) {
+static void count_packets(const char *path, guint counts[8]) {
         g_autofree char *data = NULL;
         g_autoptr(GError) error = NULL;
         gsize len;
@@ -65,7 +75,7 @@ static void test_drop_process_tree(void) {
         g_autofree char *out_zipped = g_build_filename(dir, "zipped.pftrace", NULL);
         g_auto(TbTraceSummary) a = { 0 }, b = { 0 }, c = { 0 };
         g_autoptr(GError) error = NULL;
-        guint ca[3] = { 0 }, cb[3] = { 0 }, cc[3] = { 0 };
+        guint ca[8] = { 0 }, cb[8] = { 0 }, cc[8] = { 0 };
         TbBusy busy;
 
         g_assert_true(tb_busy_start("tbbusy-filter", &busy, &error));
@@ -85,6 +95,13 @@ static void test_drop_process_tree(void) {
         /* Everything else kept: ftrace bundles, sequence ids, sched events. */
         g_assert_cmpuint(cb[1], >, 0);
         g_assert_cmpuint(cb[2], >, 0);
+        /* TraceStats.filter_stats, as Perfetto writes it, only with a filter. */
+        g_assert_cmpuint(ca[3], ==, 0);
+        g_assert_cmpuint(cb[3], ==, 1);
+        g_assert_cmpuint(cb[4], >, cb[1]);
+        g_assert_cmpuint(cb[6], <, cb[5]);
+        g_assert_cmpuint(cb[7], ==, 0);
+        g_assert_cmpuint(cc[3], ==, 1);
         g_assert_true(tb_trace_file_read(out_filtered, &b, &error));
         g_assert_no_error(error);
         g_assert_true(tb_trace_file_read(out_plain, &a, &error));
