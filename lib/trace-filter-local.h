@@ -16,6 +16,10 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(TraceFilter *, trace_filter_free);
 #define FILTER_SIMPLE UINT32_MAX
 #define FILTER_STRING (UINT32_MAX - 1u)
 
+/* A pattern's backtracking per string: a rule that would take longer does not match, so
+ * a caller's regex cannot stall the recorder (std::regex in Perfetto has no bound). */
+#define FILTER_MATCH_LIMIT 100000u
+
 /* Field ids below this are looked up by index, the rest through ranges, as the bytecode
  * gives few message types many fields past it. */
 #define FILTER_DIRECT_LIMIT 128u
@@ -24,6 +28,7 @@ typedef struct FilterRule {
         int policy;
         pcre2_code *re;
         pcre2_match_data *match;
+        pcre2_match_context *limits;  /* bounds each match's backtracking */
         char *prefix;                 /* atrace_payload_starts_with */
         size_t prefix_len;
 } FilterRule;

@@ -45,7 +45,7 @@ static void redact_groups(const FilterRule *rule, char *s) {
 /* The whole of @s matches @rule's pattern (std::regex_match's meaning). */
 static bool match_whole(const FilterRule *rule, const char *s, size_t len) {
         return pcre2_match(rule->re, (PCRE2_SPTR) s, len, 0, PCRE2_ANCHORED | PCRE2_ENDANCHORED,
-                           rule->match, NULL) >= 0;
+                           rule->match, rule->limits) >= 0;
 }
 
 /* Every match of @rule in @s, left to right, redacted; true if there was one. */
@@ -53,7 +53,7 @@ static bool redact_all(const FilterRule *rule, char *s, size_t len) {
         bool any = false;
         size_t at = 0;
 
-        while (at <= len && pcre2_match(rule->re, (PCRE2_SPTR) s, len, at, 0, rule->match, NULL) >= 0) {
+        while (at <= len && pcre2_match(rule->re, (PCRE2_SPTR) s, len, at, 0, rule->match, rule->limits) >= 0) {
                 PCRE2_SIZE *ov = pcre2_get_ovector_pointer(rule->match);
 
                 redact_groups(rule, s);
@@ -110,13 +110,16 @@ int trace_filter_add_rule(TraceFilter *f, int policy, const char *pattern, const
         if (!rule.re)
                 return *ret_reason = "a string filter rule's regex_pattern does not compile", -EINVAL;
         rule.match = pcre2_match_data_create_from_pattern(rule.re, NULL);
+        rule.limits = pcre2_match_context_create(NULL);
         rule.prefix = strdup(atrace_prefix ?: "");
-        if (!rule.match || !rule.prefix) {
+        if (!rule.match || !rule.limits || !rule.prefix) {
+                pcre2_match_context_free(rule.limits);
                 pcre2_match_data_free(rule.match);
                 pcre2_code_free(rule.re);
                 free(rule.prefix);
                 return -ENOMEM;
         }
+        (void) pcre2_set_match_limit(rule.limits, FILTER_MATCH_LIMIT);
         rule.prefix_len = strlen(rule.prefix);
         f->rules[f->n_rules++] = rule;
         return 0;
@@ -125,6 +128,7 @@ int trace_filter_add_rule(TraceFilter *f, int policy, const char *pattern, const
 void trace_filter_rules_free(TraceFilter *f) {
         for (size_t i = 0; i < f->n_rules; i++) {
                 pcre2_match_data_free(f->rules[i].match);
+                pcre2_match_context_free(f->rules[i].limits);
                 pcre2_code_free(f->rules[i].re);
                 free(f->rules[i].prefix);
         }

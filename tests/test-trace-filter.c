@@ -169,6 +169,10 @@ static void test_string_rules(void) {
         /* "E|" strings have no payload: atrace rules skip them. */
         g_assert_cmpint(trace_filter_string(f, endmark, strlen(endmark)), ==, 0);
 
+        /* Catastrophic backtracking is cut short: no match, the string as it was. */
+        g_assert_cmpint(trace_filter_add_rule(f, TRACE_FILTER_MATCH_REDACT_GROUPS, "(a+)+b", NULL, &reason), ==, 0);
+        char slow[] = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaac";
+        g_assert_cmpint(trace_filter_string(f, slow, strlen(slow)), ==, 0);
         g_assert_cmpint(trace_filter_add_rule(f, 0, "x", NULL, &reason), ==, -EINVAL);
         g_assert_cmpint(trace_filter_add_rule(f, 1, "(unclosed", NULL, &reason), ==, -EINVAL);
 }
