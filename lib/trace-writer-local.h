@@ -31,3 +31,13 @@ int trace_writer_buffer_reserve(TraceWriter *w, TraceWriterBuffer *b, size_t len
 void trace_writer_buffer_read(TraceWriterBuffer *b, size_t len, size_t packets);
 /* Grows *@buf to hold @extra more bytes after @len. */
 int trace_writer_flat_reserve(uint8_t **buf, size_t *allocated, size_t len, size_t extra);
+
+/* trace-writer-filter.c: packets through w->filter. Each gives the filtered packet in
+ * *ret (valid until the next call), or NULL in *ret when it was malformed and dropped. */
+int trace_writer_filter(TraceWriter *w, const uint8_t *packet, size_t len, const uint8_t **ret, size_t *ret_len);
+int trace_writer_filter_message(TraceWriter *w, const Tracebus__TracePacket *packet, const uint8_t **ret,
+                                size_t *ret_len);
+/* The packet trace_writer_append_ftrace_bundle() would keep for @bundle, filtered. */
+int trace_writer_filter_ftrace(TraceWriter *w, const uint8_t *bundle, size_t len, const uint8_t **ret,
+                               size_t *ret_len);
+void trace_writer_filter_done(TraceWriter *w);

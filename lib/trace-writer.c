@@ -38,6 +38,7 @@ void trace_writer_done(TraceWriter *w) {
         w->deflated = mfree(w->deflated);
         w->deflated_allocated = 0;
         trace_writer_buffers_done(w);
+        trace_writer_filter_done(w);
 }
 
 size_t trace_writer_pending(const TraceWriter *w) {
@@ -75,9 +76,30 @@ static bool prepare_packet(TraceWriter *w, Tracebus__TracePacket *packet, uint32
         return first;
 }
 
+/* A packet the filter gave, framed into the metadata. */
+static int append_meta_bytes(TraceWriter *w, const uint8_t *packet, size_t len) {
+        int r;
+
+        if (!packet)
+                return 0;
+        r = meta_reserve(w, len + 11);
+        if (r < 0)
+                return r;
+        w->meta_len += frame_header(w->meta + w->meta_len, len);
+        memcpy(w->meta + w->meta_len, packet, len);
+        w->meta_len += len;
+        return 0;
+}
+
 static int append_meta_packet(TraceWriter *w, const Tracebus__TracePacket *packet) {
         size_t size = tracebus__trace_packet__get_packed_size(packet);
+        const uint8_t *filtered;
         int r;
+
+        if (w->filter) {
+                r = trace_writer_filter_message(w, packet, &filtered, &size);
+                return r < 0 ? r : append_meta_bytes(w, filtered, size);
+        }
 
         r = meta_reserve(w, size + 11);
         if (r < 0)
@@ -112,6 +134,20 @@ static int data_append_packet(TraceWriter *w, uint32_t buffer, size_t packet_len
         return 0;
 }
 
+/* A filtered data packet (NULL: dropped) into @buffer. */
+static int append_data_bytes(TraceWriter *w, uint32_t buffer, const uint8_t *packet, size_t len, size_t n_events) {
+        uint8_t *p;
+        int r;
+
+        if (!packet)
+                return 0;
+        r = data_append_packet(w, buffer, len, n_events, &p);
+        if (r < 0 || !p)
+                return r;
+        memcpy(p, packet, len);
+        return 0;
+}
+
 int trace_writer_append_data_to(TraceWriter *w, uint32_t buffer, Tracebus__TracePacket *packet,
                                 uint32_t sequence_id) {
         uint8_t *p;
@@ -125,6 +161,13 @@ int trace_writer_append_data_to(TraceWriter *w, uint32_t buffer, Tracebus__Trace
         /* The first packet on a sequence says "incremental state cleared": never overwrite it. */
         if (prepare_packet(w, packet, sequence_id))
                 return append_meta_packet(w, packet);
+        if (w->filter) {
+                const uint8_t *filtered;
+                size_t len;
+
+                r = trace_writer_filter_message(w, packet, &filtered, &len);
+                return r < 0 ? r : append_data_bytes(w, buffer, filtered, len, 0);
+        }
 
         r = data_append_packet(w, buffer, tracebus__trace_packet__get_packed_size(packet), 0, &p);
         if (r < 0 || !p)
@@ -148,6 +191,8 @@ int trace_writer_reserve_ftrace_bundle(TraceWriter *w, size_t len, size_t n_even
          * carry the first-packet flags. Written by hand: no copy through protobuf-c. */
         if (!w->sequence_started[TRACE_SEQUENCE_FTRACE])
                 return -EINVAL;
+        if (w->filter)
+                return -EOPNOTSUPP;
         packet_len = 1 + pb_varint_size(len) + len + 2;
         r = data_append_packet(w, w->ftrace_buffer, packet_len, n_events, &p);
         if (r < 0 || !p)
@@ -164,9 +209,16 @@ int trace_writer_reserve_ftrace_bundle(TraceWriter *w, size_t len, size_t n_even
 }
 
 int trace_writer_append_ftrace_bundle(TraceWriter *w, const uint8_t *bundle, size_t len, size_t n_events) {
+        const uint8_t *filtered;
         uint8_t *p;
         int r;
 
+        if (w->filter) {
+                if (!w->sequence_started[TRACE_SEQUENCE_FTRACE])
+                        return -EINVAL;
+                r = trace_writer_filter_ftrace(w, bundle, len, &filtered, &len);
+                return r < 0 ? r : append_data_bytes(w, w->ftrace_buffer, filtered, len, n_events);
+        }
         r = trace_writer_reserve_ftrace_bundle(w, len, n_events, &p);
         if (r < 0)
                 return r;
@@ -199,6 +251,31 @@ static ssize_t deflate_ftrace_packet(TraceWriter *w, const uint8_t *bundle, size
         return (ssize_t) deflate_end(&s);
 }
 
+/* With a filter: the filtered packet, all of it coded, since the bundle's spans no longer
+ * line up with it; when the filter kept it as it was, the spans still do. 0: dropped. */
+static ssize_t deflate_filtered_ftrace(TraceWriter *w, const uint8_t *bundle, size_t len,
+                                       const DeflateSpan *coded, size_t n_coded) {
+        const uint8_t *filtered;
+        uint8_t header[11];
+        size_t flen, hlen;
+        DeflateStream s;
+        int r;
+
+        r = trace_writer_filter_ftrace(w, bundle, len, &filtered, &flen);
+        if (r < 0 || !filtered)
+                return r;
+        if (flen == w->filter_in_len && memcmp(filtered, w->filter_in, flen) == 0)
+                return deflate_ftrace_packet(w, bundle, len, coded, n_coded);
+        hlen = frame_header(header, flen);
+        r = trace_writer_flat_reserve(&w->deflated, &w->deflated_allocated, 0, deflate_bound(hlen + flen, 2));
+        if (r < 0)
+                return r;
+        deflate_begin(&s, w->deflated);
+        deflate_stored(&s, header, hlen);
+        deflate_coded(&s, filtered, flen);
+        return (ssize_t) deflate_end(&s);
+}
+
 int trace_writer_append_ftrace_bundle_deflated(TraceWriter *w, const uint8_t *bundle, size_t len,
                                                const DeflateSpan *coded, size_t n_coded, size_t n_events) {
         size_t packet_len;
@@ -208,8 +285,8 @@ int trace_writer_append_ftrace_bundle_deflated(TraceWriter *w, const uint8_t *bu
 
         if (!w->sequence_started[TRACE_SEQUENCE_FTRACE])
                 return -EINVAL;
-        zlen = deflate_ftrace_packet(w, bundle, len, coded, n_coded);
-        if (zlen < 0)
+        zlen = (w->filter ? deflate_filtered_ftrace : deflate_ftrace_packet)(w, bundle, len, coded, n_coded);
+        if (zlen <= 0)
                 return (int) zlen;
         /* As Perfetto's service writes it: the packet holds compressed_packets alone. */
         packet_len = pb_len_field_size(FIELD_COMPRESSED_PACKETS, (size_t) zlen);

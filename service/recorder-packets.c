@@ -279,12 +279,22 @@ static int append_trace_stats(Recorder *rec) {
         Tracebus__TraceStats stats = TRACEBUS__TRACE_STATS__INIT;
         _cleanup_free_ Tracebus__TraceStats__BufferStats *buffers = NULL;
         _cleanup_free_ Tracebus__TraceStats__BufferStats **ptrs = NULL;
+        Tracebus__TraceStats__FilterStats filter_stats = TRACEBUS__TRACE_STATS__FILTER_STATS__INIT;
+        const TraceWriterFilterStats *fs = &rec->writer.filter_stats;
         size_t n = rec->writer.n_buffers;
 
         buffers = calloc(n, sizeof(*buffers));
         ptrs = calloc(n, sizeof(*ptrs));
         if (!buffers || !ptrs)
                 return -ENOMEM;
+        /* trace_filter: what it took and gave up to this packet, which it filters too. */
+        filter_stats.has_input_packets = filter_stats.has_input_bytes = filter_stats.has_output_bytes = true;
+        filter_stats.has_errors = filter_stats.has_time_taken_ns = true;
+        filter_stats.input_packets = fs->input_packets;
+        filter_stats.input_bytes = fs->input_bytes;
+        filter_stats.output_bytes = fs->output_bytes;
+        filter_stats.errors = fs->errors;
+        filter_stats.time_taken_ns = fs->time_taken_ns;
         for (size_t i = 0; i < n; i++) {
                 fill_buffer_stats(&buffers[i], &rec->writer.buffers[i]);
                 ptrs[i] = &buffers[i];
@@ -294,6 +304,8 @@ static int append_trace_stats(Recorder *rec) {
         stats.has_tracing_sessions = stats.has_total_buffers = true;
         stats.tracing_sessions = 1;
         stats.total_buffers = (uint32_t) n;
+        if (rec->writer.filter)
+                stats.filter_stats = &filter_stats;
         packet.has_timestamp = true;
         packet.timestamp = now_ns(CLOCK_BOOTTIME);
         packet.trace_stats = &stats;

@@ -22,12 +22,14 @@ static int pack_bundle(Recorder *rec, unsigned cpu) {
 
         if (n == 0 && !ftrace_bundle_lost_events(b))
                 return 0;
-        if (rec->compress) {
+        if (rec->compress || rec->writer.filter) {
+                /* A filter needs the whole bundle: no writing it in place. */
                 r = ftrace_bundle_pack(b, &packed, &len);
                 if (r < 0)
                         return r;
                 n_coded = ftrace_bundle_coded_spans(b, &coded);
-                r = trace_writer_append_ftrace_bundle_deflated(&rec->writer, packed, len, coded, n_coded, n);
+                r = rec->compress ? trace_writer_append_ftrace_bundle_deflated(&rec->writer, packed, len, coded, n_coded, n)
+                                  : trace_writer_append_ftrace_bundle(&rec->writer, packed, len, n);
         } else {
                 r = ftrace_bundle_packed_size(b, &len);
                 if (r < 0)

@@ -148,6 +148,8 @@ static int recorder_configure(Recorder *rec, const SessionConfig *config, int ou
                           config->write_into_file ? TRACE_WRITER_STREAM :
                           config->discard_when_full ? TRACE_WRITER_DISCARD : TRACE_WRITER_RING,
                           (size_t) config->trace_buffer_kb * 1024u, config->max_file_size_bytes);
+        /* The session's config, which owns the filter, outlives its recorder. */
+        trace_writer_set_filter(&rec->writer, config->trace_filter);
         return configure_buffers(rec, config);
 }
 

@@ -51,7 +51,7 @@ const FieldRule session_config_field_rules[] = {
         { "TraceConfig", "statsd_logging", A, NULL },
         { "TraceConfig", "trace_uuid_msb", H, NULL },
         { "TraceConfig", "trace_uuid_lsb", H, NULL },
-        { "TraceConfig", "trace_filter", N, "the trace is written unfiltered" },
+        { "TraceConfig", "trace_filter", H, NULL },
         { "TraceConfig", "android_report_config", A, NULL },
         { "TraceConfig", "cmd_trace_start_delay", H, NULL },
         { "TraceConfig", "session_semaphores", N, NULL },

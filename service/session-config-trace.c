@@ -101,7 +101,7 @@ int session_config_load_trace(const Tracebus__TraceConfig *tc, SessionConfig *c,
         /* incremental_state_config needs nothing: the writer keeps every packet later ones
          * refer to (process trees, track descriptors, clock snapshots) in its metadata, which
          * a ring never overwrites, and each ftrace bundle carries its own intern table.
-         * deferred_start, flush_timeout_ms and trace_filter are warned by the field table
-         * (session-config-fields.c). */
+         * deferred_start and flush_timeout_ms are warned by the field table
+         * (session-config-fields.c); trace_filter is session-config-filter.c's. */
         return 0;
 }

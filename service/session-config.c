@@ -57,6 +57,7 @@ void session_config_done(SessionConfig *c) {
         c->atrace_errors = strv_free(c->atrace_errors);
         session_config_ftgraph_done(c);
         c->unique_session_name = mfree(c->unique_session_name);
+        c->trace_filter = trace_filter_free(c->trace_filter);
 }
 
 int session_config_warn(SessionConfig *c, const char *fmt, ...) {
@@ -417,6 +418,9 @@ int session_config_load(const Tracebus__TraceConfig *tc, const char *root, Sessi
         if (r < 0)
                 return r;
         r = session_config_load_trace(tc, &c, ret_error);
+        if (r < 0)
+                return r;
+        r = session_config_load_filter(tc, &c, ret_error);
         if (r < 0)
                 return r;
         if (tc->output_path)

@@ -8,6 +8,7 @@
 #include "config.pb-c.h"
 #include "ftrace-parser.h"
 #include "macro.h"
+#include "trace-filter.h"
 #include "sys-stats-types.h"
 
 /*
@@ -139,6 +140,9 @@ typedef struct SessionConfig {
         int64_t trace_uuid_msb, trace_uuid_lsb;
         uint32_t flush_period_ms;      /* 0: none */
         uint32_t stop_timeout_ms;      /* data_source_stop_timeout_ms: bounds the final drain */
+
+        /* helper "tracefilter": TraceConfig.trace_filter (service/session-config-filter.c). */
+        TraceFilter *trace_filter;     /* NULL: none; the recorder's writer applies it */
 } SessionConfig;
 
 /* Perfetto's minimum proc_stats_poll_ms: a shorter one is raised, with a warning. */
@@ -161,6 +165,10 @@ void session_config_done(SessionConfig *c);
 int session_config_load_ftrace_options(const Tracebus__TraceConfig *tc, const char *tracefs_root,
                                        SessionConfig *c, char **ret_error);
 void session_config_ftrace_done(SessionConfig *c);
+
+/* session-config-filter.c: TraceConfig.trace_filter into c->trace_filter; -EINVAL with
+ * *ret_error naming trace_filter for a bad bytecode or string rule. */
+int session_config_load_filter(const Tracebus__TraceConfig *tc, SessionConfig *c, char **ret_error);
 
 /* Sets *ret_error (when not NULL) to the message (printf format) and returns -EINVAL: how
  * every loader of the config refuses a value. */

@@ -67,7 +67,6 @@ static void test_warned(void) {
         _cleanup_(session_config_done) SessionConfig c = {};
 
         load("deferred_start: true flush_timeout_ms: 100\n"
-             "trace_filter { bytecode_v2: \"\\x01\\x02\" }\n"
              "compression { zstd { level: 3 } }\n"
              "builtin_data_sources { primary_trace_clock: BUILTIN_CLOCK_MONOTONIC enable_concurrent_session_events: true }\n"
              "cmd_trace_start_delay { min_delay_ms: 10 max_delay_ms: 20 }\n", &c, 0);

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "deflate.h"
+#include "trace-filter.h"
 #include "trace.pb-c.h"
 
 /*
@@ -97,6 +98,15 @@ typedef struct TraceWriterStats {
         uint64_t events_discarded;
 } TraceWriterStats;
 
+/* TraceStats.FilterStats: what the trace filter took in and gave out. */
+typedef struct TraceWriterFilterStats {
+        uint64_t input_packets;
+        uint64_t input_bytes;
+        uint64_t output_bytes;
+        uint64_t errors;              /* malformed packets, dropped */
+        uint64_t time_taken_ns;
+} TraceWriterFilterStats;
+
 /* Bytes that several writers, each in its own thread, may write together: a UID's quota
  * in the service's trace directory. A writer takes whole packets from it before writing
  * them and gives back what it could not write, so @used never passes @limit. */
@@ -136,6 +146,13 @@ typedef struct TraceWriter {
         bool sequence_started[_TRACE_SEQUENCE_MAX];
         int limit_error;              /* -EFBIG (max_bytes) or -EDQUOT (budget) once reached */
         TraceWriterStats stats;
+
+        /* helper "tracefilter": TraceConfig.trace_filter (lib/trace-writer-filter.c). */
+        const TraceFilter *filter;    /* not owned; NULL: packets kept as they are */
+        uint8_t *filter_in, *filter_out; /* a packet packed, then filtered */
+        size_t filter_in_allocated, filter_out_allocated;
+        size_t filter_in_len;         /* the last ftrace packet packed into filter_in */
+        TraceWriterFilterStats filter_stats;
 } TraceWriter;
 
 /* A writer with one data buffer of @capacity bytes. */
@@ -152,6 +169,12 @@ bool trace_writer_buffer_full(const TraceWriter *w);
 void trace_writer_set_output(TraceWriter *w, TraceWriterOutput output, uint64_t timeout_usec);
 /* Every byte written from now on is taken from @budget (shared, not owned). */
 void trace_writer_set_budget(TraceWriter *w, TraceBudget *budget);
+
+/* Every packet appended from now on goes through @filter (not owned, outlives @w) before
+ * it is kept, metadata and data alike, as Perfetto filters every packet it reads out.
+ * trace_writer_reserve_ftrace_bundle() then fails with -EOPNOTSUPP: the bundle must be
+ * whole to be filtered, so callers use trace_writer_append_ftrace_bundle(). */
+void trace_writer_set_filter(TraceWriter *w, const TraceFilter *filter);
 
 /* Sets the trusted sequence id on @packet (and the first-packet flags on the first packet
  * of that sequence, which then always goes into the metadata), packs and keeps it. */
