@@ -57,6 +57,7 @@ static const struct { const char *key; unsigned idx; } kb_keys[] = {
 typedef struct ProcRead {
         ProcValues v;
         long uid;                      /* its real uid (status), -1 if unknown */
+        bool smaps_denied;             /* smaps_rollup was asked for and the kernel refused it */
 } ProcRead;
 
 /* What one walk of /proc read: the processes in readdir order. */
@@ -80,6 +81,7 @@ struct ProcessStatsSource {
         uint8_t *packed;
         size_t packed_allocated;
         uint64_t over_limit;           /* processes left out of polls past max_entries */
+        bool smaps_denied_warned;
 };
 
 /*
@@ -207,8 +209,14 @@ static bool read_process(const WalkWants *w, int proc_fd, int32_t pid, ProcRead 
         mem = parse_kb_lines(buf, v);
         if (!mem)
                 v->v[PS_VM_SIZE] = PS_NONE;   /* a kernel thread: Perfetto writes no memory */
-        if (mem && wants_smaps(w, r->uid) && read_pid_file(proc_fd, pid, "smaps_rollup", buf, sizeof(buf)) > 0)
-                (void) parse_kb_lines(buf, v);
+        if (mem && wants_smaps(w, r->uid)) {
+                ssize_t n = read_pid_file(proc_fd, pid, "smaps_rollup", buf, sizeof(buf));
+
+                if (n > 0)
+                        (void) parse_kb_lines(buf, v);
+                /* ptrace's check: the service lacks CAP_SYS_PTRACE under its unit. */
+                r->smaps_denied = n == -EACCES || n == -EPERM;
+        }
         if (mem && read_pid_file(proc_fd, pid, "oom_score_adj", buf, sizeof(buf)) > 0)
                 v->v[PS_OOM_SCORE_ADJ] = strtoll(buf, NULL, 10);
         if (w->runtime)
@@ -310,13 +318,20 @@ static void walk_proc(Walk *walk, const WalkWants *w, size_t max) {
 }
 
 /* @r as @s may have it: its counters, smaps_rollup only of its own processes. */
-static bool view_process(const ProcessStatsSource *s, const ProcRead *r, ProcValues *v) {
+static bool view_process(ProcessStatsSource *s, const ProcRead *r, ProcValues *v) {
         static const unsigned smaps[] = { PS_SMR_RSS, PS_SMR_PSS, PS_SMR_PSS_ANON, PS_SMR_PSS_FILE,
                                           PS_SMR_PSS_SHMEM, PS_SMR_SWAP_PSS };
 
         if (r->v.v[PS_VM_SIZE] == PS_NONE && !s->runtime)
                 return false;
         *v = r->v;
+        if (r->smaps_denied && smaps_allowed(s, r->uid) && !s->smaps_denied_warned) {
+                /* Never silent: the fields are missing because the kernel said no. */
+                s->smaps_denied_warned = true;
+                (void) recorder_warn(s->rec, "linux.process_stats scan_smaps_rollup: the kernel refuses the service "
+                                     "/proc/PID/smaps_rollup (a ptrace check; tracebusd runs without "
+                                     "CAP_SYS_PTRACE): the smaps fields are left out");
+        }
         if (!smaps_allowed(s, r->uid))
                 for (size_t i = 0; i < ELEMENTSOF(smaps); i++)
                         v->v[smaps[i]] = PS_NONE;
