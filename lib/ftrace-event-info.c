@@ -16,20 +16,6 @@
 
 #include "ftrace-parser-local.h"
 
-typedef enum ProtoType { PT_VARINT, PT_STRING } ProtoType;
-
-typedef struct TypedField {
-        const char *name;
-        uint32_t number;
-        ProtoType type;
-} TypedField;
-
-typedef struct TypedEvent {
-        const char *group, *name;
-        uint32_t number;
-        const TypedField *fields;
-} TypedEvent;
-
 static const TypedField sched_switch_fields[] = {
         { "prev_comm", 1, PT_STRING }, { "prev_pid", 2, PT_VARINT }, { "prev_prio", 3, PT_VARINT },
         { "prev_state", 4, PT_VARINT }, { "next_comm", 5, PT_STRING }, { "next_pid", 6, PT_VARINT },
@@ -518,7 +504,7 @@ static const TypedEvent *typed_event_find(const char *group, const char *name) {
         for (size_t i = 0; i < ELEMENTSOF(typed_events); i++)
                 if (streq(typed_events[i].group, group) && streq(typed_events[i].name, name))
                         return &typed_events[i];
-        return NULL;
+        return ftrace_typed_event_more(group, name);
 }
 
 bool ftrace_event_is_typed(const char *group, const char *name) {

@@ -434,3 +434,21 @@ static inline void bundle_note_pid(FtraceBundle *b, int32_t pid) {
                 return;
         ftrace_bundle_note_new_pid(b, slot, pid);
 }
+
+/* A typed Perfetto event: the message number in FtraceEvent and its fields' numbers
+ * (ftrace-event-info.c's table, then ftrace-event-typed.c's). */
+typedef enum ProtoType { PT_VARINT, PT_STRING } ProtoType;
+
+typedef struct TypedField {
+        const char *name;
+        uint32_t number;
+        ProtoType type;
+} TypedField;
+
+typedef struct TypedEvent {
+        const char *group, *name;
+        uint32_t number;
+        const TypedField *fields;
+} TypedEvent;
+
+const TypedEvent *ftrace_typed_event_more(const char *group, const char *name);
