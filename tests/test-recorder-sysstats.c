@@ -64,13 +64,14 @@ static guint count_stat_cpus(void) {
 }
 
 typedef struct {
-        guint n_packets, n_cpu_info, n_battery;
+        guint n_packets, n_cpu_info, n_battery, n_interrupt_info;
         guint meminfo, vmstat, cpu_stat, forks, irq, softirq, cpufreq, buddy, disk, psi, thermal, cpuidle, slab, devfreq;
         guint64 mem_total;
         guint n_mem_keys_max;         /* most meminfo entries in one packet */
         bool bad_seq, bad_ts, bad_cpu_stat, bad_key;
         GArray *times;                /* guint64: sys_stats packet timestamps */
         const Tracebus__CpuInfo *cpu_info;
+        const Tracebus__InterruptInfo *interrupt_info;  /* protofacts */
 } SysSummary;
 
 static void sys_summary_clear(SysSummary *s) {
@@ -128,6 +129,11 @@ static void summarize(const Trace *t, SysSummary *s) {
                 if (p->cpu_info) {
                         s->n_cpu_info++;
                         s->cpu_info = p->cpu_info;
+                        s->bad_seq |= p->trusted_packet_sequence_id != SEQ_SYSTEM_INFO;
+                }
+                if (p->interrupt_info) {
+                        s->n_interrupt_info++;
+                        s->interrupt_info = p->interrupt_info;
                         s->bad_seq |= p->trusted_packet_sequence_id != SEQ_SYSTEM_INFO;
                 }
                 if (p->battery) {
@@ -189,6 +195,12 @@ static void test_every_group(void) {
         expect(s.n_battery == 0 || exists("/sys/class/power_supply"), "battery counters without power_supply");
 
         expect(s.n_cpu_info == 1, "%u CpuInfo packets, expected 1", s.n_cpu_info);
+        /* protofacts: the IRQ names of /proc/interrupts, once (TracePacket.interrupt_info). */
+        expect(s.n_interrupt_info == 1, "%u InterruptInfo packets, expected 1", s.n_interrupt_info);
+        if (s.interrupt_info)
+                expect(s.interrupt_info->n_irq_mapping > 0 && s.interrupt_info->irq_mapping[0]->has_irq_id &&
+                       s.interrupt_info->irq_mapping[0]->name && *s.interrupt_info->irq_mapping[0]->name,
+                       "InterruptInfo without a named IRQ");
         if (s.cpu_info) {
                 g_autofree char *cap = NULL;
 

@@ -195,6 +195,40 @@ static void test_power(void) {
         g_assert_cmpint(power_count_batteries(missing), ==, 0);
 }
 
+/* protofacts: /proc/interrupts as traced_probes reads it (x86 IO-APIC and MSI lines,
+ * ARM GIC lines, a name of several words); lines without a trigger or a number skipped. */
+static void test_interrupts(void) {
+        static const struct { int32_t id; const char *name; } want[] = {
+                { 1, "i8042" }, { 9, "acpi" }, { 24, "ACPI:Ged" }, { 28, "virtio0-config" },
+                { 11, "arch_timer" }, { 12, "cs40l26 IRQ1 Controller" },
+        };
+        g_autofree char *path = fixture("interrupts"), *missing = fixture("no-such-file");
+        Tracebus__InterruptInfo *info = NULL;
+        uint8_t *buf;
+        size_t len;
+
+        g_assert_cmpint(system_info_read_interrupts(path, &info), ==, 0);
+        g_assert_cmpuint(info->n_irq_mapping, ==, G_N_ELEMENTS(want));
+        for (size_t i = 0; i < G_N_ELEMENTS(want); i++) {
+                g_assert_true(info->irq_mapping[i]->has_irq_id);
+                g_assert_cmpint(info->irq_mapping[i]->irq_id, ==, want[i].id);
+                g_assert_cmpstr(info->irq_mapping[i]->name, ==, want[i].name);
+        }
+        /* On the wire: InterruptInfo.irq_mapping = 1 { irq_id = 1 (varint), name = 2 }. */
+        len = tracebus__interrupt_info__get_packed_size(info);
+        buf = g_malloc(len);
+        tracebus__interrupt_info__pack(info, buf);
+        g_assert_cmpuint(len, >, 6);
+        g_assert_cmpuint(buf[0], ==, (1 << 3) | 2);
+        g_assert_cmpuint(buf[2], ==, (1 << 3) | 0);
+        g_assert_cmpuint(buf[3], ==, 1);
+        g_assert_cmpuint(buf[4], ==, (2 << 3) | 2);
+        g_assert_cmpmem(buf + 6, buf[5], "i8042", 5);
+        g_free(buf);
+        tracebus__interrupt_info__free_unpacked(info, NULL);
+        g_assert_cmpint(system_info_read_interrupts(missing, &info), <, 0);
+}
+
 static void test_system_info(void) {
         g_autofree char *cpuinfo = fixture("cpuinfo"), *cpu = fixture("cpu");
         Tracebus__CpuInfo *info = NULL;
@@ -299,6 +333,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/sys-stats/sysfs", test_sysfs);
         g_test_add_func("/sys-stats/power", test_power);
         g_test_add_func("/sys-stats/system-info", test_system_info);
+        g_test_add_func("/sys-stats/interrupts", test_interrupts);
         g_test_add_func("/sys-stats/config", test_config);
         g_test_add_func("/sys-stats/config-unknown-counters", test_config_unknown_counters);
         return g_test_run();
