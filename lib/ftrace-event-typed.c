@@ -29,3 +29,40 @@ const TypedEvent *ftrace_typed_event_more(const char *group, const char *name) {
                         return &more_typed_events[i];
         return NULL;
 }
+
+/* A session's kprobes (service/kprobes.c names their groups tbk<kind>_<pid>_<session>) as
+ * FtraceEvent.kprobe_event = 542, KprobeEvent { name 1: the probed function, type 2 }, the
+ * way traced_probes writes them: a KPROBE or a KRETPROBE alone is KPROBE_TYPE_INSTANT (3),
+ * KPROBE_TYPE_BOTH is the kprobe as KPROBE_TYPE_BEGIN (1) and the kretprobe as
+ * KPROBE_TYPE_END (2); trace_processor makes slices of these on the thread's track.
+ * Numbers from zimuzostanley/perfetto's protos/perfetto/trace/perfetto_trace.proto at
+ * 79e1cba8c3d3f049ee13657e27abf2784948f92e (sections ftrace/generic.proto and
+ * ftrace/ftrace_event.proto); the mapping from traced_probes' ftrace_config_muxer.cc
+ * (GetFtraceKprobeEvents). The event has no per-record field: its bytes are all fixed. */
+int ftrace_event_info_kprobe(EventInfo *e, const struct tep_event *ev) {
+        static const struct { const char *prefix; uint8_t type; } kinds[] = {
+                { "tbkp_", 3 }, { "tbkr_", 3 }, { "tbkb_", 1 }, { "tbke_", 2 },
+        };
+        const char *group = strempty(ev->system), *name = strempty(ev->name);
+        size_t n = MIN(strlen(name), (size_t) 200);
+        PbKey k = pb_key_make(KPROBE_EVENT_NAME, PB_WIRE_LEN);
+        uint8_t *p;
+
+        for (size_t i = 0; i < ELEMENTSOF(kinds); i++) {
+                if (strncmp(group, kinds[i].prefix, strlen(kinds[i].prefix)) != 0)
+                        continue;
+                e->name_pb = malloc(sizeof(k.bytes) + 2 + n + 2);
+                if (!e->name_pb)
+                        return -ENOMEM;
+                p = pb_put_key(e->name_pb, &k);
+                p = pb_put_bytes(p, name, n);
+                *p++ = (KPROBE_EVENT_TYPE << 3) | PB_WIRE_VARINT;
+                *p++ = kinds[i].type;
+                e->name_pb_len = (size_t) (p - e->name_pb);
+                e->generic = true;   /* written as the generic encoder does: fixed bytes, no field */
+                e->key = pb_key_make(EVENT_KPROBE, PB_WIRE_LEN);
+                e->out_fixed += e->name_pb_len;
+                return 1;
+        }
+        return 0;
+}

@@ -4,6 +4,9 @@
  * checked field by field on synthetic records of the kernel's own format (6.x):
  * vmscan/mm_shrink_slab_start as FtraceEvent.mm_shrink_slab_start (443), each field at
  * its MmShrinkSlabStartFtraceEvent number, negative values signed, no GenericFtraceEvent.
+ * protofacts2: a session's kprobes (groups tbk<kind>_<pid>_<session>) as
+ * FtraceEvent.kprobe_event (542) { name, type } by the group's kind, another group's
+ * probe still a GenericFtraceEvent.
  */
 #include <glib.h>
 #include <stdint.h>
@@ -94,12 +97,76 @@ static void test_mm_shrink_slab_start(void) {
         ftrace_parser_free(p);
 }
 
+/* A kprobe's format as a 6.x kernel writes it (a kretprobe has other fields, unused). */
+static char *probe_format(const char *name, int id) {
+        return g_strdup_printf("name: %s\nID: %d\nformat:\n"
+                               "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+                               "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+                               "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+                               "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+                               "\tfield:unsigned long __probe_ip;\toffset:8;\tsize:8;\tsigned:0;\n\n"
+                               "print fmt: \"(%%lx)\", REC->__probe_ip\n", name, id);
+}
+
+static void test_kprobes(void) {
+        static const struct { const char *group; int type; } probes[] = {
+                { "tbkb_7_3", TRACEBUS__KPROBE_EVENT__KPROBE_TYPE__KPROBE_TYPE_BEGIN },
+                { "tbke_7_3", TRACEBUS__KPROBE_EVENT__KPROBE_TYPE__KPROBE_TYPE_END },
+                { "tbkp_7_3", TRACEBUS__KPROBE_EVENT__KPROBE_TYPE__KPROBE_TYPE_INSTANT },
+                { "tbkr_7_3", TRACEBUS__KPROBE_EVENT__KPROBE_TYPE__KPROBE_TYPE_INSTANT },
+                { "kprobes", -1 },   /* not a session's: generic */
+        };
+        FtraceParser *p = parser_new_from_fixtures("none");
+        PageWriter w = { .off = 16 };
+        Tracebus__FtraceEventBundle *m;
+        FtraceBundle *b = NULL;
+
+        for (size_t i = 0; i < G_N_ELEMENTS(probes); i++) {
+                g_autofree char *fmt = probe_format("do_sys_openat2", 2001 + (int) i);
+                uint8_t rec[16] = {};
+                int32_t pid = 100 + (int32_t) i;
+                uint64_t ip = 0xffffffff81234560ULL;
+
+                g_assert_cmpint(ftrace_parser_add_event(p, probes[i].group, fmt, strlen(fmt)), ==, 2001 + (int) i);
+                put(rec, 0, &(uint16_t) { (uint16_t) (2001 + i) }, 2);
+                put(rec, 4, &pid, 4);
+                put(rec, 8, &ip, 8);
+                pw_word(&w, (uint32_t) (sizeof(rec) / 4) | 10 << 5);
+                pw_bytes(&w, rec, sizeof(rec));
+        }
+        pw_finish(&w, 1000000);
+        g_assert_cmpint(ftrace_bundle_new(0, false, &b), ==, 0);
+        g_assert_cmpint(ftrace_parser_parse_page(p, w.page, sizeof(w.page), b), ==, (int) G_N_ELEMENTS(probes));
+        m = bundle_pack_unpack(b, NULL);
+        g_assert_cmpuint(m->n_event, ==, G_N_ELEMENTS(probes));
+        for (size_t i = 0; i < G_N_ELEMENTS(probes); i++) {
+                const Tracebus__FtraceEvent *e = m->event[i];
+
+                g_assert_cmpuint(e->pid, ==, 100 + i);
+                if (probes[i].type < 0) {
+                        g_assert_null(e->kprobe_event);
+                        g_assert_nonnull(e->generic);
+                        g_assert_cmpstr(e->generic->event_name, ==, "do_sys_openat2");
+                        continue;
+                }
+                g_assert_null(e->generic);
+                g_assert_nonnull(e->kprobe_event);
+                g_assert_cmpstr(e->kprobe_event->name, ==, "do_sys_openat2");
+                g_assert_true(e->kprobe_event->has_type);
+                g_assert_cmpint(e->kprobe_event->type, ==, probes[i].type);
+        }
+        tracebus__ftrace_event_bundle__free_unpacked(m, NULL);
+        ftrace_bundle_free(b);
+        ftrace_parser_free(p);
+}
+
 int main(int argc, char **argv) {
         int r;
 
         g_test_init(&argc, &argv, NULL);
         fixture_load();
         g_test_add_func("/ftrace-typed/mm-shrink-slab-start", test_mm_shrink_slab_start);
+        g_test_add_func("/ftrace-typed/kprobes", test_kprobes);
         r = g_test_run();
         fixture_unload();
         return r;
