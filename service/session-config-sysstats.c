@@ -71,7 +71,8 @@ static int take_period(SessionConfig *c, SysStatsGroup group, const char *field,
 }
 
 static int take_keys(SessionConfig *c, const char *what, SysStatsKeys *keys, const int *values, size_t n,
-                     bool (*known)(uint32_t key)) {
+                     bool (*known)(uint32_t key), const ProtobufCEnumDescriptor *names) {
+        const ProtobufCEnumValue *v;
         int r;
 
         /* As Perfetto: no list means every counter. */
@@ -84,8 +85,13 @@ static int take_keys(SessionConfig *c, const char *what, SysStatsKeys *keys, con
                         sys_stats_keys_set(keys, (uint32_t) values[i]);
                         continue;
                 }
-                r = session_config_warn(c, "linux.sys_stats %s counter %d is not one tracebus reads: skipped",
-                                        what, values[i]);
+                v = protobuf_c_enum_descriptor_get_value(names, values[i]);
+                if (v)   /* Perfetto names it (MEMINFO_ZRAM...), tracebus has no file for it */
+                        r = session_config_warn(c, "linux.sys_stats %s counter %s (%d) is not one tracebus reads: "
+                                                "skipped", what, v->name, values[i]);
+                else
+                        r = session_config_warn(c, "linux.sys_stats %s counter %d is not one tracebus reads: skipped",
+                                                what, values[i]);
                 if (r < 0)
                         return r;
         }
@@ -151,10 +157,12 @@ static int load_one_sys_stats(const Tracebus__SysStatsConfig *sc, SessionConfig 
         r = take_periods(c, sc);
         if (r >= 0)
                 r = take_keys(c, "meminfo", &c->sys_stats.meminfo, (const int *) sc->meminfo_counters,
-                              sc->n_meminfo_counters, sys_stats_meminfo_key_known);
+                              sc->n_meminfo_counters, sys_stats_meminfo_key_known,
+                              &tracebus__meminfo_counters__descriptor);
         if (r >= 0)
                 r = take_keys(c, "vmstat", &c->sys_stats.vmstat, (const int *) sc->vmstat_counters,
-                              sc->n_vmstat_counters, sys_stats_vmstat_key_known);
+                              sc->n_vmstat_counters, sys_stats_vmstat_key_known,
+                              &tracebus__vmstat_counters__descriptor);
         if (r >= 0)
                 r = take_stat_counters(c, sc);
         return r;

@@ -295,13 +295,13 @@ static void test_config_unknown_counters(void) {
         Tracebus__TraceConfig__DataSource src = TRACEBUS__TRACE_CONFIG__DATA_SOURCE__INIT;
         Tracebus__TraceConfig__DataSource *srcs[] = { &src };
         Tracebus__TraceConfig tc = TRACEBUS__TRACE_CONFIG__INIT;
-        int meminfo[] = { 2, 99 }, vmstat[] = { 1, 4000 };
+        int meminfo[] = { 2, 99, 35 }, vmstat[] = { 1, 4000 };
         Tracebus__SysStatsConfig__StatCounters stat[] = { 1, 77 };
         SessionConfig c = {};
 
         sc.has_meminfo_period_ms = sc.has_vmstat_period_ms = sc.has_stat_period_ms = true;
         sc.meminfo_period_ms = sc.vmstat_period_ms = sc.stat_period_ms = 250;
-        sc.n_meminfo_counters = 2;
+        sc.n_meminfo_counters = 3;
         sc.meminfo_counters = (Tracebus__MeminfoCounters *) meminfo;
         sc.n_vmstat_counters = 2;
         sc.vmstat_counters = (Tracebus__VmstatCounters *) vmstat;
@@ -315,6 +315,9 @@ static void test_config_unknown_counters(void) {
 
         g_assert_cmpint(session_config_load_sys_stats(&tc, &c), ==, 0);
         g_assert_true(has_warning(&c, "meminfo counter 99 is not one tracebus reads"));
+        /* v58's MEMINFO_ZRAM (35): named by Perfetto, no /proc/meminfo line tracebus reads. */
+        g_assert_true(has_warning(&c, "meminfo counter MEMINFO_ZRAM (35) is not one tracebus reads"));
+        g_assert_false(sys_stats_keys_test(&c.sys_stats.meminfo, 35));
         g_assert_true(has_warning(&c, "vmstat counter 4000 is not one tracebus reads"));
         g_assert_true(has_warning(&c, "stat counter 77 is not one tracebus reads"));
         g_assert_true(sys_stats_keys_test(&c.sys_stats.meminfo, 2));
