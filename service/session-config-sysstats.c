@@ -195,9 +195,11 @@ int session_config_load_sys_stats(const Tracebus__TraceConfig *tc, SessionConfig
 
                 if (!ds || !ds->name)
                         continue;
-                if (strcmp(ds->name, "linux.system_info") == 0)
+                if (strcmp(ds->name, "linux.system_info") == 0) {
                         c->sys_stats.system_info = true;
-                else if (strcmp(ds->name, "linux.sysfs_power") == 0) {
+                        if (ds->system_info_config && ds->system_info_config->irq_names)
+                                c->sys_stats.irq_names = true;
+                } else if (strcmp(ds->name, "linux.sysfs_power") == 0) {
                         c->sys_stats.period_ms[SYS_STATS_POWER] = SYS_STATS_POWER_PERIOD_MS;
                         /* Checked by session_config_load_buffers(). */
                         r = session_config_target_buffer(tc, ds, &c->sys_stats.power_buffer, NULL);

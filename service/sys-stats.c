@@ -400,9 +400,8 @@ static int subscribe_all(SysStatsSession *s) {
         return 0;
 }
 
-/* protofacts: linux.system_info's IRQ names, after its CpuInfo. traced_probes writes
- * them when SystemInfoConfig.irq_names is true; that field's number could not be read
- * from v58's sources, so tracebus writes them always (a few hundred bytes, once). */
+/* protofacts: linux.system_info's IRQ names, after its CpuInfo, when
+ * SystemInfoConfig.irq_names is true, as traced_probes writes them. */
 static void poll_interrupts(uint64_t now_ns, SysStatsSession *s) {
         Tracebus__TracePacket p = TRACEBUS__TRACE_PACKET__INIT;
         Tracebus__InterruptInfo *irqs = NULL;
@@ -439,7 +438,8 @@ static void poll_system_info(uint64_t now_ns, void *userdata) {
         p.cpu_info = info;
         (void) submit_packet(s->rec, TRACE_SEQUENCE_SYSTEM_INFO, 0, true, &p);
         tracebus__cpu_info__free_unpacked(info, NULL);
-        poll_interrupts(now_ns, s);
+        if (s->sel.irq_names)
+                poll_interrupts(now_ns, s);
 }
 
 static bool selection_empty(const SysStatsSelection *sel) {
