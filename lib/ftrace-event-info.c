@@ -568,9 +568,10 @@ int ftrace_event_info_new(const struct tep_event *ev, const char *text, EventInf
         if (!e)
                 return -ENOMEM;
         t = typed_event_find(strempty(ev->system), strempty(ev->name));
+        r = t ? 0 : ftrace_event_info_kprobe(e, ev);
         if (t)
                 r = event_info_add_typed(e, ev, t, text);
-        else
+        else if (r == 0)
                 r = event_info_add_generic(e, ev, text);
         if (r < 0)
                 return r;

@@ -50,6 +50,10 @@ enum {
         EVENT_PID = 2,
         EVENT_GENERIC = 327,
         GENERIC_EVENT_NAME = 1,
+        /* FtraceEvent.kprobe_event and its KprobeEvent (ftrace-event-typed.c). */
+        EVENT_KPROBE = 542,
+        KPROBE_EVENT_NAME = 1,
+        KPROBE_EVENT_TYPE = 2,
         GENERIC_FIELD = 2,
         GENERIC_FIELD_NAME = 1,
         GENERIC_FIELD_STR = 3,
@@ -452,3 +456,5 @@ typedef struct TypedEvent {
 } TypedEvent;
 
 const TypedEvent *ftrace_typed_event_more(const char *group, const char *name);
+/* 1 when @ev is one of a session's kprobes, set up as FtraceEvent.kprobe_event; 0 if not. */
+int ftrace_event_info_kprobe(EventInfo *e, const struct tep_event *ev);

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * linux.systemd_journald: journal entries as Perfetto's JournaldEventPacket (TracePacket
- * field 132), which trace_processor imports into its log table (log_source "journald").
+ * linux.systemd_journald: journal entries as Perfetto v58's SystemdJournaldEvent (TracePacket
+ * field 132), one packet per entry timestamped by the entry's __MONOTONIC_TIMESTAMP on the
+ * monotonic clock (as traced_probes, see protos/trace.proto), which trace_processor imports
+ * into its log table; one stats packet (num_total, num_failed) at the end.
  * The journal is opened, and the caller's groups looked up (NSS may block), on the
  * pollers' thread at the first poll; from then on each poll reads the entries written
  * since the last one, from the session's start on. Bounded: at most
  * JOURNALD_MAX_EXAMINED entries looked at per poll (the rest wait for the next), at most
- * JOURNALD_MAX_PER_POLL written (the rest counted as skipped), fields cut to
+ * JOURNALD_MAX_PER_POLL written (the rest counted as failed), fields cut to
  * JOURNALD_MAX_FIELD bytes (MESSAGE to JOURNALD_MAX_MESSAGE).
  */
 #include <errno.h>
@@ -38,7 +40,7 @@
 #define JOURNALD_VARLINK "/run/systemd/journal/io.systemd.journal"
 #define JOURNALD_SYNC_TIMEOUT_USEC (500 * 1000)
 
-typedef Tracebus__JournaldEventPacket__JournaldEvent JournalEvent;
+typedef Tracebus__SystemdJournaldEvent JournalEvent;
 
 struct JournaldSource {
         Poller *poller;
@@ -48,11 +50,10 @@ struct JournaldSource {
         bool opened, all;              /* all: the caller may read every entry */
         sd_journal *journal;
         uint64_t start_usec;           /* CLOCK_REALTIME: entries from here on */
+        sd_id128_t boot_id;            /* monotonic stamps are of this boot only */
         uint32_t min_prio, target_buffer;
         char **identifiers, **units;
-        uint64_t n_total, n_skipped, n_over_limit;
-        JournalEvent events[JOURNALD_MAX_PER_POLL];
-        JournalEvent *eventp[JOURNALD_MAX_PER_POLL];
+        uint64_t n_total, n_failed, n_over_limit;
 };
 
 /* The value of @field of the current entry, cut to @max bytes, malloc'd; NULL if none. */
@@ -115,22 +116,12 @@ static bool entry_wanted(JournaldSource *s, uint32_t *ret_prio) {
 
 static void event_fill(JournaldSource *s, JournalEvent *e, uint32_t prio) {
         sd_journal *j = s->journal;
-        uint64_t usec;
-        sd_id128_t boot;
 
-        tracebus__journald_event_packet__journald_event__init(e);
-        if (sd_journal_get_realtime_usec(j, &usec) >= 0) {
-                e->has_timestamp_us = true;
-                e->timestamp_us = usec;
-        }
-        if (sd_journal_get_monotonic_usec(j, &usec, &boot) >= 0) {
-                e->has_monotonic_ts_us = true;
-                e->monotonic_ts_us = usec;
-        }
+        tracebus__systemd_journald_event__init(e);
         e->has_prio = true;
         e->prio = prio;
         e->has_pid = entry_uint(j, "_PID", &e->pid);
-        e->has_tid = entry_uint(j, "TID", &e->tid);
+        e->has_tid = entry_uint(j, "_TID", &e->tid);
         e->has_uid = entry_uint(j, "_UID", &e->uid);
         e->has_gid = entry_uint(j, "_GID", &e->gid);
         e->message = entry_field(j, "MESSAGE", JOURNALD_MAX_MESSAGE);
@@ -152,21 +143,24 @@ static void event_done(JournalEvent *e) {
         free(e->transport);
 }
 
-/* Packs @packet and hands it to the recorder. */
-static void submit(JournaldSource *s, Tracebus__JournaldEventPacket *jp) {
+/* Packs a packet of @e stamped @ts_ns on @clock_id (0: the trace's boot clock) and hands
+ * it to the recorder. */
+static int submit(JournaldSource *s, Tracebus__SystemdJournaldEvent *e, uint64_t ts_ns, uint32_t clock_id) {
         Tracebus__TracePacket packet = TRACEBUS__TRACE_PACKET__INIT;
         _cleanup_free_ uint8_t *buf = NULL;
         size_t len;
 
         packet.has_timestamp = true;
-        packet.timestamp = now_ns(CLOCK_BOOTTIME);
-        packet.journald_event = jp;
+        packet.timestamp = ts_ns;
+        packet.has_timestamp_clock_id = clock_id != 0;
+        packet.timestamp_clock_id = clock_id;
+        packet.journald_event = e;
         len = tracebus__trace_packet__get_packed_size(&packet);
         buf = malloc(len);
         if (!buf)
-                return;
+                return -ENOMEM;
         len = tracebus__trace_packet__pack(&packet, buf);
-        (void) recorder_submit_packet(s->rec, TRACE_SEQUENCE_JOURNALD, s->target_buffer, /* meta= */ false, buf, len);
+        return recorder_submit_packet(s->rec, TRACE_SEQUENCE_JOURNALD, s->target_buffer, /* meta= */ false, buf, len);
 }
 
 /* Whether the user @uid may read the whole journal: root, or a member of adm or
@@ -203,7 +197,9 @@ static void journal_open(JournaldSource *s) {
 
         s->opened = true;
         s->all = may_read_all(s->uid);
-        r = sd_journal_open(&s->journal, SD_JOURNAL_LOCAL_ONLY);
+        r = sd_id128_get_boot(&s->boot_id);
+        if (r >= 0)
+                r = sd_journal_open(&s->journal, SD_JOURNAL_LOCAL_ONLY);
         if (r >= 0)
                 r = sd_journal_seek_realtime_usec(s->journal, s->start_usec);
         if (r < 0) {
@@ -218,19 +214,39 @@ static void journal_open(JournaldSource *s) {
                                      "systemd-journal)");
 }
 
-/* More entries in a period than JOURNALD_MAX_PER_POLL: skipped, counted, said once. */
+/* More entries in a period than JOURNALD_MAX_PER_POLL: not written, counted, said once. */
 static void note_over_limit(JournaldSource *s) {
         if (s->n_over_limit++ == 0)
                 (void) recorder_warn(s->rec, "linux.systemd_journald: more than %u entries in %u ms: the rest are "
-                                     "skipped (counted in the stats at the end)", JOURNALD_MAX_PER_POLL,
+                                     "skipped (counted as failed in the stats at the end)", JOURNALD_MAX_PER_POLL,
                                      JOURNALD_PERIOD_MS);
-        s->n_skipped++;
+        s->n_failed++;
+}
+
+/* Writes the current entry, of priority @prio, as one packet at its monotonic time. */
+static void write_entry(JournaldSource *s, uint32_t prio) {
+        JournalEvent e;
+        sd_id128_t boot;
+        uint64_t usec;
+        int r;
+
+        r = sd_journal_get_monotonic_usec(s->journal, &usec, &boot);
+        if (r < 0 || !sd_id128_equal(boot, s->boot_id)) {
+                s->n_failed++;   /* no time on this boot's clock to put it at */
+                return;
+        }
+        event_fill(s, &e, prio);
+        r = submit(s, &e, usec * 1000, TRACEBUS__BUILTIN_CLOCK__BUILTIN_CLOCK_MONOTONIC);
+        event_done(&e);
+        if (r < 0)
+                s->n_failed++;
+        else
+                s->n_total++;
 }
 
 /* The entries since the last poll, those the caller may see and the config wants. */
 static void poll_journal(uint64_t now, void *userdata) {
         JournaldSource *s = userdata;
-        Tracebus__JournaldEventPacket jp = TRACEBUS__JOURNALD_EVENT_PACKET__INIT;
         size_t n = 0;
 
         if (!s->opened)
@@ -240,28 +256,15 @@ static void poll_journal(uint64_t now, void *userdata) {
         for (unsigned examined = 0; examined < JOURNALD_MAX_EXAMINED && sd_journal_next(s->journal) > 0; examined++) {
                 uint32_t prio;
 
-                if (!entry_visible(s))
-                        continue;   /* another user's: not even counted */
-                if (!entry_wanted(s, &prio)) {
-                        s->n_skipped++;
-                        continue;
-                }
+                if (!entry_visible(s) || !entry_wanted(s, &prio))
+                        continue;   /* another user's, or one the config leaves out */
                 if (n >= JOURNALD_MAX_PER_POLL) {
                         note_over_limit(s);
                         continue;
                 }
-                event_fill(s, &s->events[n], prio);
-                s->eventp[n] = &s->events[n];
+                write_entry(s, prio);
                 n++;
         }
-        if (n == 0)
-                return;
-        s->n_total += n;
-        jp.n_events = n;
-        jp.events = s->eventp;
-        submit(s, &jp);
-        for (size_t i = 0; i < n; i++)
-                event_done(&s->events[i]);
 }
 
 /* Reads that outlast their period again and again (a huge backlog, slow storage). */
@@ -311,19 +314,16 @@ int journald_start(Poller *poller, Recorder *rec, const SessionConfig *config, u
 }
 
 JournaldSource *journald_stop(JournaldSource *s) {
-        Tracebus__JournaldEventPacket jp = TRACEBUS__JOURNALD_EVENT_PACKET__INIT;
-        Tracebus__JournaldEventPacket__Stats stats = TRACEBUS__JOURNALD_EVENT_PACKET__STATS__INIT;
+        JournalEvent stats = TRACEBUS__SYSTEMD_JOURNALD_EVENT__INIT;
 
         if (!s)
                 return NULL;
         poller_remove(s->poller, s->entry);
-        /* As Perfetto does at its flush: what was written and what was left out. */
-        stats.has_num_total = stats.has_num_skipped = stats.has_num_failed = true;
+        /* As Perfetto does at its flush: what was written and what could not be. */
+        stats.has_num_total = stats.has_num_failed = true;
         stats.num_total = s->n_total;
-        stats.num_skipped = s->n_skipped;
-        stats.num_failed = s->opened && !s->journal;
-        jp.stats = &stats;
-        submit(s, &jp);
+        stats.num_failed = s->n_failed;
+        (void) submit(s, &stats, now_ns(CLOCK_BOOTTIME), 0);
         if (s->journal)
                 sd_journal_close(s->journal);
         strv_free(s->identifiers);

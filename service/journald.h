@@ -9,7 +9,7 @@
 
 /*
  * linux.systemd_journald: the journal entries written during the session, read with
- * sd-journal on the pollers' thread, as Perfetto's JournaldEventPacket. Only entries the
+ * sd-journal on the pollers' thread, as Perfetto v58's SystemdJournaldEvent. Only entries the
  * caller could read itself: its own (_UID or _SYSTEMD_OWNER_UID is the caller's), or all
  * of them for root and the members of the journal-reading groups (adm, systemd-journal).
  */

@@ -38,6 +38,25 @@ static int kprobe_events_append(const char *line) {
         return loop_write(fd, line, strlen(line));
 }
 
+/* The group letter of the probe @entry ("p:sym" or "r:sym") of @c, which tells the trace
+ * encoder (lib/ftrace-event-typed.c) its KprobeEvent type: a kprobe or a kretprobe alone is
+ * an instant ('p', 'r'); with both on the function (KPROBE_TYPE_BOTH), the kprobe begins a
+ * slice ('b') and the kretprobe ends it ('e'). */
+static char group_kind(const SessionConfig *c, const char *entry) {
+        bool ret = entry[0] == 'r';
+        _cleanup_free_ char *pair = NULL;
+
+        if (asprintf(&pair, "%c:%s", ret ? 'p' : 'r', entry + 2) < 0)
+                return ret ? 'r' : 'p';
+        if (strv_contains(c->kprobes, pair))
+                return ret ? 'e' : 'b';
+        return ret ? 'r' : 'p';
+}
+
+static bool is_group_kind(char kind) {
+        return kind == 'p' || kind == 'r' || kind == 'b' || kind == 'e';
+}
+
 int kprobes_create(SessionConfig *c, uint64_t session_id) {
         STRV_FOREACH(k, c->kprobes) {
                 _cleanup_free_ char *line = NULL, *event = NULL;
@@ -45,7 +64,7 @@ int kprobes_create(SessionConfig *c, uint64_t session_id) {
                 const char *symbol = *k + 2;
                 int r;
 
-                if (asprintf(&event, "tbk%c_%d_%" PRIu64 "/%s", ret ? 'r' : 'p', (int) getpid(), session_id, symbol) < 0 ||
+                if (asprintf(&event, "tbk%c_%d_%" PRIu64 "/%s", group_kind(c, *k), (int) getpid(), session_id, symbol) < 0 ||
                     asprintf(&line, "%c:%s %s\n", ret ? 'r' : 'p', event, symbol) < 0)
                         return -ENOMEM;
                 r = kprobe_events_append(line);
@@ -100,11 +119,10 @@ static int remove_matching(bool (*match)(const char *group, const void *userdata
 }
 
 static bool is_session_group(const char *event, const void *userdata) {
-        char p[64], r[64];
+        char rest[64];
 
-        snprintf(p, sizeof(p), "tbkp_%d_%" PRIu64 "/", (int) getpid(), *(const uint64_t *) userdata);
-        snprintf(r, sizeof(r), "tbkr_%d_%" PRIu64 "/", (int) getpid(), *(const uint64_t *) userdata);
-        return strncmp(event, p, strlen(p)) == 0 || strncmp(event, r, strlen(r)) == 0;
+        snprintf(rest, sizeof(rest), "_%d_%" PRIu64 "/", (int) getpid(), *(const uint64_t *) userdata);
+        return strncmp(event, "tbk", 3) == 0 && is_group_kind(event[3]) && strncmp(event + 4, rest, strlen(rest)) == 0;
 }
 
 void kprobes_remove_session(uint64_t session_id) {
@@ -115,7 +133,7 @@ void kprobes_remove_session(uint64_t session_id) {
 static bool is_stale_group(const char *event, const void *userdata) {
         int pid;
 
-        if ((strncmp(event, "tbkp_", 5) != 0 && strncmp(event, "tbkr_", 5) != 0) ||
+        if (strncmp(event, "tbk", 3) != 0 || !is_group_kind(event[3]) || event[4] != '_' ||
             sscanf(event + 5, "%d_", &pid) != 1 || pid <= 0)
                 return false;
         return pid != getpid() && kill(pid, 0) < 0 && errno == ESRCH;

@@ -7,11 +7,12 @@
 
 /*
  * kprobe_events: a session's probes. Dynamic events are global to the machine, so each
- * session's are in groups of its own, tbkp_<pid>_<session> (kprobes) and
- * tbkr_<pid>_<session> (kretprobes), named after the function as Perfetto names its
- * (perfetto_kprobes/<function>): sessions never clash, and what a crashed service left
- * is recognised at the next start. The events appear in every instance; a session
- * enables them in its own only.
+ * session's are in groups of its own, tbk<kind>_<pid>_<session>, kind p (kprobe) or r
+ * (kretprobe), b and e for the kprobe and kretprobe of a KPROBE_TYPE_BOTH (the letter
+ * gives the trace encoder the KprobeEvent type), named after the function as Perfetto
+ * names its (perfetto_kprobes/<function>): sessions never clash, and what a crashed
+ * service left is recognised at the next start. The events appear in every instance; a
+ * session enables them in its own only.
  */
 
 /* Creates @c's probes and adds their "group/name" to @c->events. A probe the kernel

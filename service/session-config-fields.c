@@ -162,6 +162,7 @@ static const ConfigFieldSource config_field_sources[] = {
         { "cpu_per_uid_config", "android.cpu_per_uid" },
         { "user_list_config", "android.user_list" },
         { "inputmethod_config", "android.inputmethod" },
+        { "android_aflags_config", "android.aflags" },
         { "journald_config", "linux.systemd_journald" },
         {}
 };

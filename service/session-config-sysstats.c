@@ -74,7 +74,8 @@ static int take_period(SessionConfig *c, SysStatsGroup group, const char *field,
 }
 
 static int take_keys(SessionConfig *c, const char *what, SysStatsKeys *keys, const int *values, size_t n,
-                     bool (*known)(uint32_t key)) {
+                     bool (*known)(uint32_t key), const ProtobufCEnumDescriptor *names) {
+        const ProtobufCEnumValue *v;
         int r;
 
         /* As Perfetto: no list means every counter. */
@@ -87,8 +88,13 @@ static int take_keys(SessionConfig *c, const char *what, SysStatsKeys *keys, con
                         sys_stats_keys_set(keys, (uint32_t) values[i]);
                         continue;
                 }
-                r = session_config_warn(c, "linux.sys_stats %s counter %d is not one tracebus reads: skipped",
-                                        what, values[i]);
+                v = protobuf_c_enum_descriptor_get_value(names, values[i]);
+                if (v)   /* Perfetto names it (MEMINFO_ZRAM...), tracebus has no file for it */
+                        r = session_config_warn(c, "linux.sys_stats %s counter %s (%d) is not one tracebus reads: "
+                                                "skipped", what, v->name, values[i]);
+                else
+                        r = session_config_warn(c, "linux.sys_stats %s counter %d is not one tracebus reads: skipped",
+                                                what, values[i]);
                 if (r < 0)
                         return r;
         }
@@ -209,10 +215,12 @@ static int load_one_sys_stats(const Tracebus__SysStatsConfig *sc, SessionConfig 
         r = take_periods(c, sc);
         if (r >= 0)
                 r = take_keys(c, "meminfo", &c->sys_stats.meminfo, (const int *) sc->meminfo_counters,
-                              sc->n_meminfo_counters, sys_stats_meminfo_key_known);
+                              sc->n_meminfo_counters, sys_stats_meminfo_key_known,
+                              &tracebus__meminfo_counters__descriptor);
         if (r >= 0)
                 r = take_keys(c, "vmstat", &c->sys_stats.vmstat, (const int *) sc->vmstat_counters,
-                              sc->n_vmstat_counters, sys_stats_vmstat_key_known);
+                              sc->n_vmstat_counters, sys_stats_vmstat_key_known,
+                              &tracebus__vmstat_counters__descriptor);
         if (r >= 0)
                 r = take_stat_counters(c, sc);
         if (r >= 0 && sc->meminfo_period_ms > 0)
@@ -253,9 +261,11 @@ int session_config_load_sys_stats(const Tracebus__TraceConfig *tc, SessionConfig
 
                 if (!ds || !ds->name)
                         continue;
-                if (strcmp(ds->name, "linux.system_info") == 0)
+                if (strcmp(ds->name, "linux.system_info") == 0) {
                         c->sys_stats.system_info = true;
-                else if (strcmp(ds->name, "linux.sysfs_power") == 0) {
+                        if (ds->system_info_config && ds->system_info_config->irq_names)
+                                c->sys_stats.irq_names = true;
+                } else if (strcmp(ds->name, "linux.sysfs_power") == 0) {
                         c->sys_stats.period_ms[SYS_STATS_POWER] = SYS_STATS_POWER_PERIOD_MS;
                         /* Checked by session_config_load_buffers(). */
                         r = session_config_target_buffer(tc, ds, &c->sys_stats.power_buffer, NULL);

@@ -50,6 +50,8 @@ typedef struct SysStatsSelection {
         uint32_t stat_fields;                        /* 1 << SysStatsConfig.StatCounters */
         bool system_info;                            /* linux.system_info: CpuInfo at start */
         uint32_t sys_stats_buffer, power_buffer;     /* the data sources' target buffers */
+        /* protofacts2: SystemInfoConfig.irq_names, InterruptInfo after the CpuInfo. */
+        bool irq_names;
 } SysStatsSelection;
 
 /* Perfetto's linux.sysfs_power polls every second. */

@@ -417,6 +417,27 @@ static int subscribe_all(SysStatsSession *s) {
         return 0;
 }
 
+/* protofacts: linux.system_info's IRQ names, after its CpuInfo, when
+ * SystemInfoConfig.irq_names is true, as traced_probes writes them. */
+static void poll_interrupts(uint64_t now_ns, SysStatsSession *s) {
+        Tracebus__TracePacket p = TRACEBUS__TRACE_PACKET__INIT;
+        Tracebus__InterruptInfo *irqs = NULL;
+        int r;
+
+        r = system_info_read_interrupts("/proc/interrupts", &irqs);
+        if (r < 0) {
+                log_debug_errno(r, "Reading /proc/interrupts failed: %m");
+                return;
+        }
+        if (irqs->n_irq_mapping > 0) {
+                p.has_timestamp = true;
+                p.timestamp = now_ns;
+                p.interrupt_info = irqs;
+                (void) submit_packet(s->rec, TRACE_SEQUENCE_SYSTEM_INFO, 0, true, &p);
+        }
+        tracebus__interrupt_info__free_unpacked(irqs, NULL);
+}
+
 /* linux.system_info's one packet, read on the poller's thread like the rest. */
 static void poll_system_info(uint64_t now_ns, void *userdata) {
         SysStatsSession *s = userdata;
@@ -434,6 +455,8 @@ static void poll_system_info(uint64_t now_ns, void *userdata) {
         p.cpu_info = info;
         (void) submit_packet(s->rec, TRACE_SEQUENCE_SYSTEM_INFO, 0, true, &p);
         tracebus__cpu_info__free_unpacked(info, NULL);
+        if (s->sel.irq_names)
+                poll_interrupts(now_ns, s);
 }
 
 static bool selection_empty(const SysStatsSelection *sel) {

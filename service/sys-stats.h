@@ -63,6 +63,9 @@ void power_batteries_free(Tracebus__BatteryCounters **b, size_t n);
 /* linux.system_info (system-info.c): CpuInfo from @cpuinfo_path (/proc/cpuinfo) and
  * @cpu_root (/sys/devices/system/cpu). */
 int system_info_read_cpus(const char *cpuinfo_path, const char *cpu_root, Tracebus__CpuInfo **ret);
+/* protofacts: InterruptInfo (v58 system_info/interrupt_info.proto) from @path
+ * (/proc/interrupts): the numbered IRQs and their names. */
+int system_info_read_interrupts(const char *path, Tracebus__InterruptInfo **ret);
 
 /* One session's subscriptions to the shared reads. */
 typedef struct SysStatsSession SysStatsSession;

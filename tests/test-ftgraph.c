@@ -12,7 +12,8 @@
  *   kprobes    kprobe_events and enable_function_graph refused to tbuser (AccessDenied
  *              naming org.tracebus.kprobes); granted to tbadmin, whose session records
  *              (what the kernel lacks skipped), and leaves no probe behind. Where the
- *              kernel has them: kprobe events and function-graph entries named.
+ *              kernel has them: FtraceEvent.kprobe_event begin and end (KPROBE_TYPE_BOTH)
+ *              and function-graph entries named.
  *
  * Users (tests/polkit-rules): tbuser may record; tbadmin (tbadmins) may also manage
  * and use org.tracebus.kprobes; uid 0 always may.
@@ -274,7 +275,7 @@ static void test_kprobes(void) {
         bool has_kprobes = access(TRACEFS "/kprobe_events", F_OK) == 0, has_graph = kernel_has_tracer("function_graph");
         g_auto(Rec) admin = {};
         g_auto(Trace) t = {};
-        guint probes_during, entries = 0, generic_probes = 0;
+        guint probes_during, entries = 0, generic_probes = 0, begins = 0, ends = 0, other = 0;
 
         note("this kernel: kprobe_events %s, function_graph tracer %s\n", has_kprobes ? "yes" : "no",
              has_graph ? "yes" : "no");
@@ -296,15 +297,31 @@ static void test_kprobes(void) {
                 const Ev *e = EV(&t, i);
                 const char *g = generic_name(e);
 
+                const Tracebus__KprobeEvent *k = e->e ? e->e->kprobe_event : NULL;
+
                 entries += e->kind == EV_FUNCGRAPH_ENTRY;
                 generic_probes += g && strcmp(g, "do_sys_openat2") == 0;
+                if (!k)
+                        continue;
+                /* KPROBE_TYPE_BOTH: the kprobe begins a slice, the kretprobe ends it (v58). */
+                if (g_strcmp0(k->name, "do_sys_openat2") != 0 || !k->has_type)
+                        other++;
+                else if (k->type == TRACEBUS__KPROBE_EVENT__KPROBE_TYPE__KPROBE_TYPE_BEGIN)
+                        begins++;
+                else if (k->type == TRACEBUS__KPROBE_EVENT__KPROBE_TYPE__KPROBE_TYPE_END)
+                        ends++;
+                else
+                        other++;
         }
-        note("tbadmin's session: %u events, %u probes defined while it ran, %u function graph entries, %u probe "
-             "events\n", t.evs->len, probes_during, entries, generic_probes);
+        note("tbadmin's session: %u events, %u probes defined while it ran, %u function graph entries, %u kprobe "
+             "begins, %u ends\n", t.evs->len, probes_during, entries, begins, ends);
         expect(t.evs->len > 0, "tbadmin's session with kprobes and a function graph recorded nothing");
         expect(probes_during == (has_kprobes ? 2u : 0u), "%u probes defined while the session ran (kernel %s kprobes)",
                probes_during, has_kprobes ? "has" : "lacks");
-        expect(!has_kprobes || generic_probes > 0, "no do_sys_openat2 probe events while files were opened");
+        expect(!has_kprobes || (begins > 0 && ends > 0), "no do_sys_openat2 kprobe_event begin and end while files "
+               "were opened (%u, %u)", begins, ends);
+        expect(generic_probes == 0 && other == 0, "%u probe events as GenericFtraceEvent, %u of another name or type",
+               generic_probes, other);
         expect(!has_graph || entries > 0, "no funcgraph_entry under do_sys_openat2 while files were opened");
         expect(has_graph || entries == 0, "funcgraph events from a kernel without the function_graph tracer");
         expect(our_probes() == 0, "the session's probes are still in kprobe_events after it ended: %u", our_probes());

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Bus suite, linux.systemd_journald (issue 21): journal entries written during a session
- * as Perfetto's JournaldEventPacket, read back field by field. tbuser's session sees its
+ * as Perfetto v58's SystemdJournaldEvent, one packet per entry on the monotonic clock, read
+ * back field by field, and the one stats packet at the end. tbuser's session sees its
  * own entries and not tbother's; root's sees both, filtered by its config (min_prio,
  * filter_identifiers). When this machine runs no journald (a container without systemd),
  * the test starts systemd-journald itself for its duration, and removes what it made.
@@ -20,6 +21,7 @@
 #include "recorder.h"
 #include "system-bus.h"
 #include "tb-client.h"
+#include "time-util.h"
 
 #define TAG "tbjtest"
 #define JOURNALD "/lib/systemd/systemd-journald"
@@ -87,56 +89,68 @@ static void log_as(const char *user, const char *message, int prio) {
 }
 
 typedef struct {
-        GPtrArray *events;   /* const JournaldEvent*, all of the trace */
+        GPtrArray *events;   /* const TracePacket* of the entries, all of the trace */
         guint n_stats;
-        guint64 stats_total;
+        guint64 stats_total, stats_failed;
 } Journal;
 
 static void journal_collect(const Trace *t, Journal *j) {
         j->events = g_ptr_array_new();
         for (guint i = 0; i < t->pkts->len; i++) {
                 const Tracebus__TracePacket *p = PKT(t, i)->p;
+                const Tracebus__SystemdJournaldEvent *e = p->journald_event;
 
-                if (!p->journald_event)
+                if (!e)
                         continue;
                 expect(p->trusted_packet_sequence_id == 9, "a journald packet on sequence %u, not 9",
                        p->trusted_packet_sequence_id);
-                for (size_t k = 0; k < p->journald_event->n_events; k++)
-                        g_ptr_array_add(j->events, p->journald_event->events[k]);
-                if (p->journald_event->stats) {
+                if (e->has_num_total || e->has_num_failed) {
+                        /* v58: the stats are a packet of their own, on the trace's boot clock. */
+                        expect(!e->message && !e->has_pid, "the stats packet carries an entry too");
+                        expect(!p->has_timestamp_clock_id, "the stats packet is on clock %u", p->timestamp_clock_id);
                         j->n_stats++;
-                        j->stats_total = p->journald_event->stats->num_total;
+                        j->stats_total = e->num_total;
+                        j->stats_failed = e->num_failed;
+                        continue;
                 }
+                g_ptr_array_add(j->events, (gpointer) p);
         }
 }
 
-static const Tracebus__JournaldEventPacket__JournaldEvent *find(const Journal *j, const char *message) {
+static const Tracebus__TracePacket *find(const Journal *j, const char *message) {
         for (guint i = 0; i < j->events->len; i++) {
-                const Tracebus__JournaldEventPacket__JournaldEvent *e = g_ptr_array_index(j->events, i);
+                const Tracebus__TracePacket *p = g_ptr_array_index(j->events, i);
 
-                if (g_strcmp0(e->message, message) == 0)
-                        return e;
+                if (g_strcmp0(p->journald_event->message, message) == 0)
+                        return p;
         }
         return NULL;
 }
 
-/* Every field of the entry @e that tbuser logged. */
-static void check_fields(const Tracebus__JournaldEventPacket__JournaldEvent *e, guint64 t0_us, guint64 t1_us) {
+/* Every field of the entry in packet @p that tbuser logged between monotonic @t0_ns and
+ * @t1_ns. */
+static void check_fields(const Tracebus__TracePacket *p, guint64 t0_ns, guint64 t1_ns) {
+        const Tracebus__SystemdJournaldEvent *e = p->journald_event;
         char host[256] = "";
 
         (void) gethostname(host, sizeof(host) - 1);
+        expect(p->has_timestamp_clock_id && p->timestamp_clock_id == TRACEBUS__BUILTIN_CLOCK__BUILTIN_CLOCK_MONOTONIC,
+               "entry packet on clock %u, not BUILTIN_CLOCK_MONOTONIC (3)", p->timestamp_clock_id);
+        expect(p->has_timestamp && p->timestamp >= t0_ns && p->timestamp <= t1_ns,
+               "entry timestamp %" G_GUINT64_FORMAT " outside monotonic [%" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT "]",
+               p->timestamp, t0_ns, t1_ns);
         expect(e->has_prio && e->prio == 4, "prio %u, not 4", e->prio);
         expect(g_strcmp0(e->tag, TAG) == 0, "tag \"%s\"", e->tag);
         expect(e->has_uid && e->uid == getpwnam("tbuser")->pw_uid, "uid %u, not tbuser's", e->uid);
         expect(e->has_gid && e->gid == getpwnam("tbuser")->pw_gid, "gid %u, not tbuser's", e->gid);
         expect(e->has_pid && e->pid > 0, "no pid");
+        /* _TID exists from systemd 254 on; the child is single-threaded. */
+        expect(!e->has_tid || e->tid == e->pid, "tid %u of a single-threaded pid %u", e->tid, e->pid);
         expect(g_strcmp0(e->comm, "tbjlog") == 0, "comm \"%s\", not tbjlog", e->comm);
+        expect(e->exe && g_str_has_suffix(e->exe, "/test-journald"), "exe \"%s\", not this test", e->exe);
         expect(g_strcmp0(e->transport, "journal") == 0, "transport \"%s\"", e->transport);
         expect(g_strcmp0(e->hostname, host) == 0, "hostname \"%s\", not \"%s\"", e->hostname, host);
-        expect(e->has_timestamp_us && e->timestamp_us >= t0_us && e->timestamp_us <= t1_us,
-               "timestamp_us %" G_GUINT64_FORMAT " outside [%" G_GUINT64_FORMAT ", %" G_GUINT64_FORMAT "]",
-               e->timestamp_us, t0_us, t1_us);
-        expect(e->has_monotonic_ts_us && e->monotonic_ts_us > 0, "no monotonic_ts_us");
+        expect(!e->has_num_total && !e->has_num_failed, "an entry packet carries stats");
 }
 
 static void load(Rec *r, Trace *t, Journal *j) {
@@ -145,8 +159,9 @@ static void load(Rec *r, Trace *t, Journal *j) {
         trace_load(r->out, false, t);
         check_trace(t, &(CheckOpts) { .closed = true });
         journal_collect(t, j);
-        expect(j->n_stats == 1 && j->stats_total == j->events->len, "%s: %u stats packets, num_total %" G_GUINT64_FORMAT
-               " for %u events", r->out, j->n_stats, j->stats_total, j->events->len);
+        expect(j->n_stats == 1 && j->stats_total == j->events->len && j->stats_failed == 0,
+               "%s: %u stats packets, num_total %" G_GUINT64_FORMAT " num_failed %" G_GUINT64_FORMAT " for %u entries",
+               r->out, j->n_stats, j->stats_total, j->stats_failed, j->events->len);
 }
 
 static void test_journald(void) {
@@ -169,11 +184,11 @@ static void test_journald(void) {
         rec_start(&ru, "tbuser", "journald-user.pftrace", cfg_user);
         rec_start(&rr, "root", "journald-root.pftrace", cfg_root);
         tb_sleep_scaled(300);
-        t0 = (guint64) g_get_real_time();
+        t0 = now_ns(CLOCK_MONOTONIC);
         log_as("tbuser", mine, 4);
         log_as("tbother", other, 4);
         log_as("tbuser", debug, 7);
-        t1 = (guint64) g_get_real_time();
+        t1 = now_ns(CLOCK_MONOTONIC);
         tb_sleep_scaled(1000);
         {
                 g_autofree char *wu = rec_get(&ru, "Warnings"), *wr = rec_get(&rr, "Warnings");
@@ -193,14 +208,18 @@ static void test_journald(void) {
         expect(find(&ju, debug) != NULL, "tbuser's debug entry is not in its trace (min_prio unset: all)");
         expect(find(&ju, other) == NULL, "tbother's entry is in tbuser's trace");
         for (guint i = 0; i < ju.events->len; i++) {
-                const Tracebus__JournaldEventPacket__JournaldEvent *e = g_ptr_array_index(ju.events, i);
+                const Tracebus__SystemdJournaldEvent *e =
+                        ((const Tracebus__TracePacket *) g_ptr_array_index(ju.events, i))->journald_event;
+
                 expect(e->has_uid && e->uid == getpwnam("tbuser")->pw_uid, "tbuser's trace has an entry of uid %u: %s",
                        e->uid, e->message);
         }
         expect(find(&jr, mine) && find(&jr, other), "root's trace lacks tbuser's or tbother's entry");
         expect(!find(&jr, debug), "root's trace has a priority 7 entry with min_prio 5");
         for (guint i = 0; i < jr.events->len; i++) {
-                const Tracebus__JournaldEventPacket__JournaldEvent *e = g_ptr_array_index(jr.events, i);
+                const Tracebus__SystemdJournaldEvent *e =
+                        ((const Tracebus__TracePacket *) g_ptr_array_index(jr.events, i))->journald_event;
+
                 expect(g_strcmp0(e->tag, TAG) == 0 && e->prio <= 5, "root's trace has an entry the filters exclude: "
                        "tag %s prio %u", e->tag, e->prio);
         }

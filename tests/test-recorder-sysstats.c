@@ -64,13 +64,14 @@ static guint count_stat_cpus(void) {
 }
 
 typedef struct {
-        guint n_packets, n_cpu_info, n_battery;
+        guint n_packets, n_cpu_info, n_battery, n_interrupt_info;
         guint meminfo, vmstat, cpu_stat, forks, irq, softirq, cpufreq, buddy, disk, psi, thermal, cpuidle, slab, devfreq;
         guint64 mem_total;
         guint n_mem_keys_max;         /* most meminfo entries in one packet */
         bool bad_seq, bad_ts, bad_cpu_stat, bad_key;
         GArray *times;                /* guint64: sys_stats packet timestamps */
         const Tracebus__CpuInfo *cpu_info;
+        const Tracebus__InterruptInfo *interrupt_info;  /* protofacts */
 } SysSummary;
 
 static void sys_summary_clear(SysSummary *s) {
@@ -130,6 +131,11 @@ static void summarize(const Trace *t, SysSummary *s) {
                         s->cpu_info = p->cpu_info;
                         s->bad_seq |= p->trusted_packet_sequence_id != SEQ_SYSTEM_INFO;
                 }
+                if (p->interrupt_info) {
+                        s->n_interrupt_info++;
+                        s->interrupt_info = p->interrupt_info;
+                        s->bad_seq |= p->trusted_packet_sequence_id != SEQ_SYSTEM_INFO;
+                }
                 if (p->battery) {
                         s->n_battery++;
                         s->bad_seq |= p->trusted_packet_sequence_id != SEQ_POWER;
@@ -146,7 +152,7 @@ static void test_every_group(void) {
                 "  devfreq_period_ms: 100 cpufreq_period_ms: 100 buddyinfo_period_ms: 100\n"
                 "  diskstat_period_ms: 100 psi_period_ms: 100 thermal_period_ms: 100\n"
                 "  cpuidle_period_ms: 100 slab_period_ms: 100 } } }\n"
-                "data_sources { config { name: \"linux.system_info\" } }\n"
+                "data_sources { config { name: \"linux.system_info\" system_info_config { irq_names: true } } }\n"
                 "data_sources { config { name: \"linux.sysfs_power\" } }\n";
         g_autoptr(GHashTable) st = NULL;
         g_auto(Trace) t = { 0 };
@@ -189,6 +195,12 @@ static void test_every_group(void) {
         expect(s.n_battery == 0 || exists("/sys/class/power_supply"), "battery counters without power_supply");
 
         expect(s.n_cpu_info == 1, "%u CpuInfo packets, expected 1", s.n_cpu_info);
+        /* protofacts: with irq_names, the IRQ names of /proc/interrupts, once (TracePacket.interrupt_info). */
+        expect(s.n_interrupt_info == 1, "%u InterruptInfo packets, expected 1", s.n_interrupt_info);
+        if (s.interrupt_info)
+                expect(s.interrupt_info->n_irq_mapping > 0 && s.interrupt_info->irq_mapping[0]->has_irq_id &&
+                       s.interrupt_info->irq_mapping[0]->name && *s.interrupt_info->irq_mapping[0]->name,
+                       "InterruptInfo without a named IRQ");
         if (s.cpu_info) {
                 g_autofree char *cap = NULL;
 
@@ -236,6 +248,8 @@ static void test_cpufreq_doc_config(void) {
         else
                 expect(s.n_packets == 0, "no cpufreq here, yet %u sys_stats packets", s.n_packets);
         expect(s.n_cpu_info == 1, "%u CpuInfo packets for linux.system_info", s.n_cpu_info);
+        /* protofacts2: no irq_names in this config, so no InterruptInfo (as traced_probes). */
+        expect(s.n_interrupt_info == 0, "%u InterruptInfo packets without irq_names", s.n_interrupt_info);
         verdict();
 }
 

@@ -195,6 +195,40 @@ static void test_power(void) {
         g_assert_cmpint(power_count_batteries(missing), ==, 0);
 }
 
+/* protofacts: /proc/interrupts as traced_probes reads it (x86 IO-APIC and MSI lines,
+ * ARM GIC lines, a name of several words); lines without a trigger or a number skipped. */
+static void test_interrupts(void) {
+        static const struct { int32_t id; const char *name; } want[] = {
+                { 1, "i8042" }, { 9, "acpi" }, { 24, "ACPI:Ged" }, { 28, "virtio0-config" },
+                { 11, "arch_timer" }, { 12, "cs40l26 IRQ1 Controller" },
+        };
+        g_autofree char *path = fixture("interrupts"), *missing = fixture("no-such-file");
+        Tracebus__InterruptInfo *info = NULL;
+        uint8_t *buf;
+        size_t len;
+
+        g_assert_cmpint(system_info_read_interrupts(path, &info), ==, 0);
+        g_assert_cmpuint(info->n_irq_mapping, ==, G_N_ELEMENTS(want));
+        for (size_t i = 0; i < G_N_ELEMENTS(want); i++) {
+                g_assert_true(info->irq_mapping[i]->has_irq_id);
+                g_assert_cmpint(info->irq_mapping[i]->irq_id, ==, want[i].id);
+                g_assert_cmpstr(info->irq_mapping[i]->name, ==, want[i].name);
+        }
+        /* On the wire: InterruptInfo.irq_mapping = 1 { irq_id = 1 (varint), name = 2 }. */
+        len = tracebus__interrupt_info__get_packed_size(info);
+        buf = g_malloc(len);
+        tracebus__interrupt_info__pack(info, buf);
+        g_assert_cmpuint(len, >, 6);
+        g_assert_cmpuint(buf[0], ==, (1 << 3) | 2);
+        g_assert_cmpuint(buf[2], ==, (1 << 3) | 0);
+        g_assert_cmpuint(buf[3], ==, 1);
+        g_assert_cmpuint(buf[4], ==, (2 << 3) | 2);
+        g_assert_cmpmem(buf + 6, buf[5], "i8042", 5);
+        g_free(buf);
+        tracebus__interrupt_info__free_unpacked(info, NULL);
+        g_assert_cmpint(system_info_read_interrupts(missing, &info), <, 0);
+}
+
 static void test_system_info(void) {
         g_autofree char *cpuinfo = fixture("cpuinfo"), *cpu = fixture("cpu");
         Tracebus__CpuInfo *info = NULL;
@@ -261,13 +295,13 @@ static void test_config_unknown_counters(void) {
         Tracebus__TraceConfig__DataSource src = TRACEBUS__TRACE_CONFIG__DATA_SOURCE__INIT;
         Tracebus__TraceConfig__DataSource *srcs[] = { &src };
         Tracebus__TraceConfig tc = TRACEBUS__TRACE_CONFIG__INIT;
-        int meminfo[] = { 2, 99 }, vmstat[] = { 1, 4000 };
+        int meminfo[] = { 2, 99, 35 }, vmstat[] = { 1, 4000 };
         Tracebus__SysStatsConfig__StatCounters stat[] = { 1, 77 };
         SessionConfig c = {};
 
         sc.has_meminfo_period_ms = sc.has_vmstat_period_ms = sc.has_stat_period_ms = true;
         sc.meminfo_period_ms = sc.vmstat_period_ms = sc.stat_period_ms = 250;
-        sc.n_meminfo_counters = 2;
+        sc.n_meminfo_counters = 3;
         sc.meminfo_counters = (Tracebus__MeminfoCounters *) meminfo;
         sc.n_vmstat_counters = 2;
         sc.vmstat_counters = (Tracebus__VmstatCounters *) vmstat;
@@ -281,6 +315,9 @@ static void test_config_unknown_counters(void) {
 
         g_assert_cmpint(session_config_load_sys_stats(&tc, &c), ==, 0);
         g_assert_true(has_warning(&c, "meminfo counter 99 is not one tracebus reads"));
+        /* v58's MEMINFO_ZRAM (35): named by Perfetto, no /proc/meminfo line tracebus reads. */
+        g_assert_true(has_warning(&c, "meminfo counter MEMINFO_ZRAM (35) is not one tracebus reads"));
+        g_assert_false(sys_stats_keys_test(&c.sys_stats.meminfo, 35));
         g_assert_true(has_warning(&c, "vmstat counter 4000 is not one tracebus reads"));
         g_assert_true(has_warning(&c, "stat counter 77 is not one tracebus reads"));
         g_assert_true(sys_stats_keys_test(&c.sys_stats.meminfo, 2));
@@ -326,6 +363,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/sys-stats/sysfs", test_sysfs);
         g_test_add_func("/sys-stats/power", test_power);
         g_test_add_func("/sys-stats/system-info", test_system_info);
+        g_test_add_func("/sys-stats/interrupts", test_interrupts);
         g_test_add_func("/sys-stats/config", test_config);
         g_test_add_func("/sys-stats/config-unknown-counters", test_config_unknown_counters);
         g_test_add_func("/sys-stats/config-absent-counters", test_config_absent_counters);
