@@ -368,7 +368,9 @@ static void test_no_ftrace(void) {
 
 /* A small process-stats buffer beside a large ftrace stream that wraps its own small
  * ring many times: every ProcessStats poll is still in the trace, and TraceStats says the
- * ring overwrote and the process-stats buffer did not. */
+ * ring overwrote and the process-stats buffer did not. A poll writes only what changed, as
+ * traced_probes does, and a quiet poll nothing: the cache ttl of one period makes each poll
+ * write every process, so that each is a packet to count. */
 static void test_process_stats_kept(void) {
         const char *const events[] = { "sched/sched_switch", "sched/sched_waking", NULL };
         g_autofree char *ft = ftrace_config("buffers { size_kb: 256 fill_policy: RING_BUFFER }\n"
@@ -376,7 +378,7 @@ static void test_process_stats_kept(void) {
                                             events, "  buffer_size_kb: 8192\n");
         g_autofree char *cfg = g_strconcat(ft, "data_sources { config { name: \"linux.process_stats\" "
                                            "target_buffer_name: \"ps\" process_stats_config { "
-                                           "proc_stats_poll_ms: 100 } } }\n", NULL);
+                                           "proc_stats_poll_ms: 100 proc_stats_cache_ttl_ms: 100 } } }\n", NULL);
         g_autoptr(GHashTable) st = NULL;
         g_auto(Trace) t = { 0 };
         g_auto(Rec) r = { 0 };
