@@ -50,7 +50,12 @@ struct JournaldSource {
         bool opened, all;              /* all: the caller may read every entry */
         sd_journal *journal;
         uint64_t start_usec;           /* CLOCK_REALTIME: entries from here on */
-        sd_id128_t boot_id;            /* monotonic stamps are of this boot only */
+        /* Monotonic stamps are of one boot only: that of the first entry read. Entries are read
+         * from the session's start on, so it is this boot; the kernel's boot_id is not asked,
+         * since in a container (systemd-nspawn) journald's differs from what the service's
+         * own /proc (ProcSubset=pid) says, while the clock is the same. */
+        sd_id128_t boot_id;
+        bool have_boot_id;
         uint32_t min_prio, target_buffer;
         char **identifiers, **units;
         uint64_t n_total, n_failed, n_over_limit;
@@ -197,9 +202,7 @@ static void journal_open(JournaldSource *s) {
 
         s->opened = true;
         s->all = may_read_all(s->uid);
-        r = sd_id128_get_boot(&s->boot_id);
-        if (r >= 0)
-                r = sd_journal_open(&s->journal, SD_JOURNAL_LOCAL_ONLY);
+        r = sd_journal_open(&s->journal, SD_JOURNAL_LOCAL_ONLY);
         if (r >= 0)
                 r = sd_journal_seek_realtime_usec(s->journal, s->start_usec);
         if (r < 0) {
@@ -231,6 +234,10 @@ static void write_entry(JournaldSource *s, uint32_t prio) {
         int r;
 
         r = sd_journal_get_monotonic_usec(s->journal, &usec, &boot);
+        if (r >= 0 && !s->have_boot_id) {
+                s->boot_id = boot;
+                s->have_boot_id = true;
+        }
         if (r < 0 || !sd_id128_equal(boot, s->boot_id)) {
                 s->n_failed++;   /* no time on this boot's clock to put it at */
                 return;
