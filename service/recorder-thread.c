@@ -180,7 +180,8 @@ static int drain_all(Recorder *rec, uint64_t deadline) {
                 if (r < 0)
                         return r;
                 if (more && now_ns(CLOCK_MONOTONIC) >= deadline) {
-                        log_warning("The final drain passed data_source_stop_timeout_ms: the rest of the kernel's buffers is left out.");
+                        (void) recorder_warn(rec, "the final drain passed data_source_stop_timeout_ms: what was "
+                                             "still in the kernel's buffers is left out of the trace");
                         break;
                 }
         } while (more);
@@ -280,7 +281,8 @@ void *recorder_thread_main(void *userdata) {
                 if (r >= 0)
                         r = recorder_append_periodic_snapshot(rec, /* force= */ false);
                 if (r >= 0)
-                        r = drain_all(rec, stopping ? now_ns(CLOCK_MONOTONIC) + rec->stop_timeout_ns : UINT64_MAX);
+                        r = drain_all(rec, stopping && rec->stop_timeout_ns != UINT64_MAX ?
+                                           now_ns(CLOCK_MONOTONIC) + rec->stop_timeout_ns : UINT64_MAX);
                 if (r < 0) {
                         /* What was read so far still makes a complete trace. */
                         log_error_errno(r, "Failed to read the kernel's trace buffers, ending the session: %m");

@@ -139,7 +139,7 @@ static int recorder_configure(Recorder *rec, const SessionConfig *config, int ou
         rec->has_trace_uuid = config->has_trace_uuid;
         rec->trace_uuid_msb = config->trace_uuid_msb;
         rec->trace_uuid_lsb = config->trace_uuid_lsb;
-        rec->stop_timeout_ns = (uint64_t) (config->stop_timeout_ms ?: SESSION_DEFAULT_STOP_TIMEOUT_MS) * 1000000ull;
+        rec->stop_timeout_ns = config->stop_timeout_ms ? (uint64_t) config->stop_timeout_ms * 1000000ull : UINT64_MAX;
         rec->write_threshold = (size_t) config->trace_buffer_kb * 1024u;
         /* A bundle holds at most 1/16 of the ftrace buffer in raw pages (and 32 pages). */
         rec->pages_per_bundle = (unsigned) MIN((size_t) MAX_PAGES_PER_BUNDLE,

@@ -97,7 +97,9 @@ int session_config_load_trace(const Tracebus__TraceConfig *tc, SessionConfig *c,
                 return r;
         load_trace_uuid(tc, c);
         c->flush_period_ms = tc->flush_period_ms;
-        c->stop_timeout_ms = tc->data_source_stop_timeout_ms ?: SESSION_DEFAULT_STOP_TIMEOUT_MS;
+        /* Unset: the final drain empties the kernel's buffers, which bounds it already. Perfetto's
+         * 5 s default would cut a full 64 MiB ring on a slow machine, silently in effect. */
+        c->stop_timeout_ms = tc->data_source_stop_timeout_ms;
         /* incremental_state_config needs nothing: the writer keeps every packet later ones
          * refer to (process trees, track descriptors, clock snapshots) in its metadata, which
          * a ring never overwrites, and each ftrace bundle carries its own intern table.

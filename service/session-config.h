@@ -236,7 +236,6 @@ void session_config_ftgraph_done(SessionConfig *c);
  * trace_uuid, flush and stop periods, incremental state, compression, trace_filter, ...),
  * each honoured or told as a warning. -EINVAL with *ret_error on a bad value. */
 #define SESSION_DEFAULT_SNAPSHOT_INTERVAL_MS 10000u   /* Perfetto's kDefaultSnapshotsIntervalMs */
-#define SESSION_DEFAULT_STOP_TIMEOUT_MS 5000u         /* Perfetto's kDataSourceStopTimeoutMs */
 #define SESSION_MAX_UNIQUE_NAME 256u
 int session_config_load_trace(const Tracebus__TraceConfig *tc, SessionConfig *c, char **ret_error);
 /* Adds to @c a warning for every field, data source and unknown field (binary configs)
