@@ -109,7 +109,8 @@ static int builder_end(Builder *b, TraceFilter *f, const char **reason) {
         f->offset[f->n_messages] = (uint32_t) f->n_table;
         f->n_direct[f->n_messages] = b->n_direct;
         memcpy(f->table + f->n_table, b->direct, b->n_direct * sizeof(uint32_t));
-        memcpy(f->table + f->n_table + b->n_direct, b->ranges, b->n_ranges * sizeof(uint32_t));
+        if (b->n_ranges > 0)   /* no ranges: b->ranges may be NULL, which memcpy may not take */
+                memcpy(f->table + f->n_table + b->n_direct, b->ranges, b->n_ranges * sizeof(uint32_t));
         f->n_table += words;
         f->n_messages++;
         f->offset[f->n_messages] = (uint32_t) f->n_table;
