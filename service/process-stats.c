@@ -201,6 +201,7 @@ static bool read_process(const WalkWants *w, int proc_fd, int32_t pid, ProcRead 
         bool mem;
 
         v->pid = pid;
+        r->smaps_denied = false;
         for (unsigned i = 0; i < _PS_MAX; i++)
                 v->v[i] = PS_NONE;
         if (read_pid_file(proc_fd, pid, "status", buf, sizeof(buf)) < 0)
