@@ -371,11 +371,17 @@ static pid_t spawn_sh(char **argv) {
                 execv("/bin/sh", argv);
                 _exit(127);
         }
+        /* exec sets /proc/PID/exe before it lays out argv: a child seen between the two
+         * has an empty cmdline, so both are waited for. */
         for (int i = 0; i < 500; i++) {
                 g_autofree char *path = g_strdup_printf("/proc/%d/exe", (int) pid);
                 g_autofree char *exe = g_file_read_link(path, NULL);
+                g_autofree char *cmdline_path = g_strdup_printf("/proc/%d/cmdline", (int) pid);
+                g_autofree char *cmdline = NULL;
+                gsize len = 0;
 
-                if (exe && g_str_has_suffix(exe, "sh"))
+                if (exe && g_str_has_suffix(exe, "sh") &&
+                    g_file_get_contents(cmdline_path, &cmdline, &len, NULL) && len > 0)
                         return pid;
                 g_usleep(10 * 1000);
         }
