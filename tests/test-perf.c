@@ -80,10 +80,16 @@ static void perf_clear(Perf *p) {
 #define PUT(table, list, n) \
         for (size_t k = 0; k < (n); k++) \
                 g_hash_table_insert((table), GSIZE_TO_POINTER((list)[k]->iid), (gpointer) (list)[k])
+/* InternedStrings (bytes, not NUL-terminated) as strings of their own. */
+#define PUT_STRINGS(table, list, n) \
+        for (size_t k = 0; k < (n); k++) \
+                g_hash_table_insert((table), GSIZE_TO_POINTER((list)[k]->iid), \
+                                    g_strndup((const char *) (list)[k]->str.data, (list)[k]->str.len))
 
 static void perf_collect(const Trace *t, Perf *p) {
         *p = (Perf) { g_hash_table_new(NULL, NULL), g_hash_table_new(NULL, NULL), g_hash_table_new(NULL, NULL),
-                      g_hash_table_new(NULL, NULL), g_hash_table_new(NULL, NULL), g_ptr_array_new() };
+                      g_hash_table_new_full(NULL, NULL, NULL, g_free), g_hash_table_new_full(NULL, NULL, NULL, g_free),
+                      g_ptr_array_new() };
         for (guint i = 0; i < t->pkts->len; i++) {
                 const Tracebus__TracePacket *pk = PKT(t, i)->p;
                 const Tracebus__InternedData *d = pk->interned_data;
@@ -100,8 +106,8 @@ static void perf_collect(const Trace *t, Perf *p) {
                         PUT(p->frames, d->frames, d->n_frames);
                         PUT(p->mappings, d->mappings, d->n_mappings);
                         PUT(p->callstacks, d->callstacks, d->n_callstacks);
-                        PUT(p->paths, d->mapping_paths, d->n_mapping_paths);
-                        PUT(p->names, d->function_names, d->n_function_names);
+                        PUT_STRINGS(p->paths, d->mapping_paths, d->n_mapping_paths);
+                        PUT_STRINGS(p->names, d->function_names, d->n_function_names);
                         /* Interned before use: the samples so far cannot name these. */
                 }
                 if (pk->perf_sample && pk->perf_sample->has_kernel_records_lost)
@@ -147,12 +153,10 @@ static const char *symbolize(GArray *syms, guint64 pc) {
 
 static const char *mapping_path(const Perf *p, guint64 mapping_iid) {
         const Tracebus__Mapping *m = g_hash_table_lookup(p->mappings, GSIZE_TO_POINTER(mapping_iid));
-        const Tracebus__InternedString *s;
 
         if (!m || m->n_path_string_ids != 1)
                 return NULL;
-        s = g_hash_table_lookup(p->paths, GSIZE_TO_POINTER(m->path_string_ids[0]));
-        return s ? (const char *) s->str.data : NULL;
+        return g_hash_table_lookup(p->paths, GSIZE_TO_POINTER(m->path_string_ids[0]));
 }
 
 /* The frames of @sample's callstack as names, root first: a perf-target frame by nm,
@@ -165,14 +169,14 @@ static GPtrArray *frame_names(const Perf *p, const Tracebus__PerfSample *ps, GAr
         for (size_t i = 0; cs && i < cs->n_frame_ids; i++) {
                 const Tracebus__Frame *f = g_hash_table_lookup(p->frames, GSIZE_TO_POINTER(cs->frame_ids[i]));
                 const char *path = f ? mapping_path(p, f->mapping_id) : NULL;
-                const Tracebus__InternedString *n;
+                const char *n;
 
                 expect(f && path, "frame %" G_GUINT64_FORMAT " or its mapping is not interned", cs->frame_ids[i]);
                 if (!f || !path)
                         continue;
                 n = g_hash_table_lookup(p->names, GSIZE_TO_POINTER(f->function_name_id));
                 if (g_str_equal(path, "[kernel.kallsyms]"))
-                        g_ptr_array_add(names, g_strdup_printf("k:%s", n ? (const char *) n->str.data : "?"));
+                        g_ptr_array_add(names, g_strdup_printf("k:%s", n ?: "?"));
                 else if (g_str_equal(path, exe))
                         g_ptr_array_add(names, g_strdup(symbolize(syms, f->rel_pc) ?: "?"));
                 else
@@ -270,6 +274,14 @@ static void test_perf_own_process(void) {
                 names = frame_names(&p, ps, syms, exe);
                 for (guint k = 0; k < names->len; k++)
                         expect(!g_str_has_prefix(g_ptr_array_index(names, k), "k:"), "a kernel frame in tbuser's trace");
+                if (!has_chain(names) && i % 100 == 0) {
+                        g_autofree char *joined = NULL;
+
+                        g_ptr_array_add(names, NULL);
+                        joined = g_strjoinv(" > ", (char **) names->pdata);
+                        note("a sample without the chain: %s\n", joined);
+                        g_ptr_array_remove_index(names, names->len - 1);
+                }
                 full += has_chain(names);
         }
         GHashTableIter it;
@@ -281,6 +293,7 @@ static void test_perf_own_process(void) {
         note("%u of %u callstacks hold main > tb_fa > tb_fb > tb_fc > tb_spin\n", full, p.samples->len);
         expect(full * 10 >= p.samples->len * 9, "only %u of %u samples show the whole chain in order", full, p.samples->len);
         expect(build_ids > 0, "perf-target's mapping has no build_id");
+
         check_protoc(r.out);
         perf_clear(&p);
         verdict();
