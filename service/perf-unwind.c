@@ -156,7 +156,8 @@ static int parse_maps(PerfProcess *p, char *text) {
                                 return -ENOMEM;
                         p->info = info;
                 }
-                p->maps[n] = (PerfMapping) { .start = start, .end = end, .pgoff = pgoff, .path = line + off };
+                /* Anonymous memory has no file offset (maps may show the vma's page index). */
+                p->maps[n] = (PerfMapping) { .start = start, .end = end, .pgoff = inode ? pgoff : 0, .path = line + off };
                 p->info[n] = (PerfMapInfo) { .inode = inode, .exec = perms[2] == 'x' };
                 n++;
         }
@@ -395,14 +396,19 @@ void perf_process_name_frame(PerfProcess *p, uint64_t pc, uint64_t lookup, PerfF
         mod = p->dwfl ? dwfl_addrmodule(p->dwfl, lookup) : NULL;
         if (!mod)
                 return;
+        /* A module's ELF may reach past its files' mappings (a .bss): not its code. */
+        void **userdata;
+        dwfl_module_info(mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
+        PerfModule *m = *userdata;
+        size_t index = f->mapping - p->maps;
+        if (!m || index < m->first || index >= m->first + m->n)
+                return;
         elf = dwfl_module_getelf(mod, &bias);
         if (!elf)
                 return;
-        void **userdata;
         GElf_Off offset;
         GElf_Sym sym;
-        dwfl_module_info(mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
-        describe_module(mod, *userdata, elf);
+        describe_module(mod, m, elf);
         f->rel_pc = pc - bias;
         f->function = dwfl_module_addrinfo(mod, lookup, &offset, &sym, NULL, NULL, NULL);
 }
