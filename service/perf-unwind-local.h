@@ -25,6 +25,18 @@ typedef struct PerfMapInfo {
         bool exec;
 } PerfMapInfo;
 
+/* A named address: PerfFrame for any pc looked up at @lookup (rel_pc = pc - rel_base).
+ * libdw's symbol search is a scan of the whole table: the cache makes a frame seen
+ * before cost a hash instead. */
+typedef struct PerfNameSlot {
+        uint64_t lookup;
+        uint64_t rel_base;
+        const char *function;
+        const PerfMapping *mapping;
+} PerfNameSlot;
+
+#define PERF_NAME_CACHE_BITS 10
+
 /* A run of mappings of one file with some code in it: one Dwfl module (its userdata). */
 typedef struct PerfModule {
         PerfProcess *process;
@@ -46,6 +58,7 @@ struct PerfProcess {
         Elf *backend_elf;               /* the vDSO image dwfl_attach_state picked the arch from */
         bool attached, attach_failed;
         uint64_t bytes;                 /* this process's share of unwinder->used_bytes */
+        PerfNameSlot *names;            /* 1 << PERF_NAME_CACHE_BITS slots; NULL: none yet */
 
         /* The sample being unwound (perf-unwind-dwarf.c). */
         Dwarf_Word regs[PERF_DWARF_NREGS];

@@ -107,7 +107,13 @@ static bool charge(PerfProcess *p, uint64_t size) {
         return true;
 }
 
+static void uncharge(PerfProcess *p, uint64_t size) {
+        p->unwinder->used_bytes -= size;
+        p->bytes -= size;
+}
+
 static void drop_dwfl(PerfProcess *p) {
+        p->names = mfree(p->names);
         if (p->dwfl)
                 dwfl_end(p->dwfl);
         p->dwfl = NULL;
@@ -383,16 +389,16 @@ static const PerfMapping *find_mapping(const PerfProcess *p, uint64_t pc) {
         return NULL;
 }
 
-void perf_process_name_frame(PerfProcess *p, uint64_t pc, uint64_t lookup, PerfFrame *f) {
+/* Names @lookup without the cache; ret->rel_base makes the rel_pc of any pc named there. */
+static void name_uncached(PerfProcess *p, uint64_t lookup, PerfNameSlot *ret) {
         Dwfl_Module *mod;
         Dwarf_Addr bias;
         Elf *elf;
 
-        *f = (PerfFrame) { .pc = pc, .rel_pc = pc };
-        f->mapping = find_mapping(p, lookup);
-        if (!f->mapping)
+        *ret = (PerfNameSlot) { .lookup = lookup, .mapping = find_mapping(p, lookup) };
+        if (!ret->mapping)
                 return;
-        f->rel_pc = pc - f->mapping->start + f->mapping->pgoff;
+        ret->rel_base = ret->mapping->start - ret->mapping->pgoff;
         mod = p->dwfl ? dwfl_addrmodule(p->dwfl, lookup) : NULL;
         if (!mod)
                 return;
@@ -400,7 +406,7 @@ void perf_process_name_frame(PerfProcess *p, uint64_t pc, uint64_t lookup, PerfF
         void **userdata;
         dwfl_module_info(mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
         PerfModule *m = *userdata;
-        size_t index = f->mapping - p->maps;
+        size_t index = ret->mapping - p->maps;
         if (!m || index < m->first || index >= m->first + m->n)
                 return;
         elf = dwfl_module_getelf(mod, &bias);
@@ -409,8 +415,30 @@ void perf_process_name_frame(PerfProcess *p, uint64_t pc, uint64_t lookup, PerfF
         GElf_Off offset;
         GElf_Sym sym;
         describe_module(mod, m, elf);
-        f->rel_pc = pc - bias;
-        f->function = dwfl_module_addrinfo(mod, lookup, &offset, &sym, NULL, NULL, NULL);
+        ret->rel_base = bias;
+        ret->function = dwfl_module_addrinfo(mod, lookup, &offset, &sym, NULL, NULL, NULL);
+}
+
+void perf_process_name_frame(PerfProcess *p, uint64_t pc, uint64_t lookup, PerfFrame *f) {
+        const size_t size = (size_t) 1 << PERF_NAME_CACHE_BITS;
+        PerfNameSlot *slot, fresh;
+
+        /* The cache is charged to the cap like the files; without room, no cache. */
+        if (!p->names && charge(p, size * sizeof(PerfNameSlot))) {
+                p->names = calloc(size, sizeof(PerfNameSlot));
+                if (!p->names)
+                        uncharge(p, size * sizeof(PerfNameSlot));
+        }
+        slot = p->names ? &p->names[(lookup * 0x9e3779b97f4a7c15ull) >> (64 - PERF_NAME_CACHE_BITS)] : &fresh;
+        /* An empty slot holds lookup 0, which names nothing: it is computed every time. */
+        if (slot->lookup != lookup || lookup == 0)
+                name_uncached(p, lookup, slot);
+        *f = (PerfFrame) {
+                .pc = pc,
+                .rel_pc = pc - slot->rel_base,
+                .function = slot->function,
+                .mapping = slot->mapping,
+        };
 }
 
 int perf_symbolize(PerfProcess *p, uint64_t pc, bool return_address, PerfFrame *ret) {
