@@ -6,9 +6,23 @@
  * served from the bytes of the ELF file mapped there, else it fails, and the unwind
  * ends at that frame with the frames found so far.
  */
-#include <asm/perf_regs.h>
-
 #include "perf-unwind-local.h"
+
+#if !defined(__x86_64__)
+/* The sample's registers are in PERF_REG_X86_* order: other architectures have their
+ * own layout, not mapped yet. Symbolization works everywhere. */
+int perf_process_attach(PerfProcess *p) {
+        return -EOPNOTSUPP;
+}
+
+int perf_unwind_dwarf(PerfProcess *p, const uint64_t *regs, uint64_t regs_mask,
+                      const uint8_t *stack, size_t stack_len,
+                      PerfFrame *frames, size_t max, size_t *ret_n) {
+        *ret_n = 0;
+        return -EOPNOTSUPP;
+}
+#else
+#include <asm/perf_regs.h>
 
 /* The x86-64 DWARF register numbers, by PERF_REG_X86_* bit. */
 static const int8_t dwarf_of_perf[PERF_REG_X86_64_MAX] = {
@@ -147,3 +161,4 @@ int perf_unwind_dwarf(PerfProcess *p, const uint64_t *regs, uint64_t regs_mask,
         p->frames = NULL;
         return 0;
 }
+#endif

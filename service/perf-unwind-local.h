@@ -37,6 +37,12 @@ typedef struct PerfNameSlot {
 
 #define PERF_NAME_CACHE_BITS 10
 
+/* A versioned symbol's name without its version, by the pointer libdw gave. */
+typedef struct PerfNameCopy {
+        const char *source;
+        char *copy;
+} PerfNameCopy;
+
 /* A run of mappings of one file with some code in it: one Dwfl module (its userdata). */
 typedef struct PerfModule {
         PerfProcess *process;
@@ -59,6 +65,8 @@ struct PerfProcess {
         bool attached, attach_failed;
         uint64_t bytes;                 /* this process's share of unwinder->used_bytes */
         PerfNameSlot *names;            /* 1 << PERF_NAME_CACHE_BITS slots; NULL: none yet */
+        PerfNameCopy *copies;           /* open addressing, n_copies <= cap_copies / 2 */
+        size_t n_copies, cap_copies;
 
         /* The sample being unwound (perf-unwind-dwarf.c). */
         Dwarf_Word regs[PERF_DWARF_NREGS];

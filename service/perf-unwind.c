@@ -114,6 +114,10 @@ static void uncharge(PerfProcess *p, uint64_t size) {
 
 static void drop_dwfl(PerfProcess *p) {
         p->names = mfree(p->names);
+        for (size_t i = 0; i < p->cap_copies; i++)
+                free(p->copies[i].copy);
+        p->copies = mfree(p->copies);
+        p->n_copies = p->cap_copies = 0;
         if (p->dwfl)
                 dwfl_end(p->dwfl);
         p->dwfl = NULL;
@@ -389,6 +393,59 @@ static const PerfMapping *find_mapping(const PerfProcess *p, uint64_t pc) {
         return NULL;
 }
 
+static PerfNameCopy *copy_slot(PerfNameCopy *table, size_t cap, const char *source) {
+        size_t i = ((uintptr_t) source * 0x9e3779b97f4a7c15ull) >> 32;
+
+        for (;; i++)
+                if (!table[i & (cap - 1)].source || table[i & (cap - 1)].source == source)
+                        return &table[i & (cap - 1)];
+}
+
+static int grow_copies(PerfProcess *p) {
+        size_t cap = MAX(p->cap_copies * 2, 64u);
+        PerfNameCopy *table;
+
+        if (!charge(p, (cap - p->cap_copies) * sizeof(PerfNameCopy)))
+                return -ENOBUFS;
+        table = calloc(cap, sizeof(*table));
+        if (!table) {
+                uncharge(p, (cap - p->cap_copies) * sizeof(PerfNameCopy));
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < p->cap_copies; i++)
+                if (p->copies[i].source)
+                        *copy_slot(table, cap, p->copies[i].source) = p->copies[i];
+        free(p->copies);
+        p->copies = table;
+        p->cap_copies = cap;
+        return 0;
+}
+
+/* libdw names a versioned .dynsym entry "clock_gettime@@GLIBC_2.17": a trace names the
+ * function. Over the memory cap, the versioned name stays. */
+static const char *plain_name(PerfProcess *p, const char *name) {
+        const char *at = name ? strchr(name, '@') : NULL;
+        PerfNameCopy *slot;
+
+        if (!at || at == name)
+                return name;
+        if ((p->n_copies + 1) * 2 > p->cap_copies && grow_copies(p) < 0)
+                return name;
+        slot = copy_slot(p->copies, p->cap_copies, name);
+        if (slot->source)
+                return slot->copy;
+        if (!charge(p, at - name + 1))
+                return name;
+        slot->copy = strndup(name, at - name);
+        if (!slot->copy) {
+                uncharge(p, at - name + 1);
+                return name;
+        }
+        slot->source = name;
+        p->n_copies++;
+        return slot->copy;
+}
+
 /* Names @lookup without the cache; ret->rel_base makes the rel_pc of any pc named there. */
 static void name_uncached(PerfProcess *p, uint64_t lookup, PerfNameSlot *ret) {
         Dwfl_Module *mod;
@@ -416,7 +473,7 @@ static void name_uncached(PerfProcess *p, uint64_t lookup, PerfNameSlot *ret) {
         GElf_Sym sym;
         describe_module(mod, m, elf);
         ret->rel_base = bias;
-        ret->function = dwfl_module_addrinfo(mod, lookup, &offset, &sym, NULL, NULL, NULL);
+        ret->function = plain_name(p, dwfl_module_addrinfo(mod, lookup, &offset, &sym, NULL, NULL, NULL));
 }
 
 void perf_process_name_frame(PerfProcess *p, uint64_t pc, uint64_t lookup, PerfFrame *f) {

@@ -11,6 +11,7 @@
 #include <glib/gstdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "perf-chain.h"
@@ -76,7 +77,7 @@ static PerfProcess *self_process(PerfUnwinder **u) {
 static void test_dwarf(void) {
         PerfSelfSampler s;
         PerfUnwinder *u = NULL;
-        size_t leaf = 0, whole = 0;
+        size_t leaf = 0, whole = 0, vdso = 0;
 
         if (!sample_chain(&s, dw_chain_a))
                 return;
@@ -91,6 +92,14 @@ static void test_dwarf(void) {
                                                   frames, G_N_ELEMENTS(frames), &n), ==, 0);
                 g_assert_cmpuint(n, >=, 1);
                 g_assert_cmpuint(frames[0].pc, ==, s.samples[i].ip);
+                /* The vDSO (g_get_monotonic_time's clock) is unwound with the service's copy. */
+                if (frames[0].mapping && g_str_equal(frames[0].mapping->path, "[vdso]")) {
+                        vdso++;
+                        gboolean through = FALSE;
+                        for (size_t k = 1; k < n; k++)
+                                through = through || g_strcmp0(frames[k].function, "g_get_monotonic_time") == 0;
+                        g_assert_true(through);
+                }
                 if (g_strcmp0(frames[0].function, "dw_chain_d") != 0)
                         continue;
                 leaf++;
@@ -100,7 +109,8 @@ static void test_dwarf(void) {
                 g_assert_nonnull(frames[0].mapping);
                 g_assert_cmpuint(frames[0].mapping->build_id_len, ==, 20);
         }
-        g_test_message("DWARF: %zu of %zu samples in dw_chain_d unwound to dw_chain_a", whole, leaf);
+        g_test_message("DWARF: %zu of %zu samples in dw_chain_d unwound to dw_chain_a, %zu in the vDSO",
+                       whole, leaf, vdso);
         g_assert_cmpuint(leaf, >, 10);
         /* CFI covers prologues and epilogues too: every sample unwinds. */
         g_assert_cmpuint(whole, ==, leaf);
@@ -215,6 +225,25 @@ static void test_memory_cap(void) {
         perf_unwinder_free(u);
 }
 
+/* libdw names libc's clock_gettime "clock_gettime@@GLIBC_2.17": traces get the name. */
+static void test_versioned_name(void) {
+        PerfUnwinder *u = NULL;
+        PerfProcess *p = self_process(&u);
+        PerfFrame f, again;
+
+        g_assert_cmpint(perf_symbolize(p, (uintptr_t) clock_gettime, false, &f), ==, 0);
+        g_assert_nonnull(f.function);
+        g_assert_null(strchr(f.function, '@'));
+        g_assert_true(g_str_has_suffix(f.function, "clock_gettime"));
+        g_assert_true(g_str_has_suffix(f.mapping->path, "/libc.so.6"));
+        /* The copy is made once: the same pointer for the same symbol. */
+        g_assert_cmpint(perf_symbolize(p, (uintptr_t) clock_gettime + 1, false, &again), ==, 0);
+        g_assert_true(again.function == f.function);
+        perf_process_free(p);
+        g_assert_cmpuint(perf_unwinder_memory_used(u), ==, 0);
+        perf_unwinder_free(u);
+}
+
 static void run(const char *const *argv) {
         g_autoptr(GError) error = NULL;
         int status;
@@ -312,6 +341,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/perf-unwind/frame-pointers", test_frame_pointers);
         g_test_add_func("/perf-unwind/unknown-code", test_unknown_code);
         g_test_add_func("/perf-unwind/memory-cap", test_memory_cap);
+        g_test_add_func("/perf-unwind/versioned-name", test_versioned_name);
         g_test_add_func("/perf-unwind/debug-file", test_debug_file);
         return g_test_run();
 }
