@@ -4,7 +4,9 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <sys/auxv.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include <elfutils/libdwelf.h>
 
@@ -199,7 +201,9 @@ static int report_modules(PerfProcess *p) {
                                                       p->maps[i].start, p->maps[j - 1].end);
                 if (!mod)
                         continue;       /* overlaps another: its frames go unnamed */
-                p->modules[n] = (PerfModule) { .process = p, .first = i, .n = j - i, .inode = p->info[i].inode };
+                p->modules[n] = (PerfModule) {
+                        .process = p, .first = i, .n = j - i, .inode = p->info[i].inode,
+                };
                 void **userdata;
                 dwfl_module_info(mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
                 *userdata = &p->modules[n++];
@@ -258,9 +262,29 @@ size_t perf_process_mappings(const PerfProcess *p, const PerfMapping **ret) {
         return p->n_maps;
 }
 
+/* @path as the process sees it: resolved inside its root, so that a symlink of its own
+ * cannot lead to the service's files (openat2's RESOLVE_IN_ROOT, Linux 5.6). */
+static int open_in_root(pid_t pid, const char *path) {
+        struct open_how how = {
+                .flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
+                .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+        };
+        _cleanup_close_ int root = -EBADF;
+        char root_path[64];
+        int fd;
+
+        snprintf(root_path, sizeof(root_path), "/proc/%d/root", (int) pid);
+        root = open(root_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root < 0)
+                return negative_errno();
+        fd = syscall(SYS_openat2, root, path, &how, sizeof(how));
+        return fd < 0 ? negative_errno() : fd;
+}
+
 /* The mapped file itself: /proc/PID/map_files (the very inode, even deleted or in
- * another mount namespace), else the path under /proc/PID/root if its inode is the
- * mapped one. Never a path anyone passed. */
+ * another mount namespace; root only), else the path in the process's root if its
+ * inode is the mapped one (st_dev is not compared: btrfs subvolumes show another in
+ * maps). Never a path anyone passed. */
 static int open_mapped_file(const PerfModule *m) {
         const PerfProcess *p = m->process;
         const PerfMapping *first = &p->maps[m->first];
@@ -273,12 +297,9 @@ static int open_mapped_file(const PerfModule *m) {
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd >= 0)
                 return fd;
-        path = mfree(path);
-        if (asprintf(&path, "/proc/%d/root%s", (int) p->pid, first->path) < 0)
-                return -ENOMEM;
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        fd = open_in_root(p->pid, first->path);
         if (fd < 0)
-                return negative_errno();
+                return fd;
         if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_ino != m->inode) {
                 safe_close(fd);
                 return -ESTALE;

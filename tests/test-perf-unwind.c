@@ -11,6 +11,7 @@
 #include <glib/gstdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -244,6 +245,36 @@ static void test_versioned_name(void) {
         perf_unwinder_free(u);
 }
 
+/* Another process (a forked child: the same addresses), read only through /proc; gone: ESRCH. */
+static void test_other_process(void) {
+        PerfUnwinder *u = NULL;
+        PerfProcess *p = NULL;
+        PerfFrame f;
+        int pipefd[2];
+        char c;
+
+        g_assert_cmpint(pipe(pipefd), ==, 0);
+        pid_t child = fork();
+        g_assert_cmpint(child, >=, 0);
+        if (child == 0) {
+                close(pipefd[1]);
+                (void) !read(pipefd[0], &c, 1);
+                _exit(0);
+        }
+        close(pipefd[0]);
+        g_assert_cmpint(perf_unwinder_new(0, &u), ==, 0);
+        g_assert_cmpint(perf_process_new(u, child, &p), ==, 0);
+        g_assert_cmpint(perf_symbolize(p, (uintptr_t) fp_chain_a + 1, true, &f), ==, 0);
+        g_assert_cmpstr(f.function, ==, "fp_chain_a");
+        g_assert_true(g_str_has_suffix(f.mapping->path, "/test-perf-unwind"));
+        close(pipefd[1]);
+        g_assert_cmpint(waitpid(child, NULL, 0), ==, child);
+        g_assert_cmpint(perf_process_reload_maps(p), ==, -ESRCH);
+        perf_process_free(p);
+        g_assert_cmpint(perf_process_new(u, child, &p), ==, -ESRCH);
+        perf_unwinder_free(u);
+}
+
 static void run(const char *const *argv) {
         g_autoptr(GError) error = NULL;
         int status;
@@ -342,6 +373,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/perf-unwind/unknown-code", test_unknown_code);
         g_test_add_func("/perf-unwind/memory-cap", test_memory_cap);
         g_test_add_func("/perf-unwind/versioned-name", test_versioned_name);
+        g_test_add_func("/perf-unwind/other-process", test_other_process);
         g_test_add_func("/perf-unwind/debug-file", test_debug_file);
         return g_test_run();
 }
