@@ -509,7 +509,7 @@ void perf_process_name_frame(PerfProcess *p, uint64_t pc, uint64_t lookup, PerfF
         }
         slot = p->names ? &p->names[(lookup * 0x9e3779b97f4a7c15ull) >> (64 - PERF_NAME_CACHE_BITS)] : &fresh;
         /* An empty slot holds lookup 0, which names nothing: it is computed every time. */
-        if (slot->lookup != lookup || lookup == 0)
+        if (!p->names || slot->lookup != lookup || lookup == 0)
                 name_uncached(p, lookup, slot);
         *f = (PerfFrame) {
                 .pc = pc,
