@@ -8,10 +8,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
-#include <elfutils/libdwelf.h>
-
 #include "fd-util.h"
-#include "log.h"
 #include "perf-unwind-local.h"
 
 /* /proc/PID/maps of a process at vm.max_map_count (65530) is about 6 MiB. */
@@ -32,8 +29,9 @@ static void copy_own_vdso(PerfUnwinder *u) {
 
         if (!base || read_full_file("/proc/self/maps", PERF_MAPS_MAX_BYTES, &maps, &len) < 0)
                 return;
-        for (char *line = maps; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        for (char *line = maps; line; line = strchr(line, '\n')) {
                 uint64_t start, end;
+                line += *line == '\n';
                 if (sscanf(line, "%" SCNx64 "-%" SCNx64, &start, &end) == 2 && start == (uintptr_t) base) {
                         u->vdso = malloc(end - start);
                         if (u->vdso) {
@@ -114,7 +112,8 @@ static void uncharge(PerfProcess *p, uint64_t size) {
         p->bytes -= size;
 }
 
-static void drop_dwfl(PerfProcess *p) {
+/* Drops what was read of the process and gives its bytes back to the cap. */
+static void drop_caches(PerfProcess *p) {
         p->names = mfree(p->names);
         for (size_t i = 0; i < p->cap_copies; i++)
                 free(p->copies[i].copy);
@@ -134,7 +133,7 @@ static void drop_dwfl(PerfProcess *p) {
 PerfProcess *perf_process_free(PerfProcess *p) {
         if (!p)
                 return NULL;
-        drop_dwfl(p);
+        drop_caches(p);
         free(p->modules);
         free(p->maps);
         free(p->info);
@@ -218,7 +217,7 @@ int perf_process_reload_maps(PerfProcess *p) {
         size_t len;
         int r;
 
-        drop_dwfl(p);
+        drop_caches(p);
         p->modules = mfree(p->modules);
         p->maps = mfree(p->maps);
         p->info = mfree(p->info);
@@ -235,6 +234,8 @@ int perf_process_reload_maps(PerfProcess *p) {
         if (r < 0)
                 return r;
         p->maps_text = TAKE_PTR(text);
+        if (!charge(p, len + 1 + p->n_maps * (sizeof(PerfMapping) + sizeof(PerfMapInfo) + sizeof(PerfModule))))
+                return -ENOBUFS;
         p->dwfl = dwfl_begin(&p->unwinder->callbacks);
         if (!p->dwfl)
                 return -ENOMEM;

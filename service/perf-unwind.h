@@ -43,9 +43,11 @@ typedef struct PerfUnwinder PerfUnwinder;
 /* Per-pid cache: the process's maps, the ELF files opened, their symbols and CFI. */
 typedef struct PerfProcess PerfProcess;
 
-/* @max_memory_kb: the cap on the ELF and debug files held open (PerfEventConfig's
- * max_daemon_memory_kb); 0 means no cap. A file that would cross it is not opened:
- * its frames have no names and DWARF unwinding stops there. */
+/* @max_memory_kb: the cap (PerfEventConfig's max_daemon_memory_kb; 0: none) on what
+ * the processes hold: the ELF and debug files mapped (their sizes), the maps and the
+ * caches of names. A file that would cross it is not opened: its frames have no names
+ * and DWARF unwinding stops there. libdw's own tables over the files (CFI, sorted
+ * symbols) are not counted: they are a fraction of the files. */
 int perf_unwinder_new(uint64_t max_memory_kb, PerfUnwinder **ret);
 /* All the PerfProcess objects of @u must be freed first. NULL-safe. */
 PerfUnwinder *perf_unwinder_free(PerfUnwinder *u);
@@ -57,10 +59,12 @@ int perf_unwinder_set_debug_dirs(PerfUnwinder *u, const char *dirs);
 uint64_t perf_unwinder_memory_used(const PerfUnwinder *u);
 bool perf_unwinder_take_memory_exceeded(PerfUnwinder *u);
 
-/* Reads /proc/PID/maps now. -ESRCH: the process is gone. */
+/* Reads /proc/PID/maps now. -ESRCH: the process is gone; -ENOBUFS: its maps alone
+ * would cross the memory cap (flagged as for a file). */
 int perf_process_new(PerfUnwinder *u, pid_t pid, PerfProcess **ret);
 PerfProcess *perf_process_free(PerfProcess *p);
-/* Reads the maps again (after an mmap or exec record); drops the files opened. */
+/* Reads the maps again (after an mmap or exec record); drops the files opened. Errors
+ * as perf_process_new(); after one, the process names nothing until a reload works. */
 int perf_process_reload_maps(PerfProcess *p);
 /* The process's mappings, in address order. */
 size_t perf_process_mappings(const PerfProcess *p, const PerfMapping **ret);

@@ -198,29 +198,40 @@ static void test_unknown_code(void) {
         munmap(jit, page);
 }
 
-/* The memory cap: no file fits in 1 KiB, the frame is unnamed and the caller is told. */
+/* The memory cap: the maps, the name cache and the files count; a file that would
+ * cross it is left out (unnamed frames) and the caller is told; freeing gives back. */
 static void test_memory_cap(void) {
         PerfUnwinder *u = NULL;
-        PerfProcess *p = NULL;
+        PerfProcess *p = self_process(&u);
         PerfFrame f;
 
+        uint64_t maps_bytes = perf_unwinder_memory_used(u);
+        g_assert_cmpuint(maps_bytes, >, 0);
+        g_assert_cmpint(perf_symbolize(p, (uintptr_t) dw_chain_a, false, &f), ==, 0);
+        g_assert_cmpstr(f.function, ==, "dw_chain_a");
+        /* The test binary's file and the cache of names are held now. */
+        g_assert_cmpuint(perf_unwinder_memory_used(u), >, maps_bytes + 32 * 1024 + 8192);
+        g_assert_false(perf_unwinder_take_memory_exceeded(u));
+        perf_process_free(p);
+        g_assert_cmpuint(perf_unwinder_memory_used(u), ==, 0);
+        perf_unwinder_free(u);
+
+        /* Not even the maps fit. */
         g_assert_cmpint(perf_unwinder_new(1, &u), ==, 0);
+        g_assert_cmpint(perf_process_new(u, getpid(), &p), ==, -ENOBUFS);
+        g_assert_true(perf_unwinder_take_memory_exceeded(u));
+        g_assert_cmpuint(perf_unwinder_memory_used(u), ==, 0);
+        perf_unwinder_free(u);
+
+        /* The maps and the cache fit, the binary's file does not. */
+        g_assert_cmpint(perf_unwinder_new((maps_bytes + 32 * 1024 + 4096) / 1024 + 1, &u), ==, 0);
         g_assert_cmpint(perf_process_new(u, getpid(), &p), ==, 0);
         g_assert_cmpint(perf_symbolize(p, (uintptr_t) dw_chain_a, false, &f), ==, 0);
         g_assert_null(f.function);
         g_assert_nonnull(f.mapping);
         g_assert_true(perf_unwinder_take_memory_exceeded(u));
         g_assert_false(perf_unwinder_take_memory_exceeded(u));
-        g_assert_cmpuint(perf_unwinder_memory_used(u), ==, 0);
-        perf_process_free(p);
-        perf_unwinder_free(u);
-
-        /* Without a cap the same file is held and counted, and given back on free. */
-        p = self_process(&u);
-        g_assert_cmpint(perf_symbolize(p, (uintptr_t) dw_chain_a, false, &f), ==, 0);
-        g_assert_cmpstr(f.function, ==, "dw_chain_a");
-        g_assert_cmpuint(perf_unwinder_memory_used(u), >, 1024);
-        g_assert_false(perf_unwinder_take_memory_exceeded(u));
+        g_assert_cmpuint(perf_unwinder_memory_used(u), <=, (maps_bytes + 32 * 1024 + 4096) + 1024);
         perf_process_free(p);
         g_assert_cmpuint(perf_unwinder_memory_used(u), ==, 0);
         perf_unwinder_free(u);
