@@ -6,6 +6,7 @@
 #include <sys/auxv.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 
 #include "fd-util.h"
@@ -14,6 +15,11 @@
 /* /proc/PID/maps of a process at vm.max_map_count (65530) is about 6 MiB. */
 #define PERF_MAPS_MAX_BYTES (16u * 1024u * 1024u)
 #define PERF_DEFAULT_DEBUG_DIRS "/usr/lib/debug"
+/* Larger than any real library or debug file; a sparse file must not be read whole. */
+#define PERF_MAX_FILE_BYTES (4ull << 30)
+#ifndef FUSE_SUPER_MAGIC
+#define FUSE_SUPER_MAGIC 0x65735546
+#endif
 
 static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
                     char **file_name, Elf **elfp);
@@ -263,11 +269,11 @@ size_t perf_process_mappings(const PerfProcess *p, const PerfMapping **ret) {
         return p->n_maps;
 }
 
-/* @path as the process sees it: resolved inside its root, so that a symlink of its own
- * cannot lead to the service's files (openat2's RESOLVE_IN_ROOT, Linux 5.6). */
+/* @path as the process sees it, as an O_PATH fd: resolved inside its root, so that a
+ * symlink of its own cannot lead to the service's files (openat2's RESOLVE_IN_ROOT). */
 static int open_in_root(pid_t pid, const char *path) {
         struct open_how how = {
-                .flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
+                .flags = O_PATH | O_CLOEXEC,
                 .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
         };
         _cleanup_close_ int root = -EBADF;
@@ -282,30 +288,38 @@ static int open_in_root(pid_t pid, const char *path) {
         return fd < 0 ? negative_errno() : fd;
 }
 
-/* The mapped file itself: /proc/PID/map_files (the very inode, even deleted or in
- * another mount namespace; root only), else the path in the process's root if its
- * inode is the mapped one (st_dev is not compared: btrfs subvolumes show another in
- * maps). Never a path anyone passed. */
-static int open_mapped_file(const PerfModule *m) {
+/* Whether the service may read the file at @fd: a regular file under the size ceiling,
+ * not on FUSE (its daemon, maybe the sampled user's own, could stall the open and the
+ * reads, and with them the sampler). Asked of an O_PATH fd: no open reached FUSE yet. */
+static bool file_readable(int fd, struct stat *st) {
+        struct statfs sfs;
+
+        return fstat(fd, st) >= 0 && S_ISREG(st->st_mode) && (uint64_t) st->st_size <= PERF_MAX_FILE_BYTES &&
+               fstatfs(fd, &sfs) >= 0 && sfs.f_type != FUSE_SUPER_MAGIC;
+}
+
+/* The mapped file itself, checked, then opened for reading: /proc/PID/map_files (the
+ * very inode, even deleted or in another mount namespace; root only), else the path in
+ * the process's root if its inode is the mapped one (st_dev is not compared: btrfs
+ * subvolumes show another in maps). Never a path anyone passed. */
+static int open_mapped_file(const PerfModule *m, struct stat *st) {
         const PerfProcess *p = m->process;
         const PerfMapping *first = &p->maps[m->first];
-        _cleanup_free_ char *path = NULL;
-        struct stat st;
-        int fd;
+        _cleanup_close_ int fd = -EBADF;
+        char path[96];
 
-        if (asprintf(&path, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int) p->pid, first->start, first->end) < 0)
-                return -ENOMEM;
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd >= 0)
-                return fd;
-        fd = open_in_root(p->pid, first->path);
-        if (fd < 0)
-                return fd;
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_ino != m->inode) {
-                safe_close(fd);
-                return -ESTALE;
+        snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int) p->pid, first->start, first->end);
+        fd = open(path, O_PATH | O_CLOEXEC);
+        if (fd < 0) {
+                fd = open_in_root(p->pid, first->path);
+                if (fd < 0)
+                        return fd;
         }
-        return fd;
+        if (!file_readable(fd, st) || st->st_ino != m->inode)
+                return -ESTALE;
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        int r = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        return r < 0 ? negative_errno() : r;
 }
 
 /* dwfl's find_elf: the module's file mapped whole (the fd is closed: only the debug
@@ -323,15 +337,15 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwar
                         *elfp = elf_memory((char *) p->unwinder->vdso, p->unwinder->vdso_len);
                 return -1;
         }
-        fd = open_mapped_file(m);
-        if (fd < 0 || fstat(fd, &st) < 0 || !charge(p, st.st_size))
+        fd = open_mapped_file(m, &st);
+        if (fd < 0 || !charge(p, st.st_size))
                 return -1;
         elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-        if (!elf)
-                return -1;
         /* Without a whole mapping libelf reads lazily from the fd: read it all now. */
-        if (elf_kind(elf) != ELF_K_ELF || elf_cntl(elf, ELF_C_FDREAD) < 0) {
-                elf_end(elf);
+        if (!elf || elf_kind(elf) != ELF_K_ELF || elf_cntl(elf, ELF_C_FDREAD) < 0) {
+                if (elf)
+                        elf_end(elf);
+                uncharge(p, st.st_size);
                 return -1;
         }
         elf_cntl(elf, ELF_C_FDDONE);
@@ -356,7 +370,7 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
                                           debuglink_file, debuglink_crc, debuginfo_file_name);
         if (fd < 0)
                 return fd;
-        if (fstat(fd, &st) < 0 || !charge(m->process, st.st_size)) {
+        if (!file_readable(fd, &st) || !charge(m->process, st.st_size)) {
                 safe_close(fd);
                 free(*debuginfo_file_name);
                 *debuginfo_file_name = NULL;
