@@ -177,8 +177,14 @@ static GPtrArray *frame_names(const Perf *p, const Tracebus__PerfSample *ps, GAr
                 n = g_hash_table_lookup(p->names, GSIZE_TO_POINTER(f->function_name_id));
                 if (g_str_equal(path, "[kernel.kallsyms]"))
                         g_ptr_array_add(names, g_strdup_printf("k:%s", n ?: "?"));
-                else if (g_str_equal(path, exe))
-                        g_ptr_array_add(names, g_strdup(symbolize(syms, f->rel_pc) ?: "?"));
+                else if (g_str_equal(path, exe)) {
+                        /* The service names the frame (perf-unwind.c): as nm does at its rel_pc. */
+                        const char *by_nm = symbolize(syms, f->rel_pc);
+
+                        expect(n && g_strcmp0(n, by_nm) == 0, "frame at rel_pc 0x%" G_GINT64_MODIFIER "x named %s, "
+                               "nm says %s", f->rel_pc, n, by_nm);
+                        g_ptr_array_add(names, g_strdup(n ?: "?"));
+                }
                 else
                         g_ptr_array_add(names, g_strdup("?"));
         }
