@@ -311,34 +311,62 @@ static uint64_t user_frame(PerfIntern *in, PerfScope *scope, PerfProc *p, uint64
         return intern_frame(in, mapping, ip - m->start + m->pgoff, 0);
 }
 
-uint64_t perf_intern_callstack(PerfIntern *in, PerfScope *scope, PerfProc *p, const uint64_t *ips, size_t n) {
+/* UNWIND_DWARF: the user frames from the copied stack (perf-unwind-dwarf.c), leaf
+ * first, into @frames; how many. 0 when there is no copy or it unwinds to nothing. */
+static size_t dwarf_frames(PerfIntern *in, PerfProc *p, const PerfStack *st, uint64_t *frames, size_t max) {
+        PerfFrame unwound[PERF_MAX_FRAMES];
+        PerfProcess *pp;
+        size_t n = 0, n_frames = 0;
+
+        if (!st->regs || !p || !(pp = unwind_process(in, p->pid)))
+                return 0;
+        if (perf_unwind_dwarf(pp, st->regs, st->regs_mask, st->stack, st->stack_len, unwound,
+                              MIN(max, (size_t) PERF_MAX_FRAMES), &n) < 0)
+                return 0;
+        for (size_t i = 0; i < n; i++) {
+                uint64_t f = unwound[i].mapping ? named_frame(in, p->pid, &unwound[i]) : 0;
+
+                if (f != 0)
+                        frames[n_frames++] = f;
+        }
+        return n_frames;
+}
+
+/* The frames of @st, leaf first: the kernel's callchain, whose user part DWARF
+ * unwinding replaces when it found more. */
+static size_t collect_frames(PerfIntern *in, PerfScope *scope, PerfProc *p, const PerfStack *st, uint64_t *frames) {
+        uint64_t context = PERF_CONTEXT_USER, user[PERF_MAX_FRAMES];
+        size_t n_frames = 0, n_user = 0, n_dwarf;
+
+        for (size_t i = 0; i < st->n_ips && n_frames + n_user < PERF_MAX_FRAMES; i++) {
+                uint64_t f;
+
+                if (st->ips[i] >= (uint64_t) PERF_CONTEXT_MAX) {
+                        context = st->ips[i];
+                        continue;
+                }
+                if (context == PERF_CONTEXT_KERNEL && (f = kernel_frame(in, st->ips[i])) != 0)
+                        frames[n_frames++] = f;
+                /* The first user entry is where the sample hit; the others are return addresses. */
+                else if (context == PERF_CONTEXT_USER && p && (f = user_frame(in, scope, p, st->ips[i], n_user > 0)) != 0)
+                        user[n_user++] = f;
+        }
+        n_dwarf = dwarf_frames(in, p, st, frames + n_frames, PERF_MAX_FRAMES - n_frames);
+        if (n_dwarf > n_user)
+                return n_frames + n_dwarf;
+        memcpy(frames + n_frames, user, n_user * sizeof(uint64_t));
+        return n_frames + n_user;
+}
+
+uint64_t perf_intern_callstack(PerfIntern *in, PerfScope *scope, PerfProc *p, const PerfStack *st) {
         uint64_t frames[PERF_MAX_FRAMES], key = 0, iid;
-        uint64_t context = PERF_CONTEXT_USER;
-        size_t n_frames = 0, n_user = 0;
+        size_t n_frames;
         Tracebus__Callstack *cs;
 
         if (in->full)
                 return 0;
-        for (size_t i = 0; i < n && n_frames < PERF_MAX_FRAMES; i++) {
-                uint64_t f;
-
-                if (ips[i] >= (uint64_t) PERF_CONTEXT_MAX) {
-                        context = ips[i];
-                        continue;
-                }
-                if (context == PERF_CONTEXT_KERNEL)
-                        f = kernel_frame(in, ips[i]);
-                else if (context == PERF_CONTEXT_USER && p) {
-                        /* The first user entry is where the sample hit; the others are return addresses. */
-                        f = user_frame(in, scope, p, ips[i], n_user > 0);
-                        n_user++;
-                }
-                else
-                        f = 0;
-                /* Root first, as Callstack.frame_ids are. */
-                if (f != 0)
-                        frames[n_frames++] = f;
-        }
+        n_frames = collect_frames(in, scope, p, st, frames);
+        /* Root first, as Callstack.frame_ids are. */
         if (n_frames == 0)
                 return 0;
         for (size_t i = 0; i < n_frames / 2; i++) {

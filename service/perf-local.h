@@ -91,7 +91,15 @@ typedef struct PerfIntern {
 
 /* The iid of the callstack of @ips (leaf first, PERF_CONTEXT_* markers included) of
  * process @p; 0 when none could be interned. */
-uint64_t perf_intern_callstack(PerfIntern *in, PerfScope *scope, PerfProc *p, const uint64_t *ips, size_t n);
+typedef struct PerfStack {
+        const uint64_t *ips;           /* the kernel's callchain, leaf first, with PERF_CONTEXT_* markers */
+        size_t n_ips;
+        const uint64_t *regs;          /* UNWIND_DWARF: BP, SP, IP of user mode (NULL: none) */
+        uint64_t regs_mask;
+        const uint8_t *stack;          /* ... and the copy of the user stack from SP */
+        size_t stack_len;
+} PerfStack;
+uint64_t perf_intern_callstack(PerfIntern *in, PerfScope *scope, PerfProc *p, const PerfStack *st);
 /* Drops what perf-unwind.c cached of @pid (it exec'd). */
 void perf_intern_forget(PerfIntern *in, pid_t pid);
 /* Hands the pending InternedData to the recorder (metadata, never overwritten). */

@@ -147,8 +147,8 @@ void perf_writer_sample(PerfWriter *w, const PerfRawSample *s) {
         /* The kernel's PERF_RECORD_MISC_* modes are Profiling.CpuMode's values. */
         ps.cpu_mode = s->misc & PERF_RECORD_MISC_CPUMODE_MASK;
         ps.timebase_count = s->period;
-        if (s->n_ips > 0) {
-                ps.callstack_iid = perf_intern_callstack(&w->intern, &w->scope, p->pid > 0 ? p : NULL, s->ips, s->n_ips);
+        if (s->stack.n_ips > 0 || s->stack.regs) {
+                ps.callstack_iid = perf_intern_callstack(&w->intern, &w->scope, p->pid > 0 ? p : NULL, &s->stack);
                 ps.has_callstack_iid = ps.callstack_iid != 0;
                 if (w->intern.full && !w->warned_memory) {
                         w->warned_memory = true;

@@ -29,8 +29,8 @@
 static const char *const chain[CHAIN_LEN] = { "main", "tb_fa", "tb_fb", "tb_fc", "tb_spin" };
 
 /* perf-target-fp as @user for @seconds; its pid once it spins. */
-static pid_t spawn_target(const char *user, const char *seconds) {
-        g_autofree char *exe = g_build_filename(tb_bus()->build_dir, "tests", "perf-target-fp", NULL);
+static pid_t spawn_target_exe(const char *user, const char *name, const char *seconds) {
+        g_autofree char *exe = g_build_filename(tb_bus()->build_dir, "tests", name, NULL);
         struct passwd *pw = getpwnam(user);
         char line[64] = "";
         int fds[2];
@@ -54,6 +54,10 @@ static pid_t spawn_target(const char *user, const char *seconds) {
         close(fds[0]);
         g_assert_true(g_str_has_prefix(line, "ready "));
         return pid;
+}
+
+static pid_t spawn_target(const char *user, const char *seconds) {
+        return spawn_target_exe(user, "perf-target-fp", seconds);
 }
 
 static void stop_target(pid_t pid) {
@@ -204,14 +208,18 @@ static bool has_chain(GPtrArray *names) {
         return false;
 }
 
-static char *perf_config(const char *scope, bool kernel_frames, guint hz) {
+static char *perf_config_unwind(const char *scope, bool kernel_frames, guint hz, const char *unwind) {
         return g_strdup_printf("duration_ms: 60000\n"
                                "buffers { size_kb: 16384 }\n"
                                "data_sources { config { name: \"linux.perf\" perf_event_config {\n"
                                "  timebase { frequency: %u counter: SW_CPU_CLOCK timestamp_clock: PERF_CLOCK_BOOTTIME }\n"
-                               "  callstack_sampling { %s kernel_frames: %s user_frames: UNWIND_FRAME_POINTER }\n"
-                               "  ring_buffer_pages: 64 ring_buffer_read_period_ms: 50\n"
-                               "} } }\n", hz, scope, kernel_frames ? "true" : "false");
+                               "  callstack_sampling { %s kernel_frames: %s user_frames: %s }\n"
+                               "  ring_buffer_pages: 256 ring_buffer_read_period_ms: 50\n"
+                               "} } }\n", hz, scope, kernel_frames ? "true" : "false", unwind);
+}
+
+static char *perf_config(const char *scope, bool kernel_frames, guint hz) {
+        return perf_config_unwind(scope, kernel_frames, hz, "UNWIND_FRAME_POINTER");
 }
 
 static void record(Rec *r, Trace *t, Perf *p, guint ms) {
@@ -235,21 +243,24 @@ static void check_protoc(const char *path) {
                 expect(strstr(text, *w), "protoc's decoding of %s has no \"%s\"", path, *w);
 }
 
-/* tbuser profiles its own perf-target: every sample is of it, in user mode, and nearly
- * every callstack holds the chain in order; kernel frames were asked for and dropped. */
-static void test_perf_own_process(void) {
-        g_autofree char *exe = g_build_filename(tb_bus()->build_dir, "tests", "perf-target-fp", NULL);
+/* tbuser profiles its own perf-target (@name, by pid or by cmdline, unwound by
+ * @unwind): every sample is of it, in user mode, and nearly every callstack holds the
+ * chain in order, named by the service as nm names it; kernel frames were asked for
+ * and dropped. */
+static void profile_chain(const char *name, const char *unwind, bool by_cmdline) {
+        g_autofree char *exe = g_build_filename(tb_bus()->build_dir, "tests", name, NULL);
         g_autoptr(GArray) syms = read_symbols(exe);
-        pid_t mine = spawn_target("tbuser", "30"), other = spawn_target("tbother", "30");
-        g_autofree char *scope = g_strdup_printf("scope { target_pid: %d }", (int) mine);
-        g_autofree char *cfg = perf_config(scope, true, 1000), *warnings = NULL;
+        pid_t mine = spawn_target_exe("tbuser", name, "30"), other = spawn_target_exe("tbother", name, "30");
+        g_autofree char *scope = by_cmdline ? g_strdup_printf("scope { target_cmdline: \"%s\" }", name)
+                                            : g_strdup_printf("scope { target_pid: %d }", (int) mine);
+        g_autofree char *cfg = perf_config_unwind(scope, true, 1000, unwind), *warnings = NULL;
         g_auto(Trace) t = { 0 };
         g_auto(Rec) r = { 0 };
         Perf p = { 0 };
         guint full = 0, build_ids = 0;
         guint64 t0;
 
-        rec_start(&r, "tbuser", "perf-own.pftrace", cfg);
+        rec_start(&r, "tbuser", by_cmdline ? "perf-own-cmdline.pftrace" : "perf-own.pftrace", cfg);
         t0 = boottime();
         warnings = rec_get(&r, "Warnings");
         expect(warnings && strstr(warnings, "kernel_frames need org.tracebus.manage"),
@@ -296,14 +307,28 @@ static void test_perf_own_process(void) {
         while (g_hash_table_iter_next(&it, NULL, &v))
                 build_ids += ((Tracebus__Mapping *) v)->has_build_id &&
                              g_strcmp0(mapping_path(&p, ((Tracebus__Mapping *) v)->iid), exe) == 0;
-        note("%u of %u callstacks hold main > tb_fa > tb_fb > tb_fc > tb_spin\n", full, p.samples->len);
+        note("%s, %s: %u of %u callstacks hold main > tb_fa > tb_fb > tb_fc > tb_spin\n", name, unwind, full,
+             p.samples->len);
         expect(full * 10 >= p.samples->len * 9, "only %u of %u samples show the whole chain in order", full, p.samples->len);
         expect(build_ids > 0, "perf-target's mapping has no build_id");
 
         check_protoc(r.out);
         perf_clear(&p);
+}
+
+static void test_perf_own_process(void) {
+        profile_chain("perf-target-fp", "UNWIND_FRAME_POINTER", false);
         verdict();
 }
+
+/* Without frame pointers, by its cmdline: the chain comes from DWARF unwinding of the
+ * copied stack (perf-unwind-dwarf.c). */
+static void test_perf_dwarf(void) {
+        profile_chain("perf-target-nofp", "UNWIND_DWARF", true);
+        verdict();
+}
+
+
 
 static guint count_pid(const Perf *p, pid_t pid) {
         guint n = 0;
@@ -392,11 +417,13 @@ static void test_perf_scope(void) {
 
 RECORDER_WRAP(test_perf_own_process)
 RECORDER_WRAP(test_perf_scope)
+RECORDER_WRAP(test_perf_dwarf)
 
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         tb_require_system_bus_environment();
         RECORDER_CASE("perf-own-process", test_perf_own_process);
         RECORDER_CASE("perf-scope", test_perf_scope);
+        RECORDER_CASE("perf-dwarf", test_perf_dwarf);
         return tb_test_run(TB_START_SERVICE);
 }
