@@ -415,7 +415,38 @@ static void test_perf_scope(void) {
         verdict();
 }
 
+/* max_daemon_memory_kb: past it, samples go on without callstacks, with a warning. */
+static void test_perf_memory_cap(void) {
+        pid_t mine = spawn_target("tbuser", "30");
+        g_autofree char *cfg = g_strdup_printf("duration_ms: 60000\n"
+                                               "data_sources { config { name: \"linux.perf\" perf_event_config {\n"
+                                               "  timebase { frequency: 1000 counter: SW_CPU_CLOCK }\n"
+                                               "  callstack_sampling { scope { target_pid: %d } user_frames: UNWIND_DWARF }\n"
+                                               "  max_daemon_memory_kb: 1\n"
+                                               "} } }\n", (int) mine);
+        g_autofree char *warnings = NULL;
+        g_auto(Trace) t = { 0 };
+        g_auto(Rec) r = { 0 };
+        Perf p = { 0 };
+        guint with_stack = 0;
+
+        rec_start(&r, "tbuser", "perf-memory-cap.pftrace", cfg);
+        g_usleep(1500 * 1000);
+        warnings = rec_get(&r, "Warnings");
+        record(&r, &t, &p, 0);
+        stop_target(mine);
+        for (guint i = 0; i < p.samples->len; i++)
+                with_stack += ((const Tracebus__TracePacket *) g_ptr_array_index(p.samples, i))->perf_sample->has_callstack_iid;
+        note("memory cap: %u samples, %u with a callstack\n", p.samples->len, with_stack);
+        expect(warnings && strstr(warnings, "max_daemon_memory_kb"), "no warning of the memory cap: %s", warnings);
+        expect(p.samples->len > 0 && with_stack == 0, "%u of %u samples have callstacks past the cap", with_stack,
+               p.samples->len);
+        perf_clear(&p);
+        verdict();
+}
+
 RECORDER_WRAP(test_perf_own_process)
+RECORDER_WRAP(test_perf_memory_cap)
 RECORDER_WRAP(test_perf_scope)
 RECORDER_WRAP(test_perf_dwarf)
 
@@ -425,5 +456,6 @@ int main(int argc, char **argv) {
         RECORDER_CASE("perf-own-process", test_perf_own_process);
         RECORDER_CASE("perf-scope", test_perf_scope);
         RECORDER_CASE("perf-dwarf", test_perf_dwarf);
+        RECORDER_CASE("perf-memory-cap", test_perf_memory_cap);
         return tb_test_run(TB_START_SERVICE);
 }
