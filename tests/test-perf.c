@@ -445,7 +445,51 @@ static void test_perf_memory_cap(void) {
         verdict();
 }
 
+/* The shape of Perfetto's CPU-profiling docs config: linux.perf by cmdline with kernel
+ * frames and a monotonic timestamp_clock, beside linux.process_stats and linux.ftrace,
+ * one DISCARD buffer; as root. */
+static void test_perf_docs_config(void) {
+        g_autofree char *exe = g_build_filename(tb_bus()->build_dir, "tests", "perf-target-fp", NULL);
+        g_autoptr(GArray) syms = read_symbols(exe);
+        pid_t target = spawn_target("tbuser", "30");
+        const char *cfg = "buffers { size_kb: 65536 fill_policy: DISCARD }\n"
+                "data_sources { config { name: \"linux.perf\" perf_event_config {\n"
+                "  timebase { counter: SW_CPU_CLOCK frequency: 100 timestamp_clock: PERF_CLOCK_MONOTONIC }\n"
+                "  callstack_sampling { scope { target_cmdline: \"perf-target-fp\" } kernel_frames: true }\n"
+                "} } }\n"
+                "data_sources { config { name: \"linux.process_stats\" process_stats_config { "
+                "scan_all_processes_on_start: true } } }\n"
+                "data_sources { config { name: \"linux.ftrace\" ftrace_config { ftrace_events: \"sched/sched_switch\" } } }\n"
+                "duration_ms: 60000\n";
+        g_autofree char *warnings = NULL;
+        g_auto(Trace) t = { 0 };
+        g_auto(Rec) r = { 0 };
+        Perf p = { 0 };
+        guint full = 0;
+
+        rec_start(&r, "root", "perf-docs.pftrace", cfg);
+        warnings = rec_get(&r, "Warnings");
+        record(&r, &t, &p, 2000);
+        stop_target(target);
+        for (guint i = 0; i < p.samples->len; i++) {
+                const Tracebus__PerfSample *ps = ((const Tracebus__TracePacket *) g_ptr_array_index(p.samples, i))->perf_sample;
+                g_autoptr(GPtrArray) names = frame_names(&p, ps, syms, exe);
+
+                expect(ps->pid == (guint) target, "a sample of pid %u outside target_cmdline", ps->pid);
+                full += has_chain(names);
+        }
+        note("docs config: %u samples, %u with the chain, %" G_GUINT64_FORMAT " ftrace events\n", p.samples->len, full,
+             n_events(&t));
+        expect(p.samples->len >= 20 && full * 10 >= p.samples->len * 9, "%u of %u samples with the chain", full,
+               p.samples->len);
+        expect(n_events(&t) > 0, "no ftrace events beside the samples");
+        expect(warnings && strstr(warnings, "timestamp_clock"), "no warning of PERF_CLOCK_MONOTONIC: %s", warnings);
+        perf_clear(&p);
+        verdict();
+}
+
 RECORDER_WRAP(test_perf_own_process)
+RECORDER_WRAP(test_perf_docs_config)
 RECORDER_WRAP(test_perf_memory_cap)
 RECORDER_WRAP(test_perf_scope)
 RECORDER_WRAP(test_perf_dwarf)
@@ -457,5 +501,6 @@ int main(int argc, char **argv) {
         RECORDER_CASE("perf-scope", test_perf_scope);
         RECORDER_CASE("perf-dwarf", test_perf_dwarf);
         RECORDER_CASE("perf-memory-cap", test_perf_memory_cap);
+        RECORDER_CASE("perf-docs-config", test_perf_docs_config);
         return tb_test_run(TB_START_SERVICE);
 }
