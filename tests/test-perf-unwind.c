@@ -200,6 +200,21 @@ static void test_unknown_code(void) {
         g_assert_null(frames[0].function);
         g_assert_cmpuint(frames[0].pc, ==, (uintptr_t) jit + 16);
 
+        /* Real code, a stack of noise: any number of frames, no crash, no frame past max. */
+        for (int round = 0; round < 200; round++) {
+                for (size_t i = 0; i < sizeof(garbage); i += 8) {
+                        uint64_t v = round % 2 ? (uintptr_t) dw_chain_a + g_test_rand_int_range(0, 64)
+                                               : ((uint64_t) g_test_rand_int() << 32) | g_test_rand_int();
+                        memcpy(garbage + i, &v, 8);
+                }
+                regs[6] = (uintptr_t) garbage + g_test_rand_int_range(0, sizeof(garbage));    /* BP */
+                regs[8] = (uintptr_t) dw_chain_a + g_test_rand_int_range(0, 64);
+                g_assert_cmpint(perf_unwind_dwarf(p, regs, perf_self_regs_mask(), garbage, sizeof(garbage),
+                                                  frames, G_N_ELEMENTS(frames), &n), ==, 0);
+                g_assert_cmpuint(n, >=, 1);
+                g_assert_cmpuint(n, <=, G_N_ELEMENTS(frames));
+        }
+
         /* No IP: refused, not guessed. */
         g_assert_cmpint(perf_unwind_dwarf(p, regs, perf_self_regs_mask() & ~(1ull << 8), garbage,
                                           sizeof(garbage), frames, G_N_ELEMENTS(frames), &n), ==, -EINVAL);
@@ -392,6 +407,34 @@ static void test_debug_file(void) {
         run((const char *const[]) { "rm", "-rf", tmp, NULL });
 }
 
+/* A library deleted after it was mapped: maps says "(deleted)"; root reads it through
+ * map_files, anyone else gets unnamed frames (its path is gone). */
+static void test_deleted_file(void) {
+        g_autofree char *lib = g_build_filename(g_getenv("TRACEBUS_BUILD_DIR"), "tests", "perf-debug-lib.so", NULL);
+        g_autofree char *tmp = g_dir_make_tmp("tb-unwind-XXXXXX", NULL);
+        g_autofree char *copy = g_build_filename(tmp, "deleted.so", NULL);
+        PerfUnwinder *u = NULL;
+        PerfProcess *p;
+        uintptr_t entry, hidden;
+        PerfFrame f;
+
+        run((const char *const[]) { "cp", lib, copy, NULL });
+        void *h = load(copy, &entry, &hidden);
+        g_assert_cmpint(g_unlink(copy), ==, 0);
+        p = self_process(&u);
+        g_assert_cmpint(perf_symbolize(p, entry, false, &f), ==, 0);
+        g_assert_nonnull(f.mapping);
+        g_assert_true(g_str_has_suffix(f.mapping->path, " (deleted)"));
+        if (geteuid() == 0)
+                g_assert_cmpstr(f.function, ==, "perf_debug_lib_entry");
+        else
+                g_assert_null(f.function);
+        perf_process_free(p);
+        perf_unwinder_free(u);
+        dlclose(h);
+        g_assert_cmpint(g_rmdir(tmp), ==, 0);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/perf-unwind/dwarf", test_dwarf);
@@ -401,5 +444,6 @@ int main(int argc, char **argv) {
         g_test_add_func("/perf-unwind/versioned-name", test_versioned_name);
         g_test_add_func("/perf-unwind/other-process", test_other_process);
         g_test_add_func("/perf-unwind/debug-file", test_debug_file);
+        g_test_add_func("/perf-unwind/deleted-file", test_deleted_file);
         return g_test_run();
 }
