@@ -48,6 +48,8 @@ typedef struct PerfModule {
         PerfProcess *process;
         size_t first, n;                /* in PerfProcess.maps */
         uint64_t inode;
+        Dwfl_Module *mod;
+        uint64_t bytes;                 /* its files' share of PerfProcess.bytes */
         bool described;                 /* build id and load bias copied to the mappings */
 } PerfModule;
 

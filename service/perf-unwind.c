@@ -118,13 +118,18 @@ static void uncharge(PerfProcess *p, uint64_t size) {
         p->bytes -= size;
 }
 
-/* Drops what was read of the process and gives its bytes back to the cap. */
-static void drop_caches(PerfProcess *p) {
+/* The caches of names point into the maps and the modules: dropped with them. */
+static void flush_names(PerfProcess *p) {
         p->names = mfree(p->names);
         for (size_t i = 0; i < p->cap_copies; i++)
                 free(p->copies[i].copy);
         p->copies = mfree(p->copies);
         p->n_copies = p->cap_copies = 0;
+}
+
+/* Drops what was read of the process and gives its bytes back to the cap. */
+static void drop_caches(PerfProcess *p) {
+        flush_names(p);
         if (p->dwfl)
                 dwfl_end(p->dwfl);
         p->dwfl = NULL;
@@ -207,7 +212,7 @@ static int report_modules(PerfProcess *p) {
                 if (!mod)
                         continue;       /* overlaps another: its frames go unnamed */
                 p->modules[n] = (PerfModule) {
-                        .process = p, .first = i, .n = j - i, .inode = p->info[i].inode,
+                        .process = p, .first = i, .n = j - i, .inode = p->info[i].inode, .mod = mod,
                 };
                 void **userdata;
                 dwfl_module_info(mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
@@ -217,18 +222,24 @@ static int report_modules(PerfProcess *p) {
         return dwfl_report_end(p->dwfl, NULL, NULL) == 0 ? 0 : -EIO;
 }
 
-int perf_process_reload_maps(PerfProcess *p) {
+/* dwfl kept the modules reported again with the same file and range, their ELF files
+ * loaded: their bytes stay charged (without a cap check: they are held already). */
+static void carry_modules(PerfProcess *p, const PerfModule *old, size_t n_old) {
+        for (size_t i = 0; i < p->n_modules; i++)
+                for (size_t k = 0; k < n_old; k++)
+                        if (old[k].mod == p->modules[i].mod && old[k].bytes > 0) {
+                                p->modules[i].bytes = old[k].bytes;
+                                p->unwinder->used_bytes += old[k].bytes;
+                                p->bytes += old[k].bytes;
+                                break;
+                        }
+}
+
+static int read_maps(PerfProcess *p) {
         _cleanup_free_ char *text = NULL;
         char path[64];
         size_t len;
         int r;
-
-        drop_caches(p);
-        p->modules = mfree(p->modules);
-        p->maps = mfree(p->maps);
-        p->info = mfree(p->info);
-        p->maps_text = mfree(p->maps_text);
-        p->n_maps = p->n_modules = 0;
 
         snprintf(path, sizeof(path), "/proc/%d/maps", (int) p->pid);
         r = read_full_file(path, PERF_MAPS_MAX_BYTES, &text, &len);
@@ -240,12 +251,42 @@ int perf_process_reload_maps(PerfProcess *p) {
         if (r < 0)
                 return r;
         p->maps_text = TAKE_PTR(text);
-        if (!charge(p, len + 1 + p->n_maps * (sizeof(PerfMapping) + sizeof(PerfMapInfo) + sizeof(PerfModule))))
-                return -ENOBUFS;
-        p->dwfl = dwfl_begin(&p->unwinder->callbacks);
+        return charge(p, len + 1 + p->n_maps * (sizeof(PerfMapping) + sizeof(PerfMapInfo) + sizeof(PerfModule)))
+                ? 0 : -ENOBUFS;
+}
+
+int perf_process_reload_maps(PerfProcess *p) {
+        _cleanup_free_ PerfModule *old = TAKE_PTR(p->modules);
+        size_t n_old = p->n_modules;
+        int r;
+
+        /* Everything is given back, then what dwfl keeps is charged again. */
+        flush_names(p);
+        p->unwinder->used_bytes -= p->bytes;
+        p->bytes = 0;
+        p->maps = mfree(p->maps);
+        p->info = mfree(p->info);
+        p->maps_text = mfree(p->maps_text);
+        p->n_maps = p->n_modules = 0;
+
+        r = read_maps(p);
+        if (r < 0) {
+                drop_caches(p);
+                return r;
+        }
+        if (!p->dwfl)
+                p->dwfl = dwfl_begin(&p->unwinder->callbacks);
+        else
+                dwfl_report_begin(p->dwfl);
         if (!p->dwfl)
                 return -ENOMEM;
-        return report_modules(p);
+        r = report_modules(p);
+        if (r < 0) {
+                drop_caches(p);
+                return r;
+        }
+        carry_modules(p, old, n_old);
+        return 0;
 }
 
 int perf_process_new(PerfUnwinder *u, pid_t pid, PerfProcess **ret) {
@@ -348,6 +389,7 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwar
                 uncharge(p, st.st_size);
                 return -1;
         }
+        m->bytes += st.st_size;
         elf_cntl(elf, ELF_C_FDDONE);
         /* Debuglinks are looked up next to this name, in the process's own root. */
         if (asprintf(file_name, "/proc/%d/root%s", (int) p->pid, modname) < 0)
@@ -376,6 +418,7 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
                 *debuginfo_file_name = NULL;
                 return -1;
         }
+        m->bytes += st.st_size;
         return fd;
 }
 

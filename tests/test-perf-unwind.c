@@ -98,6 +98,9 @@ static void test_dwarf(void) {
                 const char *names[64];
                 size_t n = 0;
 
+                /* Halfway, as after an mmap record: the unwinder stays attached. */
+                if (i == s.n_samples / 2)
+                        g_assert_cmpint(perf_process_reload_maps(p), ==, 0);
                 g_assert_cmpint(perf_unwind_dwarf(p, s.samples[i].regs, perf_self_regs_mask(),
                                                   s.samples[i].stack, s.samples[i].stack_len,
                                                   frames, G_N_ELEMENTS(frames), &n), ==, 0);
@@ -407,6 +410,42 @@ static void test_debug_file(void) {
         run((const char *const[]) { "rm", "-rf", tmp, NULL });
 }
 
+/* A reload keeps the files of unchanged mappings (and their charge), and sees new ones. */
+static void test_reload(void) {
+        g_autofree char *lib = g_build_filename(g_getenv("TRACEBUS_BUILD_DIR"), "tests", "perf-debug-lib.so", NULL);
+        PerfUnwinder *u = NULL;
+        PerfProcess *p = self_process(&u);
+        uintptr_t entry, hidden;
+        GStatBuf st;
+        PerfFrame f;
+
+        g_assert_cmpint(perf_symbolize(p, (uintptr_t) dw_chain_a, false, &f), ==, 0);
+        g_assert_cmpstr(f.function, ==, "dw_chain_a");
+        g_assert_cmpint(g_stat(f.mapping->path, &st), ==, 0);      /* this binary */
+        void *h = load(lib, &entry, &hidden);
+        g_assert_cmpint(perf_symbolize(p, entry, false, &f), ==, 0);
+        g_assert_null(f.mapping);                       /* mapped after the maps were read */
+
+        g_assert_cmpint(perf_process_reload_maps(p), ==, 0);
+        /* The binary's file is still held and charged: the maps' bytes alone are less. */
+        g_assert_cmpuint(perf_unwinder_memory_used(u), >=, (uint64_t) st.st_size);
+        g_assert_cmpint(perf_symbolize(p, (uintptr_t) dw_chain_a, false, &f), ==, 0);
+        g_assert_cmpstr(f.function, ==, "dw_chain_a");
+        g_assert_cmpint(perf_symbolize(p, entry, false, &f), ==, 0);
+        g_assert_cmpstr(f.function, ==, "perf_debug_lib_entry");
+        dlclose(h);
+
+        /* Unmapped: its file is given back at the next reload. */
+        uint64_t before = perf_unwinder_memory_used(u);
+        g_assert_cmpint(perf_process_reload_maps(p), ==, 0);
+        g_assert_cmpint(perf_symbolize(p, entry, false, &f), ==, 0);
+        g_assert_null(f.function);
+        g_assert_cmpuint(perf_unwinder_memory_used(u), <, before);
+        perf_process_free(p);
+        g_assert_cmpuint(perf_unwinder_memory_used(u), ==, 0);
+        perf_unwinder_free(u);
+}
+
 /* A library deleted after it was mapped: maps says "(deleted)"; root reads it through
  * map_files, anyone else gets unnamed frames (its path is gone). */
 static void test_deleted_file(void) {
@@ -445,5 +484,6 @@ int main(int argc, char **argv) {
         g_test_add_func("/perf-unwind/other-process", test_other_process);
         g_test_add_func("/perf-unwind/debug-file", test_debug_file);
         g_test_add_func("/perf-unwind/deleted-file", test_deleted_file);
+        g_test_add_func("/perf-unwind/reload", test_reload);
         return g_test_run();
 }
