@@ -87,6 +87,10 @@ static inline bool streq(const char *a, const char *b) {
         return strcmp(a, b) == 0;
 }
 
+/* Accounts @size bytes about to be held; false (and flagged) over the cap. */
+bool perf_process_charge(PerfProcess *p, uint64_t size);
+void perf_process_uncharge(PerfProcess *p, uint64_t size);
+
 /* Fills @f for @pc, looked up as @lookup (pc - 1 for a return address). */
 void perf_process_name_frame(PerfProcess *p, uint64_t pc, uint64_t lookup, PerfFrame *f);
 /* Reads 8 bytes at @addr from the file bytes of the module mapped there. */
