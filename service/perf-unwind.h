@@ -63,8 +63,10 @@ bool perf_unwinder_take_memory_exceeded(PerfUnwinder *u);
  * would cross the memory cap (flagged as for a file). */
 int perf_process_new(PerfUnwinder *u, pid_t pid, PerfProcess **ret);
 PerfProcess *perf_process_free(PerfProcess *p);
-/* Reads the maps again (after an mmap or exec record); drops the files opened. Errors
- * as perf_process_new(); after one, the process names nothing until a reload works. */
+/* Reads the maps again (after an exec, or an mmap record; cheaper still: when a pc
+ * falls in no mapping). The files of mappings that did not change stay open; the
+ * PerfMapping and name pointers handed out before are invalid. Errors as
+ * perf_process_new(); after one, the process names nothing until a reload works. */
 int perf_process_reload_maps(PerfProcess *p);
 /* The process's mappings, in address order. */
 size_t perf_process_mappings(const PerfProcess *p, const PerfMapping **ret);
