@@ -13,6 +13,7 @@ struct PerfUnwinder {
         uint64_t max_bytes;             /* 0: no cap */
         uint64_t used_bytes;            /* file bytes held by all processes */
         bool exceeded;                  /* a file was left out since the last take */
+        bool denied;                    /* a file was refused by the kernel since then */
         char *debug_path;               /* dwfl's debuginfo_path: ":.debug:" + the dirs */
         Dwfl_Callbacks callbacks;       /* points at debug_path; shared by every Dwfl */
         uint8_t *vdso;                  /* a copy of the service's vDSO: the kernel's, */

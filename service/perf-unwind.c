@@ -100,6 +100,12 @@ bool perf_unwinder_take_memory_exceeded(PerfUnwinder *u) {
         return r;
 }
 
+bool perf_unwinder_take_files_denied(PerfUnwinder *u) {
+        bool r = u->denied;
+        u->denied = false;
+        return r;
+}
+
 bool perf_process_charge(PerfProcess *p, uint64_t size) {
         PerfUnwinder *u = p->unwinder;
 
@@ -352,6 +358,8 @@ static int open_mapped_file(const PerfModule *m, struct stat *st) {
         fd = open(path, O_PATH | O_CLOEXEC);
         if (fd < 0) {
                 fd = open_in_root(p->pid, first->path);
+                if (fd == -EACCES || fd == -EPERM)
+                        p->unwinder->denied = true;
                 if (fd < 0)
                         return fd;
         }

@@ -58,6 +58,10 @@ int perf_unwinder_set_debug_dirs(PerfUnwinder *u, const char *dirs);
  * last call (the caller warns once: "max_daemon_memory_kb reached"). */
 uint64_t perf_unwinder_memory_used(const PerfUnwinder *u);
 bool perf_unwinder_take_memory_exceeded(PerfUnwinder *u);
+/* Whether the kernel refused a mapped file since the last call (EACCES/EPERM on
+ * /proc/PID/root: the service lacks CAP_SYS_PTRACE for a process of another uid), so
+ * that the caller warns once that those frames have no names. */
+bool perf_unwinder_take_files_denied(PerfUnwinder *u);
 
 /* Reads /proc/PID/maps now. -ESRCH: the process is gone; -ENOBUFS: its maps alone
  * would cross the memory cap (flagged as for a file). */

@@ -10,7 +10,10 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -474,6 +477,81 @@ static void test_deleted_file(void) {
         g_assert_cmpint(g_rmdir(tmp), ==, 0);
 }
 
+/* Without CAP_SYS_PTRACE (the shipped unit's case), a process of another uid: its maps
+ * are read (6.18 shows them), its files are refused, its frames go unnamed and the
+ * caller is told. */
+static int drop_capabilities(void) {
+        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+        struct __user_cap_data_struct d[2];
+        static const int caps[] = { CAP_SYS_PTRACE, CAP_SYS_ADMIN, CAP_CHECKPOINT_RESTORE };
+
+        if (syscall(SYS_capget, &h, d) < 0)
+                return -errno;
+        for (size_t i = 0; i < G_N_ELEMENTS(caps); i++) {
+                d[caps[i] / 32].effective &= ~(1u << (caps[i] % 32));
+                d[caps[i] / 32].permitted &= ~(1u << (caps[i] % 32));
+        }
+        return syscall(SYS_capset, &h, d) < 0 ? -errno : 0;
+}
+
+static int name_as_unprivileged(pid_t target) {
+        PerfUnwinder *u = NULL;
+        PerfProcess *p = NULL;
+        PerfFrame f;
+
+        if (drop_capabilities() < 0 || perf_unwinder_new(0, &u) < 0)
+                return 2;
+        /* Kernels that refuse the maps as well say so at once. */
+        int r = perf_process_new(u, target, &p);
+        if (r == -EACCES || r == -EPERM)
+                return 0;
+        if (r < 0)
+                return 2;
+        perf_symbolize(p, (uintptr_t) dw_chain_a, false, &f);
+        return !f.function && f.mapping && perf_unwinder_take_files_denied(u) ? 0 : 3;
+}
+
+static void test_files_denied(void) {
+        int pipefd[2], status;
+        char c;
+
+        if (geteuid() != 0) {
+                g_test_skip("needs root: a process of another uid, and capabilities to drop");
+                return;
+        }
+        g_assert_cmpint(pipe(pipefd), ==, 0);
+        pid_t target = fork();
+        g_assert_cmpint(target, >=, 0);
+        if (target == 0) {
+                close(pipefd[1]);
+                /* nobody, dumpable again as a process started by that user would be. */
+                if (setresgid(65534, 65534, 65534) < 0 || setresuid(65534, 65534, 65534) < 0 ||
+                    prctl(PR_SET_DUMPABLE, 1) < 0)
+                        _exit(1);
+                (void) !read(pipefd[0], &c, 1);
+                _exit(0);
+        }
+        close(pipefd[0]);
+        /* The target has changed its uid once /proc says so. */
+        for (int i = 0; i < 500; i++) {
+                g_autofree char *path = g_strdup_printf("/proc/%d", (int) target);
+                GStatBuf st;
+                if (g_stat(path, &st) == 0 && st.st_uid == 65534)
+                        break;
+                g_usleep(10000);
+        }
+        pid_t checker = fork();
+        g_assert_cmpint(checker, >=, 0);
+        if (checker == 0)
+                _exit(name_as_unprivileged(target));
+        g_assert_cmpint(waitpid(checker, &status, 0), ==, checker);
+        g_assert_true(WIFEXITED(status));
+        g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+        close(pipefd[1]);
+        g_assert_cmpint(waitpid(target, &status, 0), ==, target);
+        g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/perf-unwind/dwarf", test_dwarf);
@@ -485,5 +563,6 @@ int main(int argc, char **argv) {
         g_test_add_func("/perf-unwind/debug-file", test_debug_file);
         g_test_add_func("/perf-unwind/deleted-file", test_deleted_file);
         g_test_add_func("/perf-unwind/reload", test_reload);
+        g_test_add_func("/perf-unwind/files-denied", test_files_denied);
         return g_test_run();
 }
