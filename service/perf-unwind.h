@@ -54,7 +54,7 @@ PerfUnwinder *perf_unwinder_free(PerfUnwinder *u);
 /* Colon-separated directories searched for <dir>/.build-id/xx/rest.debug and debuglinks;
  * the default is "/usr/lib/debug". For tests and for packagers. */
 int perf_unwinder_set_debug_dirs(PerfUnwinder *u, const char *dirs);
-/* Bytes of files held open now, and whether a file was left out for the cap since the
+/* Bytes held now (files, maps, caches), and whether something was left out for the cap since the
  * last call (the caller warns once: "max_daemon_memory_kb reached"). */
 uint64_t perf_unwinder_memory_used(const PerfUnwinder *u);
 bool perf_unwinder_take_memory_exceeded(PerfUnwinder *u);
