@@ -45,3 +45,6 @@
 #define TB_ERROR_REQUEST_TOO_LARGE      TB_ERROR_PREFIX "RequestTooLarge"
 /* A live session of the caller's has the config's unique_session_name. */
 #define TB_ERROR_SESSION_NAME_IN_USE    TB_ERROR_PREFIX "SessionNameInUse"
+/* helper "rotate": bad RotateEveryMs, RotateBytes or RotateKeep, rotation of a session
+ * that cannot rotate, or SetNextOutput on a session that does not rotate. */
+#define TB_ERROR_INVALID_ROTATION       TB_ERROR_PREFIX "InvalidRotation"

@@ -13,7 +13,7 @@
 #include "tracefs-instance.h"
 
 /* The Output fd must be something the caller could write a trace into itself. */
-static int take_output_fd(int fd, uid_t uid, int *ret, sd_bus_error *error) {
+int bus_take_output_fd(int fd, uid_t uid, int *ret, sd_bus_error *error) {
         const char *why = NULL;
         int r;
 
@@ -240,7 +240,7 @@ static int method_start(sd_bus_message *message, void *userdata, sd_bus_error *e
                         return -ENOMEM;
         }
         if (o.output_fd >= 0) {
-                r = take_output_fd(o.output_fd, req->uid, &req->start.output_fd, error);
+                r = bus_take_output_fd(o.output_fd, req->uid, &req->start.output_fd, error);
                 if (r < 0)
                         return r;
         }

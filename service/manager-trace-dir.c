@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "fd-util.h"
@@ -58,6 +59,7 @@ struct PendingStart {
         TraceDirFileId file_id;
         uint64_t usage;
         char *refused_entry;
+        int dir_fd;                   /* helper "rotate": a rotating session's chunks go there */
 };
 
 static PendingStart *pending_start_of(WorkerJob *job) {
@@ -131,6 +133,7 @@ static PendingStart *pending_start_free(PendingStart *p) {
                 (void) unlink(p->path);
         free(p->path);
         safe_close(p->fd);
+        safe_close(p->dir_fd);
         start_request_done(&p->request);
         free(p->skip);
         free(p->refused_entry);
@@ -148,6 +151,20 @@ static void pending_start_unlink(Manager *m, PendingStart *p) {
         p->next = p->prev = NULL;
 }
 
+/* helper "rotate": a rotating session's file is the first of its chunks, NAME.0; the
+ * recorder creates NAME.1, ... next to it. */
+static int name_first_chunk(int dir_fd, char **path) {
+        _cleanup_free_ char *chunk = NULL;
+        const char *name = strrchr(*path, '/') + 1;
+
+        if (asprintf(&chunk, "%s.0", *path) < 0)
+                return -ENOMEM;
+        if (renameat2(dir_fd, name, dir_fd, strrchr(chunk, '/') + 1, RENAME_NOREPLACE) < 0)
+                return -errno;
+        free_and_replace(*path, chunk);
+        return 0;
+}
+
 /* On the worker thread. */
 static void pending_start_run(WorkerJob *job) {
         PendingStart *p = pending_start_of(job);
@@ -161,6 +178,11 @@ static void pending_start_run(WorkerJob *job) {
         snprintf(hint, sizeof(hint), "%" PRIu64, p->id);
         p->fd = trace_dir_create_file(dir_fd, p->state_dir, p->request.uid, hint, &p->path, &p->file_id);
         p->result = MIN(p->fd, 0);
+        if (p->result >= 0 && (p->request.config.rotate_every_ms > 0 || p->request.config.rotate_bytes > 0)) {
+                p->result = name_first_chunk(dir_fd, &p->path);
+                if (p->result >= 0)
+                        p->dir_fd = TAKE_FD(dir_fd);
+        }
 }
 
 static bool is_refusal(int r) {
@@ -183,6 +205,8 @@ static int pending_start_finish(Manager *m, PendingStart *p, StartResult *res) {
         output.fd = TAKE_FD(p->fd);
         output.path = p->path;
         output.budget = &p->quota->budget;
+        output.has_chunk_dir = p->dir_fd >= 0;
+        output.chunk_dir_fd = TAKE_FD(p->dir_fd);
         r = manager_create_session(m, &p->request, p->id, &output, res);
         if (r < 0)
                 return r;
@@ -285,6 +309,7 @@ void manager_start_in_trace_dir(Manager *m, StartRequest *req, StartCallback cal
                 .userdata = userdata,
                 .state_dir = m->state_dir,
                 .fd = -EBADF,
+                .dir_fd = -EBADF,
         };
         *req = (StartRequest) { .uid = req->uid, .output_fd = -EBADF };
         res.request = &p->request;

@@ -292,6 +292,9 @@ void *recorder_thread_main(void *userdata) {
                 recorder_publish_stats(rec);
                 if (stopping)
                         break;
+                r = recorder_rotate_if_due(rec);
+                if (r < 0)
+                        return finish(rec, end_for_write_error(r), r), NULL;
                 if (!write_due(rec))
                         continue;
                 r = service_tracks_append_instant(&rec->writer, now_ns(CLOCK_BOOTTIME), "periodic write");

@@ -90,3 +90,24 @@ int recorder_warn(Recorder *r, const char *fmt, ...) _printf_(2, 3);
 char **recorder_take_warnings(Recorder *r, size_t *ret_dropped);
 /* Puts a warning the session made on the event loop (session_warn()) into the trace. */
 int recorder_trace_warning(Recorder *r, const char *text);
+
+/* helper "rotate" (recorder-rotate.c): with RotateEveryMs or RotateBytes, the trace is
+ * written as chunks, each a trace that loads alone: at the end of a drain pass the
+ * chunk gets its closing clock snapshot, then the next output gets the opening packets
+ * again (clocks, system info, the config, track descriptors, every live process and
+ * thread), each sequence's incremental state cleared. Every event goes into exactly one
+ * chunk. The next chunk's output is a file the recorder creates in the trace directory
+ * (recorder_set_chunk_dir()), or an fd handed over ahead (recorder_set_next_output());
+ * without one the current chunk goes on, with a warning. */
+bool recorder_rotates(const Recorder *r);
+/* Chunks as DIR_FD/BASE.N, N from 1 (chunk 0 is the output the recorder was made with),
+ * owned by @uid, the oldest beyond RotateKeep deleted. Takes @dir_fd, also on failure. */
+int recorder_set_chunk_dir(Recorder *r, int dir_fd, const char *base, uid_t uid);
+/* The output of the next chunk (taken; replaces one not used yet). -ENOTCONN when the
+ * recorder does not rotate or creates its chunks itself. Thread-safe. */
+int recorder_set_next_output(Recorder *r, int fd);
+/* Readable after each rotation (read it to re-arm); recorder_chunk_index() then says
+ * which chunk is being written. */
+int recorder_rotated_fd(const Recorder *r);
+uint32_t recorder_chunk_index(const Recorder *r);
+

@@ -250,6 +250,14 @@ static void on_changed(Session *s, SessionChange what, void *userdata) {
                                                      (char *) "EventsLost", NULL });
         if (what & SESSION_CHANGED_WARNINGS)
                 emit_changed(c->bus, s, (char *[]) { (char *) "Warnings", NULL });
+        if (what & SESSION_CHANGED_ROTATED)
+                session_rotate_dbus_emit(c->bus, s);
+}
+
+const char *session_dbus_owner(const Session *s) {
+        const SessionDBus *d = s->observer_data;
+
+        return d ? d->owner_name : NULL;
 }
 
 /* Answers the queued Stop calls and sends SessionEnded to the owner. */
@@ -543,5 +551,8 @@ const sd_bus_vtable session_vtable[] = {
                                 method_session_stop, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Detach", SD_BUS_ARGS("s", key), SD_BUS_NO_RESULT,
                                 method_session_detach, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("SetNextOutput", SD_BUS_ARGS("h", fd), SD_BUS_NO_RESULT,
+                                session_rotate_dbus_set_next_output, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_SIGNAL_WITH_ARGS("Rotated", SD_BUS_ARGS("u", index), 0),
         SD_BUS_VTABLE_END
 };

@@ -204,5 +204,11 @@ int trace_writer_flush(TraceWriter *w);
 /* Bytes kept in memory, not written yet. */
 size_t trace_writer_pending(const TraceWriter *w);
 
+/* helper "rotate": from now on the writer writes into @fd (not owned), a FILE output
+ * until trace_writer_set_output() says otherwise, as a new trace: the first packet of
+ * every sequence marks it first again and clears its incremental state. Call it with
+ * nothing pending (after trace_writer_flush()). */
+void trace_writer_begin_output(TraceWriter *w, int fd);
+
 /* Encoding helpers, exposed for the unit tests. */
 size_t varint_encode(uint64_t v, uint8_t out[static 10]);
