@@ -184,6 +184,8 @@ static int open_chunk(Recorder *rec, int fd) {
 
         /* No tracing_started in a later chunk: trace_processor would drop the events
          * still in the kernel's buffers from before it, which this chunk holds. */
+        if (rec->parser)
+                ftrace_parser_forget_symbols(rec->parser);
         rec->chunk_opening = true;
         r = recorder_append_opening_packets(rec);
         rec->chunk_opening = false;

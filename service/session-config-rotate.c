@@ -29,8 +29,6 @@ int session_config_load_rotation(SessionConfig *c, const SessionRotation *r, cha
         if (!c->write_into_file)
                 return session_config_error(ret_error, "rotation needs write_into_file: a ring or discard "
                                             "buffer is written only at the end, so there is nothing to cut.");
-        if (c->symbolize_ksyms)
-                return session_config_error(ret_error, "rotation does not support symbolize_ksyms yet.");
         c->rotate_every_ms = r->every_ms;
         c->rotate_bytes = r->bytes;
         c->rotate_keep = r->keep;

@@ -53,6 +53,9 @@ void cli_help(FILE *f) {
                 "      --add-attribute KEY[=VALUE]  Put KEY=VALUE into the trace's attributes (repeatable)\n"
                 "      --notify-fd FD     Write one byte into FD once recording started (0), or failed (1)\n"
                 "      --query-raw        Your sessions as a TracingServiceState protobuf (see tracebus(1))\n"
+                "      --rotate-every DURATION  Write FILE.0, FILE.1, ...: a new chunk every DURATION (1s at least)\n"
+                "      --rotate-size SIZE  ... or once a chunk holds SIZE (1mb at least); each chunk loads alone\n"
+                "      --keep N           With rotation: keep the newest N chunks, delete the older ones\n"
                 "      --no-ask-password  Do not ask for a password to authorize (polkit)\n"
                 "  -h, --help             Show this help\n"
                 "      --version          Show the version\n"
@@ -128,8 +131,10 @@ static int check_record(const Args *a) {
 
 /* The combinations perfetto refuses, refused with its reasons; then our own. */
 static int check_combinations(Args *a) {
-        int r;
+        int r = cli_check_rotation(a);
 
+        if (r < 0)
+                return r;
         if (a->mode == MODE_QUERY || a->mode == MODE_LIST_EVENTS || a->mode == MODE_STOP_ALL ||
             a->mode == MODE_STOP_SESSION) {
                 static const char *const names[] = {
@@ -205,6 +210,7 @@ enum {
         ARG_TXT = 0x100, ARG_NO_CLOBBER, ARG_VERSION, ARG_DETACH, ARG_ATTACH, ARG_STOP, ARG_IS_DETACHED,
         ARG_QUERY, ARG_QUERY_RAW, ARG_LONG, ARG_JSON, ARG_LIST_EVENTS, ARG_STOP_ALL, ARG_STOP_SESSION,
         ARG_NO_ASK_PASSWORD, ARG_NOTIFY_FD, ARG_ANDROID_ONLY, ARG_TXT_LOSSY, ARG_ADD_ATTRIBUTE,
+        ARG_ROTATE_EVERY, ARG_ROTATE_SIZE, ARG_KEEP,
 };
 
 static const struct option options[] = {
@@ -250,6 +256,9 @@ static const struct option options[] = {
         { "clone-by-name",   required_argument, NULL, ARG_ANDROID_ONLY },
         { "clone-for-bugreport", no_argument,   NULL, ARG_ANDROID_ONLY },
         { "txt-lossy",       no_argument,       NULL, ARG_TXT_LOSSY },
+        { "rotate-every",    required_argument, NULL, ARG_ROTATE_EVERY },
+        { "rotate-size",     required_argument, NULL, ARG_ROTATE_SIZE },
+        { "keep",            required_argument, NULL, ARG_KEEP },
         {}
 };
 
@@ -343,6 +352,10 @@ static int parse_option(Args *a, int c, const char *arg) {
         case ARG_STOP_SESSION:
                 a->stop_session = arg;
                 return set_mode(a, MODE_STOP_SESSION) ?: 1;
+        case ARG_ROTATE_EVERY:
+        case ARG_ROTATE_SIZE:
+        case ARG_KEEP:
+                return cli_parse_rotate_option(a, c == ARG_ROTATE_EVERY ? 't' : c == ARG_ROTATE_SIZE ? 's' : 'k', arg) ?: 1;
         default:
                 fprintf(stderr, "Try '%s --help' for more information.\n", program_invocation_short_name);
                 return -EINVAL;

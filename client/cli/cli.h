@@ -79,6 +79,11 @@ typedef struct Args {
         int notify_fd;               /* --notify-fd; -1: none */
         char **attributes;           /* --add-attribute key[=value], in order */
         bool query_raw;              /* --query-raw */
+
+        /* helper "rotate" (cli-rotate.c): chunks FILE.0, FILE.1, ... */
+        uint64_t rotate_every_ms;    /* --rotate-every; 0: none */
+        uint64_t rotate_bytes;       /* --rotate-size; 0: none */
+        uint32_t rotate_keep;        /* --keep; 0: every chunk */
 } Args;
 
 /* cli-args.c */
@@ -207,3 +212,22 @@ int cli_print_new_warnings(char ***printed, char **l);
 bool cli_has_new_warnings(char **printed, char **l);
 /* Start's (or Attach's) reply: the session's path, and Start's warnings. */
 int cli_read_start_reply(sd_bus_message *reply, const char **ret_path, char ***ret_warnings);
+
+/* cli-rotate.c (helper "rotate"): --rotate-every, --rotate-size, --keep. */
+int cli_parse_rotate_option(Args *a, int option, const char *arg);
+int cli_check_rotation(const Args *a);
+static inline bool cli_rotates(const Args *a) {
+        return a->rotate_every_ms > 0 || a->rotate_bytes > 0;
+}
+/* -o FILE (or stdout) opened by the caller, or FILE.0 with rotation; -EBADF without -o.
+ * Remembers @a for the calls below. */
+int cli_open_output(const Args *a);
+/* Where the trace goes, for messages ("FILE.0, FILE.1, ..." with rotation). */
+char *cli_output_label(const Args *a);
+/* Start's RotateEveryMs and RotateBytes, in the open a{sv} (--keep is tracebus's own). */
+int cli_append_rotate_options(sd_bus_message *m);
+/* After Start: hands over chunk 1's output and follows Session.Rotated, handing over each
+ * next chunk's and deleting the oldest beyond --keep. */
+int cli_rotation_start(sd_bus *bus, const char *session, const char *service);
+/* At the end: removes the chunk handed over but never begun. */
+void cli_rotation_end(void);
