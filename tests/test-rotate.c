@@ -10,6 +10,7 @@
  * are found exactly once over all the chunks; --keep and RotateKeep delete the oldest.
  */
 #include <fcntl.h>
+#include <gio/gunixfdlist.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -358,6 +359,103 @@ static void test_trace_dir(void) {
         }
 }
 
+static char **strv_prop(const char *path, const char *name) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GVariant) v = tb_get_property(tb_bus()->conn, path, TB_SESSION_IFACE, name, &error);
+
+        g_assert_no_error(error);
+        return g_variant_dup_strv(v, NULL);
+}
+
+/* Calls @method on @path as root with @fd as the message's fd 0; the reply, or NULL and
+ * *error. */
+static GVariant *root_call_fd(const char *path, const char *iface, const char *method, GVariant *args, int fd,
+                              GError **error) {
+        g_autoptr(GUnixFDList) fds = g_unix_fd_list_new();
+
+        g_assert_cmpint(g_unix_fd_list_append(fds, fd, NULL), ==, 0);
+        return g_dbus_connection_call_with_unix_fd_list_sync(tb_bus()->conn, TB_BUS_NAME, path, iface, method, args,
+                                                             NULL, G_DBUS_CALL_FLAGS_NONE, 30000, fds, NULL, NULL,
+                                                             error);
+}
+
+/* Root's session into @fd, rotating every @every_ms (0: not), detached under @key. */
+static char *root_start(const char *config, int fd, guint64 every_ms, const char *key) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GVariant) reply = NULL;
+        GVariantBuilder b;
+        const char *path;
+
+        g_variant_builder_init(&b, G_VARIANT_TYPE("a{sv}"));
+        g_variant_builder_add(&b, "{sv}", "Output", g_variant_new_handle(0));
+        g_variant_builder_add(&b, "{sv}", "DetachKey", g_variant_new_string(key));
+        if (every_ms > 0)
+                g_variant_builder_add(&b, "{sv}", "RotateEveryMs", g_variant_new_uint64(every_ms));
+        reply = root_call_fd(TB_MANAGER_PATH, TB_MANAGER_IFACE, "Start", g_variant_new("(sa{sv})", config, &b), fd,
+                             &error);
+        g_assert_no_error(error);
+        g_variant_get_child(reply, 0, "&o", &path);
+        return g_strdup(path);
+}
+
+static char *set_next_error(const char *path, int fd) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GVariant) reply = root_call_fd(path, TB_SESSION_IFACE, "SetNextOutput", g_variant_new("(h)", 0), fd,
+                                                 &error);
+
+        return error ? g_dbus_error_get_remote_error(error) : NULL;
+}
+
+/* With an Output fd and no SetNextOutput, a due rotation does not happen: the chunk goes
+ * on, with a warning. SetNextOutput of a session that does not rotate is InvalidRotation;
+ * of another user's session (root sees it), NoSuchSession. */
+static void test_no_next_output(void) {
+        g_autofree char *dir = make_user_dir("tbuser", "rot-nonext");
+        g_autofree char *out = g_build_filename(dir, "t.pftrace", NULL), *out2 = g_build_filename(dir, "u.pftrace", NULL);
+        g_autofree char *text = config_text(60000);
+        g_autofree char *config = g_strconcat(text, "write_into_file: true\n", NULL);
+        g_autofree char *path = NULL, *plain = NULL, *joined = NULL, *e1 = NULL, *e2 = NULL;
+        g_auto(GStrv) warnings = NULL, tok = NULL;
+        g_auto(TbCommandResult) start = { 0 };
+        g_auto(Chunk) c = { 0 };
+        int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        int fd2 = open(out2, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        g_autofree char *spare = g_build_filename(dir, "spare", NULL);
+        int null = open(spare, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        const char *const argv[] = { "busctl", "--system", "call", TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_IFACE,
+                                     "Start", "sa{sv}", config, "0", NULL };
+
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpint(fd2, >=, 0);
+        path = root_start(config, fd, 1000, "rot-nonext");
+        plain = root_start(config, fd2, 0, "rot-plain");
+        g_assert_true(tb_run_as_user("tbuser", argv, &start, NULL));
+        tok = busctl_tokens(start.out);
+        g_assert_cmpuint(g_strv_length(tok), >=, 2);
+        tb_sleep_scaled(2500);
+
+        warnings = strv_prop(path, "Warnings");
+        joined = g_strjoinv("|", warnings);
+        note("Warnings: %s\n", joined);
+        g_assert_nonnull(strstr(joined, "chunk 1 has no output"));
+
+        e1 = set_next_error(plain, null);
+        g_assert_cmpstr(e1, ==, TB_ERROR_INVALID_ROTATION);
+        e2 = set_next_error(tok[1], null);
+        g_assert_cmpstr(e2, ==, TB_ERROR_NO_SUCH_SESSION);
+
+        root_stop(path);
+        root_stop(plain);
+        root_stop(tok[1]);
+        wait_over(path, 30000);
+        /* One chunk, the whole trace, complete. */
+        read_chunk(out, &c);
+        assert_file_complete(out);
+        close(fd);
+        close(fd2);
+        close(null);
+}
+
 int main(int argc, char **argv) {
         if (!freopen("/dev/null", "r", stdin))
                 return EXIT_FAILURE;
@@ -369,5 +467,6 @@ int main(int argc, char **argv) {
         tb_test_add_isolated("/bus/rotate/cli-size", test_cli_size);
         tb_test_add_isolated("/bus/rotate/cli-keep", test_cli_keep);
         tb_test_add_isolated("/bus/rotate/trace-dir", test_trace_dir);
+        tb_test_add_isolated("/bus/rotate/no-next-output", test_no_next_output);
         return tb_test_run(TB_START_SERVICE);
 }
