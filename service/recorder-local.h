@@ -100,7 +100,6 @@ struct Recorder {
         uint64_t chunk_started_ns;               /* CLOCK_MONOTONIC */
         uint64_t chunk_start_bytes;              /* writer.stats.bytes_written then */
         _Atomic uint32_t chunk_index;            /* the chunk being written */
-        bool chunk_opening;                      /* its opening packets are being written */
         bool next_missing_warned;                /* for this chunk */
         pthread_mutex_t next_lock;
         int next_fd;                             /* SetNextOutput's, under next_lock; -EBADF: none */

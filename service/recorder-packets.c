@@ -160,7 +160,7 @@ static int append_ftrace_stats(Recorder *rec, bool end) {
                 r = trace_instance_read_cpu_stats_fd(rec->stats_fds[cpu], &s);
                 if (r < 0)
                         return r;
-                if (!end && !rec->chunk_opening)
+                if (!end)
                         rec->start_stats[cpu] = s;
                 cpu_stats_to_proto(cpu, &s, &cpu_stats[cpu]);
                 ptrs[cpu] = &cpu_stats[cpu];

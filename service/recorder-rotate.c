@@ -13,6 +13,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -171,6 +172,24 @@ static int renew_process_tree(Recorder *rec) {
         return recorder_describe_all_processes(rec);
 }
 
+/* The chunk's opening packets. FtraceStats at its start are the kernel's counters now;
+ * the session's loss is still counted from the trace's start. */
+static int append_chunk_opening(Recorder *rec) {
+        _cleanup_free_ TraceCpuStats *kept = NULL;
+        int r;
+
+        if (rec->n_cpus > 0) {
+                kept = malloc(rec->n_cpus * sizeof(TraceCpuStats));
+                if (!kept)
+                        return -ENOMEM;
+                memcpy(kept, rec->start_stats, rec->n_cpus * sizeof(TraceCpuStats));
+        }
+        r = recorder_append_opening_packets(rec);
+        if (kept)
+                memcpy(rec->start_stats, kept, rec->n_cpus * sizeof(TraceCpuStats));
+        return r;
+}
+
 static int open_chunk(Recorder *rec, int fd) {
         int r;
 
@@ -186,9 +205,7 @@ static int open_chunk(Recorder *rec, int fd) {
          * still in the kernel's buffers from before it, which this chunk holds. */
         if (rec->parser)
                 ftrace_parser_forget_symbols(rec->parser);
-        rec->chunk_opening = true;
-        r = recorder_append_opening_packets(rec);
-        rec->chunk_opening = false;
+        r = append_chunk_opening(rec);
         if (r >= 0)
                 r = renew_process_tree(rec);
         if (r < 0)
