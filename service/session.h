@@ -110,6 +110,10 @@ struct Session {
          * thread; its last call writes @final_fd (owned by @final_source) to wake the loop. */
         sd_event_source *final_source;
         int final_fd;
+        /* Helper "clone" (session-clone.c): the clone running, one at a time, and when
+         * the last began (CLOCK_MONOTONIC; 0: never), for the rate limit. */
+        struct SessionClone *clone;
+        uint64_t last_clone_usec;
 };
 
 /* Session ids (manager_new_session_id()) are at most this: 48 random bits. */
