@@ -45,3 +45,5 @@
 #define TB_ERROR_REQUEST_TOO_LARGE      TB_ERROR_PREFIX "RequestTooLarge"
 /* A live session of the caller's has the config's unique_session_name. */
 #define TB_ERROR_SESSION_NAME_IN_USE    TB_ERROR_PREFIX "SessionNameInUse"
+/* A snapshot of the session is being written, or the last began within CloneMinIntervalSec=. */
+#define TB_ERROR_CLONE_RATE_LIMITED     TB_ERROR_PREFIX "CloneRateLimited"

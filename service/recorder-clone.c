@@ -20,6 +20,7 @@ int recorder_clone(Recorder *rec, RecorderClone *c) {
 
         c->error = 0;
         c->events = c->copy_ns = 0;
+        c->streamed = false;
         trace_writer_snapshot_init(&c->snapshot);
         if (!atomic_compare_exchange_strong(&rec->clone_request, &expected, c))
                 return -EBUSY;
@@ -60,6 +61,7 @@ void recorder_serve_clone(Recorder *rec) {
         if (r >= 0)
                 r = recorder_append_snapshot_trailer(rec, &c->snapshot);
         c->copy_ns = now_ns(CLOCK_MONOTONIC) - start;
+        c->streamed = rec->writer.mode == TRACE_WRITER_STREAM;
         if (r < 0)
                 log_warning_errno(r, "A snapshot of the session failed, the recording goes on: %m");
         clone_done(c, r < 0 ? r : 0);

@@ -104,6 +104,7 @@ typedef struct RecorderClone {
         TraceWriter snapshot;
         uint64_t events;              /* ftrace events in the copy */
         uint64_t copy_ns;             /* the worker's time on it, the drain included */
+        bool streamed;                /* the session's writer is a STREAM: its buffers hold little */
 } RecorderClone;
 
 /* One request at a time per recorder: -EBUSY while another waits. */

@@ -77,6 +77,7 @@ static void finish(SessionClone *c, int error) {
                 .events = c->rc.events,
                 .copy_usec = c->rc.copy_ns / 1000,
                 .total_usec = now_usec(CLOCK_MONOTONIC) - c->started_usec,
+                .streamed = c->rc.streamed,
         };
 
         if (c->session)
@@ -112,15 +113,15 @@ static int on_clone_event(sd_event_source *source, int fd, uint32_t revents, voi
         return 0;
 }
 
-static int clone_check(Session *s, const SessionCloneOptions *o) {
+int session_clone_check(Session *s, uint64_t min_interval_usec) {
         uint64_t now = now_usec(CLOCK_MONOTONIC);
 
         if (s->state != SESSION_RECORDING || !s->recorder)
                 return -ESRCH;
         if (s->clone)
                 return -EBUSY;
-        if (s->last_clone_usec > 0 && now - s->last_clone_usec < o->min_interval_usec)
-                return -EAGAIN;
+        if (s->last_clone_usec > 0 && now - s->last_clone_usec < min_interval_usec)
+                return -EBUSY;
         return 0;
 }
 
@@ -132,7 +133,7 @@ int session_clone(Session *s, SessionCloneOptions *o, SessionCloneDone done, voi
         assert(s);
         assert(done);
 
-        r = clone_check(s, o);
+        r = session_clone_check(s, o->min_interval_usec);
         if (r < 0)
                 return r;
         c = calloc(1, sizeof(*c));

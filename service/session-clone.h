@@ -28,7 +28,7 @@ typedef struct SessionCloneOptions {
         uint64_t timeout_usec;        /* pipes and sockets: the write deadline */
         TraceBudget *budget;          /* the trace directory's quota (not owned; NULL: none) */
         uint64_t max_bytes;           /* 0: none */
-        uint64_t min_interval_usec;   /* since the session's last clone, else -EAGAIN */
+        uint64_t min_interval_usec;   /* since the session's last clone, else -EBUSY */
 } SessionCloneOptions;
 
 typedef struct SessionCloneResult {
@@ -37,13 +37,16 @@ typedef struct SessionCloneResult {
         uint64_t events;              /* ftrace events in the snapshot */
         uint64_t copy_usec;           /* on the recorder's thread, its drain included */
         uint64_t total_usec;          /* from session_clone() to the file written */
+        bool streamed;                /* a STREAM session: only what it had not written yet */
 } SessionCloneResult;
 
 typedef void (*SessionCloneDone)(const SessionCloneResult *result, void *userdata);
 
-/* -ESRCH: not recording (starting, stopping, ended); -EBUSY: a clone of it is running;
- * -EAGAIN: min_interval_usec has not passed since its last clone; -ENOMEM. */
+/* -ESRCH: not recording (starting, stopping, ended); -EBUSY: a clone of it is running,
+ * or min_interval_usec has not passed since its last one began (the rate limit); -ENOMEM. */
 int session_clone(Session *s, SessionCloneOptions *o, SessionCloneDone done, void *userdata);
+/* The checks of session_clone() alone. */
+int session_clone_check(Session *s, uint64_t min_interval_usec);
 
 /* The session or its recorder goes (session.c): a clone not copied yet fails with
  * -ECANCELED; one being written finishes on its own. */

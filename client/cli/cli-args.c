@@ -126,6 +126,21 @@ static int check_record(const Args *a) {
         return 0;
 }
 
+/* --clone, --clone-by-name, --clone-key: one of them, with -o (or without: the service's
+ * trace directory) and --no-clobber only. */
+static int check_clone(const Args *a) {
+        bool others = a->config_path || light_config(a) || a->detach_key || a->attach_key || a->is_detached_key ||
+                      a->stop || a->background;
+
+        if (others)
+                return cli_refuse("--clone, --clone-by-name and --clone-key take only -o FILE and --no-clobber");
+        if (!!a->clone_id + !!a->clone_name + !!a->clone_key != 1)
+                return cli_refuse("--clone, --clone-by-name and --clone-key are mutually exclusive");
+        if (a->clone_key && check_key("--clone-key", a->clone_key) < 0)
+                return -EINVAL;
+        return 1;
+}
+
 /* The combinations perfetto refuses, refused with its reasons; then our own. */
 static int check_combinations(Args *a) {
         int r;
@@ -150,6 +165,8 @@ static int check_combinations(Args *a) {
                 return cli_refuse("--add-attribute is supported only when recording");
         if (a->notify_fd >= 0 && (a->mode != MODE_RECORD || a->attach_key || a->is_detached_key))
                 return cli_refuse("--notify-fd is supported only when recording");
+        if (a->mode == MODE_CLONE)
+                return check_clone(a);
         if (a->mode != MODE_RECORD && a->mode != MODE_ATTACH && a->mode != MODE_IS_DETACHED)
                 return 1;
 
@@ -205,6 +222,7 @@ enum {
         ARG_TXT = 0x100, ARG_NO_CLOBBER, ARG_VERSION, ARG_DETACH, ARG_ATTACH, ARG_STOP, ARG_IS_DETACHED,
         ARG_QUERY, ARG_QUERY_RAW, ARG_LONG, ARG_JSON, ARG_LIST_EVENTS, ARG_STOP_ALL, ARG_STOP_SESSION,
         ARG_NO_ASK_PASSWORD, ARG_NOTIFY_FD, ARG_ANDROID_ONLY, ARG_TXT_LOSSY, ARG_ADD_ATTRIBUTE,
+        ARG_CLONE, ARG_CLONE_BY_NAME, ARG_CLONE_KEY,
 };
 
 static const struct option options[] = {
@@ -245,11 +263,13 @@ static const struct option options[] = {
         { "subscription-id", required_argument, NULL, ARG_ANDROID_ONLY },
         { "no-guardrails",   no_argument,       NULL, ARG_ANDROID_ONLY },
         { "reset-guardrails", no_argument,      NULL, ARG_ANDROID_ONLY },
-        /* Cloning a running session: not in tracebus (yet); the same one line and status. */
-        { "clone",           required_argument, NULL, ARG_ANDROID_ONLY },
-        { "clone-by-name",   required_argument, NULL, ARG_ANDROID_ONLY },
+        /* A bugreport is Android's; the same one line and status. */
         { "clone-for-bugreport", no_argument,   NULL, ARG_ANDROID_ONLY },
         { "txt-lossy",       no_argument,       NULL, ARG_TXT_LOSSY },
+        /* helper "clone": snapshots of a running session (cli-clone.c). */
+        { "clone",           required_argument, NULL, ARG_CLONE },
+        { "clone-by-name",   required_argument, NULL, ARG_CLONE_BY_NAME },
+        { "clone-key",       required_argument, NULL, ARG_CLONE_KEY },
         {}
 };
 
@@ -343,6 +363,15 @@ static int parse_option(Args *a, int c, const char *arg) {
         case ARG_STOP_SESSION:
                 a->stop_session = arg;
                 return set_mode(a, MODE_STOP_SESSION) ?: 1;
+        case ARG_CLONE:
+                a->clone_id = arg;
+                return set_mode(a, MODE_CLONE) ?: 1;
+        case ARG_CLONE_BY_NAME:
+                a->clone_name = arg;
+                return set_mode(a, MODE_CLONE) ?: 1;
+        case ARG_CLONE_KEY:
+                a->clone_key = arg;
+                return set_mode(a, MODE_CLONE) ?: 1;
         default:
                 fprintf(stderr, "Try '%s --help' for more information.\n", program_invocation_short_name);
                 return -EINVAL;

@@ -44,6 +44,7 @@ typedef enum Mode {
         MODE_STOP_SESSION,
         MODE_HELP,
         MODE_VERSION,
+        MODE_CLONE,                  /* helper "clone": --clone, --clone-by-name, --clone-key */
 } Mode;
 
 typedef struct Args {
@@ -79,6 +80,11 @@ typedef struct Args {
         int notify_fd;               /* --notify-fd; -1: none */
         char **attributes;           /* --add-attribute key[=value], in order */
         bool query_raw;              /* --query-raw */
+
+        /* helper "clone" (cli-clone.c): the session to snapshot, one of them */
+        const char *clone_id;        /* --clone=ID (a number or an object path) */
+        const char *clone_name;      /* --clone-by-name=NAME: the config's unique_session_name */
+        const char *clone_key;       /* --clone-key=KEY: a detached session's key */
 } Args;
 
 /* cli-args.c */
@@ -207,3 +213,11 @@ int cli_print_new_warnings(char ***printed, char **l);
 bool cli_has_new_warnings(char **printed, char **l);
 /* Start's (or Attach's) reply: the session's path, and Start's warnings. */
 int cli_read_start_reply(sd_bus_message *reply, const char **ret_path, char ***ret_warnings);
+
+/* helper "clone" */
+/* cli-record.c: -o as the caller opens it (-EBADF without -o: the service's trace directory). */
+int cli_open_output(const Args *a);
+/* cli-query.c: "7", or a session's object path, as its object path; NULL if neither. */
+char *cli_session_path(const char *arg);
+/* cli-clone.c: --clone, --clone-by-name, --clone-key. */
+int run_clone(const Args *a);
