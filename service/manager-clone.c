@@ -83,11 +83,12 @@ static void clone_into(PendingClone *p, Session *s, int fd) {
 static void pending_clone_run(WorkerJob *job) {
         PendingClone *p = (PendingClone *) job;
         _cleanup_close_ int dir_fd = -EBADF;
+        _cleanup_free_ char *refused = NULL;
         TraceDirFileId id;
         char hint[48];
 
         dir_fd = trace_dir_open_user(p->state_dir, p->uid);
-        p->result = dir_fd < 0 ? dir_fd : trace_dir_usage(dir_fd, p->skip, p->n_skip, &p->usage, NULL);
+        p->result = dir_fd < 0 ? dir_fd : trace_dir_usage(dir_fd, p->skip, p->n_skip, &p->usage, &refused);
         if (p->result < 0)
                 return;
         snprintf(hint, sizeof(hint), "clone-%" PRIu64, p->session_id);

@@ -437,6 +437,13 @@ static int method_clone_detached(sd_bus_message *m, void *userdata, sd_bus_error
         return manager_dbus_clone_detached(userdata, m, error);
 }
 
+static int method_clone(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        const char *path;
+        int r = sd_bus_message_read(m, "o", &path);
+
+        return r < 0 ? r : session_dbus_clone(userdata, path, m, error);
+}
+
 static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_METHOD_WITH_ARGS("Start",
@@ -467,6 +474,10 @@ static const sd_bus_vtable manager_vtable[] = {
                                 SD_BUS_NO_ARGS,
                                 SD_BUS_RESULT("ao", sessions),
                                 method_list_sessions, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Clone",
+                                SD_BUS_ARGS("o", session, "a{sv}", options),
+                                SD_BUS_RESULT("a{sv}", result),
+                                method_clone, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("CloneDetached",
                                 SD_BUS_ARGS("s", key, "a{sv}", options),
                                 SD_BUS_RESULT("a{sv}", result),

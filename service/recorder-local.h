@@ -96,7 +96,7 @@ struct Recorder {
         /* Helper "clone": the snapshot asked for (recorder-clone.c), taken by the worker
          * after its next drain. */
         _Atomic(RecorderClone *) clone_request;
-        uint64_t clone_started_ns;    /* CLOCK_MONOTONIC: when it was asked for */
+        uint64_t started_ns;          /* CLOCK_BOOTTIME: tracing_started, for snapshots */
 };
 
 /* Written into stop_fd (an eventfd, which adds them up) by recorder_clone(): a wake-up

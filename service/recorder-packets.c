@@ -108,7 +108,7 @@ static int append_trace_config_and_uuid(Recorder *rec, TraceWriter *w) {
         return trace_writer_append_meta(w, &packet, TRACE_SEQUENCE_SERVICE);
 }
 
-int recorder_append_service_event(Recorder *rec, bool started, uint64_t timestamp) {
+static int append_service_event(Recorder *rec, TraceWriter *w, bool started, uint64_t timestamp) {
         Tracebus__TracePacket packet = TRACEBUS__TRACE_PACKET__INIT;
         Tracebus__TracingServiceEvent event = TRACEBUS__TRACING_SERVICE_EVENT__INIT;
 
@@ -121,7 +121,11 @@ int recorder_append_service_event(Recorder *rec, bool started, uint64_t timestam
         packet.has_timestamp = true;
         packet.timestamp = timestamp;
         packet.service_event = &event;
-        return trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
+        return trace_writer_append_meta(w, &packet, TRACE_SEQUENCE_SERVICE);
+}
+
+int recorder_append_service_event(Recorder *rec, bool started, uint64_t timestamp) {
+        return append_service_event(rec, &rec->writer, started, timestamp);
 }
 
 static void cpu_stats_to_proto(unsigned cpu, const TraceCpuStats *s, Tracebus__FtraceCpuStats *p) {
@@ -157,8 +161,10 @@ static int append_ftrace_stats(Recorder *rec, TraceWriter *w, bool end) {
         for (unsigned cpu = 0; cpu < rec->n_cpus; cpu++) {
                 TraceCpuStats s;
 
-                r = trace_instance_read_cpu_stats_fd(rec->stats_fds[cpu], &s);
-                if (r < 0)
+                /* A snapshot opens with the trace's own start: its loss is the session's so far. */
+                if (!end && w != &rec->writer)
+                        s = rec->start_stats[cpu];
+                else if ((r = trace_instance_read_cpu_stats_fd(rec->stats_fds[cpu], &s)) < 0)
                         return r;
                 /* The loss accounting starts at the trace's start, not at a snapshot's. */
                 if (!end && w == &rec->writer)
@@ -434,16 +440,14 @@ int recorder_write_closing_packets(Recorder *rec) {
 
 /* Helper "clone": the packets that make a snapshot load alone (recorder-clone.c), into
  * @w, a snapshot's own writer, on whose sequences they are the first packets: each
- * clears its sequence's incremental state. Threads: ring and discard sessions keep every
- * description for the end (the builder's tables), a streamed one wrote them out already,
- * so /proc is read again. */
+ * clears its sequence's incremental state. Threads: the trace's first scan went out with
+ * its opening packets, so /proc is read again; a ring or discard session adds what it
+ * kept of the threads described since (gone ones included). */
 static int append_snapshot_processes(Recorder *rec, TraceWriter *w) {
         ProcessTreeBuilder *b = NULL;
         Tracebus__ProcessTree tree;
         int r;
 
-        if (rec->writer.mode != TRACE_WRITER_STREAM)
-                return process_tree_builder_write_kept(rec->processes, write_process_tree, w);
         r = process_tree_builder_new(&b);
         if (r < 0)
                 return r;
@@ -456,7 +460,9 @@ static int append_snapshot_processes(Recorder *rec, TraceWriter *w) {
                 r = write_process_tree(&tree, w);
         }
         process_tree_builder_free(b);
-        return r < 0 ? r : 0;
+        if (r < 0 || rec->writer.mode == TRACE_WRITER_STREAM)
+                return r < 0 ? r : 0;
+        return process_tree_builder_write_kept(rec->processes, write_process_tree, w);
 }
 
 int recorder_append_snapshot_header(Recorder *rec, TraceWriter *w) {
@@ -473,14 +479,20 @@ int recorder_append_snapshot_header(Recorder *rec, TraceWriter *w) {
                 r = append_ftrace_stats(rec, w, /* end= */ false);
         if (r >= 0)
                 r = service_tracks_append_descriptors(w, rec->n_cpus);
+        /* Where the trace began: trace_processor keeps the events after it. */
+        if (r >= 0)
+                r = append_service_event(rec, w, /* started= */ true, rec->started_ns);
         if (r >= 0)
                 r = append_snapshot_processes(rec, w);
         return r;
 }
 
-/* After the copy: what the session's buffers did so far, and a last clock snapshot. */
+/* After the copy: what the session's buffers and the kernel's did so far, and a last
+ * clock snapshot. */
 int recorder_append_snapshot_trailer(Recorder *rec, TraceWriter *w) {
         int r = append_trace_stats(rec, w);
 
+        if (r >= 0 && rec->parser)
+                r = append_ftrace_stats(rec, w, /* end= */ true);
         return r < 0 ? r : append_clock_snapshot(rec, w);
 }

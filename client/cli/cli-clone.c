@@ -60,7 +60,9 @@ static int new_clone_call(sd_bus *bus, const Args *a, sd_bus_message **ret) {
                 cli_log("--clone: '%s' is not a session number or path (see --query).", a->clone_id);
                 return -ENOENT;
         }
-        return sd_bus_message_new_method_call(bus, ret, TB_BUS_NAME, path, TB_SESSION_INTERFACE, "Clone");
+        /* The Manager's: another user's session object is not ours to see. */
+        r = sd_bus_message_new_method_call(bus, ret, TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_INTERFACE, "Clone");
+        return r < 0 ? r : sd_bus_message_append(*ret, "o", path);
 }
 
 static int append_options(sd_bus_message *m, int fd) {
