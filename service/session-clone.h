@@ -47,7 +47,3 @@ typedef void (*SessionCloneDone)(const SessionCloneResult *result, void *userdat
 int session_clone(Session *s, SessionCloneOptions *o, SessionCloneDone done, void *userdata);
 /* The checks of session_clone() alone. */
 int session_clone_check(Session *s, uint64_t min_interval_usec);
-
-/* The session or its recorder goes (session.c): a clone not copied yet fails with
- * -ECANCELED; one being written finishes on its own. */
-void session_clone_abandon(Session *s);

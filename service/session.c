@@ -10,7 +10,7 @@
 #include "ftrace-funcgraph.h"
 #include "kprobes.h"
 #include "log.h"
-#include "session-clone.h"
+#include "session.h"
 #include "strv.h"
 #include "time-util.h"
 

@@ -173,3 +173,7 @@ int session_warn(Session *s, const char *fmt, ...) _printf_(2, 3);
 /* Takes the warnings the recorder's threads made (recorder_warn()) into the session's:
  * from its progress timer, and before the recorder goes. */
 void session_collect_warnings(Session *s);
+
+/* Helper "clone" (session-clone.c): the session or its recorder goes; a clone not
+ * copied yet fails with -ECANCELED, one being written finishes on its own. */
+void session_clone_abandon(Session *s);

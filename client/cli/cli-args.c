@@ -310,6 +310,17 @@ static bool parse_flag_option(Args *a, int c) {
 
 static const char *current_option;
 
+/* --clone, --clone-by-name, --clone-key: which session to snapshot. */
+static int parse_clone_option(Args *a, int c, const char *arg) {
+        if (c == ARG_CLONE)
+                a->clone_id = arg;
+        else if (c == ARG_CLONE_BY_NAME)
+                a->clone_name = arg;
+        else
+                a->clone_key = arg;
+        return set_mode(a, MODE_CLONE) ?: 1;
+}
+
 /* Returns 1 to go on, 0 when the option ends parsing successfully, < 0 on error. */
 static int parse_option(Args *a, int c, const char *arg) {
         if (parse_flag_option(a, c))
@@ -364,14 +375,9 @@ static int parse_option(Args *a, int c, const char *arg) {
                 a->stop_session = arg;
                 return set_mode(a, MODE_STOP_SESSION) ?: 1;
         case ARG_CLONE:
-                a->clone_id = arg;
-                return set_mode(a, MODE_CLONE) ?: 1;
         case ARG_CLONE_BY_NAME:
-                a->clone_name = arg;
-                return set_mode(a, MODE_CLONE) ?: 1;
         case ARG_CLONE_KEY:
-                a->clone_key = arg;
-                return set_mode(a, MODE_CLONE) ?: 1;
+                return parse_clone_option(a, c, arg);
         default:
                 fprintf(stderr, "Try '%s --help' for more information.\n", program_invocation_short_name);
                 return -EINVAL;
