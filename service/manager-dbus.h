@@ -19,6 +19,6 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(BusContext *, manager_dbus_free);
  * call waits for polkit (the only method calls the service makes itself). */
 bool manager_dbus_check_idle(void *userdata);
 
-/* The Output fd @fd checked for @uid (output-fd.c), the service's own in *ret: Start's,
- * and helper "rotate"'s SetNextOutput. OutputRefused, OutputError, InvalidArgs. */
+/* The Output fd must be something the caller could write a trace into itself
+ * (output-fd.c): the service's own fd for it in *ret, or a named error. */
 int bus_take_output_fd(int fd, uid_t uid, int *ret, sd_bus_error *error);

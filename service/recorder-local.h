@@ -110,7 +110,15 @@ struct Recorder {
         uint64_t output_timeout_usec;            /* a pipe or socket chunk's write deadline */
         size_t max_process_entries;
         bool process_age, process_skip_main;
+        /* Helper "clone": the snapshot asked for (recorder-clone.c), taken by the worker
+         * after its next drain. */
+        _Atomic(RecorderClone *) clone_request;
+        uint64_t started_ns;          /* CLOCK_BOOTTIME: tracing_started, for snapshots */
 };
+
+/* Written into stop_fd (an eventfd, which adds them up) by recorder_clone(): a wake-up
+ * that is not a stop. recorder_stop() writes 1. */
+#define RECORDER_WAKE_CLONE (UINT64_C(1) << 32)
 
 /* recorder-packets.c: the service's packets (sequence 1) and the process tree. */
 int recorder_append_opening_packets(Recorder *rec);
@@ -144,3 +152,10 @@ int recorder_rotate_if_due(Recorder *rec);
 /* recorder-thread.c */
 int recorder_flush_output(Recorder *rec);
 void *recorder_thread_main(void *userdata);
+
+/* Helper "clone" (recorder-packets.c): a snapshot's own opening and closing packets,
+ * into its writer @w; recorder-clone.c: the request the worker serves after a drain. */
+int recorder_append_snapshot_header(Recorder *rec, TraceWriter *w);
+int recorder_append_snapshot_trailer(Recorder *rec, TraceWriter *w);
+void recorder_serve_clone(Recorder *rec);
+void recorder_cancel_clone(Recorder *rec);

@@ -86,6 +86,7 @@ static int on_recorder_done(sd_event_source *source, int fd, uint32_t revents, v
         s->journald = journald_stop(s->journald);
         session_rotate_done(s);
         end = recorder_join(s->recorder, &s->end_error);
+        session_clone_abandon(s);
         session_collect_warnings(s);
         s->end_reason = reason_for_recorder_end(s, end);
         recorder_get_stats(s->recorder, &s->final_stats);
@@ -283,6 +284,7 @@ Session *session_free(Session *s) {
         sys_stats_unsubscribe(s->sys_stats);
         process_stats_stop(s->process_stats);
         journald_stop(s->journald);
+        session_clone_abandon(s);
         recorder_free(s->recorder);
         trace_instance_free(s->instance);
         if (s->config.kprobes)

@@ -114,6 +114,10 @@ struct Session {
         /* helper "rotate" (session-rotate.c): the recorder's rotations, watched. */
         sd_event_source *rotated_source;
         uint32_t chunk_index;
+        /* Helper "clone" (session-clone.c): the clone running, one at a time, and when
+         * the last began (CLOCK_MONOTONIC; 0: never), for the rate limit. */
+        struct SessionClone *clone;
+        uint64_t last_clone_usec;
 };
 
 /* Session ids (manager_new_session_id()) are at most this: 48 random bits. */
@@ -186,3 +190,6 @@ void session_rotate_done(Session *s);
 /* SetNextOutput: @fd (taken) is the next chunk's output. -ENOTCONN: the session does not
  * rotate into fds; -ESTALE: it is stopping. */
 int session_set_next_output(Session *s, int fd);
+/* Helper "clone" (session-clone.c): the session or its recorder goes; a clone not
+ * copied yet fails with -ECANCELED, one being written finishes on its own. */
+void session_clone_abandon(Session *s);

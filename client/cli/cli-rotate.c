@@ -31,14 +31,14 @@ typedef struct Rotation {
 
 static Rotation rotation;
 
-int cli_parse_rotate_option(Args *a, int option, const char *arg) {
+int cli_parse_rotate_option(Args *a, const char *option, const char *arg) {
         uint64_t v;
 
-        if (option == 't') {
+        if (strcmp(strempty(option), "rotate-every") == 0) {
                 if (cli_parse_duration_ms(arg, &v) < 0 || v < MIN_ROTATE_EVERY_MS)
                         return cli_refuse("--rotate-every argument is invalid: '%s' (1s at least: 30s, 10m, 1h)", arg);
                 a->rotate_every_ms = v;
-        } else if (option == 's') {
+        } else if (strcmp(strempty(option), "rotate-size") == 0) {
                 if (cli_parse_size_bytes(arg, &v) < 0 || v < MIN_ROTATE_BYTES)
                         return cli_refuse("--rotate-size argument is invalid: '%s' (1mb at least: 64mb, 1gb)", arg);
                 a->rotate_bytes = v;
