@@ -107,6 +107,10 @@ struct Recorder {
         int chunk_dir_fd;                        /* the trace directory's chunks: the UID's directory */
         char *chunk_base;                        /* their name without ".N" */
         uid_t chunk_uid;
+        /* With RotateKeep there: the last RotateKeep + 1 chunks' files and what was written
+         * into each, so that deleting one gives back to the quota no more than it charged,
+         * whatever the user put under its name since. */
+        struct RecorderChunkFile { ino_t ino; uint64_t bytes; } *chunk_files;
         uint64_t output_timeout_usec;            /* a pipe or socket chunk's write deadline */
         size_t max_process_entries;
         bool process_age, process_skip_main;

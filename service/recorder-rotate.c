@@ -42,11 +42,25 @@ void recorder_rotate_free(Recorder *rec) {
         safe_close(rec->rotated_fd);
         safe_close(rec->chunk_dir_fd);
         free(rec->chunk_base);
+        free(rec->chunk_files);
         (void) pthread_mutex_destroy(&rec->next_lock);
 }
 
 bool recorder_rotates(const Recorder *rec) {
         return rec->rotate_every_ns > 0 || rec->rotate_bytes > 0;
+}
+
+/* RotateKeep's bookkeeping of chunk @index's file, in a ring of RotateKeep + 1. */
+static struct RecorderChunkFile *chunk_file(Recorder *rec, uint32_t index) {
+        return rec->chunk_files ? &rec->chunk_files[index % (rec->rotate_keep + 1)] : NULL;
+}
+
+static void note_chunk_file(Recorder *rec, uint32_t index, int fd) {
+        struct RecorderChunkFile *f = chunk_file(rec, index);
+        struct stat st;
+
+        if (f && fstat(fd, &st) >= 0)
+                *f = (struct RecorderChunkFile) { .ino = st.st_ino };
 }
 
 int recorder_set_chunk_dir(Recorder *rec, int dir_fd, const char *base, uid_t uid) {
@@ -57,6 +71,12 @@ int recorder_set_chunk_dir(Recorder *rec, int dir_fd, const char *base, uid_t ui
         rec->chunk_base = strdup(base);
         if (!rec->chunk_base)
                 return -ENOMEM;
+        if (rec->rotate_keep > 0) {
+                rec->chunk_files = calloc((size_t) rec->rotate_keep + 1, sizeof(*rec->chunk_files));
+                if (!rec->chunk_files)
+                        return -ENOMEM;
+                note_chunk_file(rec, 0, rec->output_fd);
+        }
         rec->chunk_dir_fd = TAKE_FD(fd);
         rec->chunk_uid = uid;
         return 0;
@@ -109,25 +129,27 @@ static int create_chunk_file(Recorder *rec, uint32_t index) {
                 (void) unlinkat(rec->chunk_dir_fd, name, 0);
                 return r;
         }
+        note_chunk_file(rec, index, fd);
         return TAKE_FD(fd);
 }
 
-/* RotateKeep in the trace directory: chunk @index goes, if it is still the regular file
- * of the owner it was; its bytes go back to the owner's quota. */
+/* RotateKeep in the trace directory: chunk @index goes, if it is still the file it was;
+ * what was written into it goes back to the owner's quota. */
 static void delete_chunk_file(Recorder *rec, uint32_t index) {
+        struct RecorderChunkFile *f = chunk_file(rec, index);
         char name[PATH_MAX];
         struct stat st;
 
         if ((size_t) snprintf(name, sizeof(name), "%s.%" PRIu32, rec->chunk_base, index) >= sizeof(name))
                 return;
-        if (fstatat(rec->chunk_dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
-            st.st_uid != rec->chunk_uid || st.st_nlink != 1)
+        if (!f || fstatat(rec->chunk_dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
+            st.st_ino != f->ino)
                 return;
         if (unlinkat(rec->chunk_dir_fd, name, 0) < 0)
                 return;
         if (rec->writer.budget) {
                 uint64_t used = atomic_load(&rec->writer.budget->used);
-                (void) atomic_fetch_sub(&rec->writer.budget->used, MIN(used, (uint64_t) st.st_size));
+                (void) atomic_fetch_sub(&rec->writer.budget->used, MIN(used, f->bytes));
         }
 }
 
@@ -143,7 +165,8 @@ static int take_next_output(Recorder *rec, uint32_t index) {
         return fd;
 }
 
-static int close_chunk(Recorder *rec) {
+static int close_chunk(Recorder *rec, uint32_t index) {
+        struct RecorderChunkFile *f = chunk_file(rec, index);
         int r;
 
         r = recorder_append_annotations(rec);
@@ -153,7 +176,10 @@ static int close_chunk(Recorder *rec) {
                 r = recorder_append_periodic_snapshot(rec, /* force= */ true);
         if (r < 0)
                 return r;
-        return recorder_flush_output(rec);
+        r = recorder_flush_output(rec);
+        if (f)
+                f->bytes = rec->writer.stats.bytes_written - rec->chunk_start_bytes;
+        return r;
 }
 
 /* A process builder that has described nothing yet, so that the new chunk names every
@@ -230,7 +256,7 @@ int recorder_rotate_if_due(Recorder *rec) {
                 rec->next_missing_warned = true;
                 return 0;
         }
-        r = close_chunk(rec);
+        r = close_chunk(rec, index - 1);
         if (r >= 0)
                 r = open_chunk(rec, fd);
         else

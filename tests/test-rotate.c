@@ -94,8 +94,9 @@ static void read_chunk(const char *path, Chunk *c) {
         g_assert_true(tb_trace_foreach_packet((const guint8 *) data, len, on_packet, c, NULL, &error));
         g_assert_no_error(error);
         summarise(path, &s);
-        note("%s: %u packets, %u described, %u event tids, %u markers\n", path, c->n_packets,
-             g_hash_table_size(c->described), g_hash_table_size(c->event_pids), g_hash_table_size(c->markers));
+        note("%s: %" G_GSIZE_FORMAT " bytes, %u packets, %u described, %u event tids, %u markers\n", path, len,
+             c->n_packets, g_hash_table_size(c->described), g_hash_table_size(c->event_pids),
+             g_hash_table_size(c->markers));
         /* Loads alone: the clock first, the system, the config, fresh sequences. */
         g_assert_true(c->first_is_clock);
         g_assert_true(s.clock_is_boottime);
