@@ -212,6 +212,9 @@ static int load_config(Manager *m, const char *text, const StartOptions *o, Sess
         r = session_config_load_rotation(ret, &o->rotation, &msg);
         if (r == -EINVAL)
                 return sd_bus_error_setf(error, TB_ERROR_INVALID_ROTATION, "Invalid rotation: %s", msg);
+        if (r >= 0 && ret->rotate_keep > 0 && o->has_output)
+                r = session_config_warn(ret, "RotateKeep: the chunks go into your Output fds, files the "
+                                        "service cannot delete: it deletes none");
         return r;
 }
 

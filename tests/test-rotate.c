@@ -380,7 +380,8 @@ static GVariant *root_call_fd(const char *path, const char *iface, const char *m
                                                              error);
 }
 
-/* Root's session into @fd, rotating every @every_ms (0: not), detached under @key. */
+/* Root's session into @fd, rotating every @every_ms (0: not; else RotateKeep 3), detached
+ * under @key. */
 static char *root_start(const char *config, int fd, guint64 every_ms, const char *key) {
         g_autoptr(GError) error = NULL;
         g_autoptr(GVariant) reply = NULL;
@@ -390,8 +391,10 @@ static char *root_start(const char *config, int fd, guint64 every_ms, const char
         g_variant_builder_init(&b, G_VARIANT_TYPE("a{sv}"));
         g_variant_builder_add(&b, "{sv}", "Output", g_variant_new_handle(0));
         g_variant_builder_add(&b, "{sv}", "DetachKey", g_variant_new_string(key));
-        if (every_ms > 0)
+        if (every_ms > 0) {
                 g_variant_builder_add(&b, "{sv}", "RotateEveryMs", g_variant_new_uint64(every_ms));
+                g_variant_builder_add(&b, "{sv}", "RotateKeep", g_variant_new_uint32(3));
+        }
         reply = root_call_fd(TB_MANAGER_PATH, TB_MANAGER_IFACE, "Start", g_variant_new("(sa{sv})", config, &b), fd,
                              &error);
         g_assert_no_error(error);
@@ -439,6 +442,8 @@ static void test_no_next_output(void) {
         joined = g_strjoinv("|", warnings);
         note("Warnings: %s\n", joined);
         g_assert_nonnull(strstr(joined, "chunk 1 has no output"));
+        /* RotateKeep with fds: the service deletes none of the caller's files, and says so. */
+        g_assert_nonnull(strstr(joined, "it deletes none"));
 
         e1 = set_next_error(plain, null);
         g_assert_cmpstr(e1, ==, TB_ERROR_INVALID_ROTATION);
