@@ -237,6 +237,32 @@ static void test_by_name_and_key(void) {
         assert_file_complete(out);
 }
 
+/* A session writing into its file as it goes: its snapshot holds what it has not written
+ * yet, loads alone all the same, and says so. */
+static void test_streamed(void) {
+        g_autofree char *cfg = ftrace_config("write_into_file: true\nfile_write_period_ms: 60000\nbuffers { size_kb: 4096 }\n",
+                                             clone_events, NULL);
+        g_autofree char *dir = make_user_dir("tbuser", "clone-stream");
+        g_autofree char *one = g_build_filename(dir, "one.pftrace", NULL);
+        g_autofree char *opt = NULL;
+        g_auto(TbCommandResult) c1 = { 0 };
+        g_autoptr(GHashTable) st = NULL;
+        g_auto(Rec) r = { 0 };
+        int fd;
+
+        rec_start(&r, "tbuser", "clone-stream.pftrace", cfg);
+        opt = g_strdup_printf("--clone=%s", session_id(r.path));
+        fd = marker_open(&r);
+        write_markers(fd, "tbclone-s", 500);
+        close(fd);
+        clone_as("tbuser", opt, one, &c1);
+        assert_exit(&c1, 0);
+        assert_stderr_has(&c1, "warning: the session writes its trace into its output as it goes");
+        check_self_contained(one);
+        check_markers(one, "tbclone-s", 500);
+        st = rec_stop(&r);
+}
+
 /* The flags' rules, before anything is asked. */
 static void test_cli_flags(void) {
         g_auto(TbCommandResult) both = { 0 }, cfg = { 0 }, report = { 0 }, bad = { 0 };
@@ -257,6 +283,7 @@ RECORDER_WRAP(test_foreign)
 RECORDER_WRAP(test_rate_limit)
 RECORDER_WRAP(test_by_name_and_key)
 RECORDER_WRAP(test_cli_flags)
+RECORDER_WRAP(test_streamed)
 
 int main(int argc, char **argv) {
         g_autofree char *conf = g_strdup_printf("[Limits]\nCloneMinIntervalSec=%ums\n", CLONE_INTERVAL_MS);
@@ -271,5 +298,6 @@ int main(int argc, char **argv) {
         tb_test_add_isolated("/bus/clone/rate-limit", case_test_rate_limit);
         tb_test_add_isolated("/bus/clone/by-name-and-key", case_test_by_name_and_key);
         tb_test_add_isolated("/bus/clone/cli-flags", case_test_cli_flags);
+        tb_test_add_isolated("/bus/clone/streamed", case_test_streamed);
         return tb_test_run(TB_START_SERVICE);
 }
