@@ -48,3 +48,8 @@
 /* perf (issue 24): a linux.perf scope names another user's process, and the caller
  * does not hold org.tracebus.manage. */
 #define TB_ERROR_PROCESS_NOT_YOURS      TB_ERROR_PREFIX "ProcessNotYours"
+/* helper "rotate": bad RotateEveryMs, RotateBytes or RotateKeep, rotation of a session
+ * that cannot rotate, or SetNextOutput on a session that does not rotate. */
+#define TB_ERROR_INVALID_ROTATION       TB_ERROR_PREFIX "InvalidRotation"
+/* A snapshot of the session is being written, or the last began within CloneMinIntervalSec=. */
+#define TB_ERROR_CLONE_RATE_LIMITED     TB_ERROR_PREFIX "CloneRateLimited"

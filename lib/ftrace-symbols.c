@@ -7,6 +7,7 @@
  * kernel address: KASLR stays hidden from callers who may not see addresses.
  */
 #include <assert.h>
+#include <string.h>
 
 #include "ftrace-parser-local.h"
 
@@ -107,4 +108,15 @@ size_t ftrace_parser_take_new_symbols(FtraceParser *p, const uint32_t **ret_symb
         *ret_first_iid = s->first_fresh_iid;
         s->n_fresh = 0;
         return n;
+}
+
+void ftrace_parser_forget_symbols(FtraceParser *p) {
+        Symbolizer *s = p->symbolizer;
+
+        if (!s)
+                return;
+        memset(s->iids, 0, MAX(ksyms_count(s->ksyms), (size_t) 1) * sizeof(uint32_t));
+        memset(s->cache, 0, sizeof(s->cache));
+        s->n_fresh = 0;
+        s->next_iid = 1;
 }

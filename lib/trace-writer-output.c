@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <poll.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #include "macro.h"
@@ -75,4 +76,10 @@ int trace_writer_output_writev(TraceWriter *w, struct iovec *iov, int n, uint64_
                 }
         }
         return 0;
+}
+
+void trace_writer_begin_output(TraceWriter *w, int fd) {
+        w->fd = fd;
+        w->output = TRACE_OUTPUT_FILE;
+        memset(w->sequence_started, 0, sizeof(w->sequence_started));
 }

@@ -22,8 +22,10 @@ char *printable_copy(const char *s) {
 
 /* Each option at most once: a second Events would silently replace the first. */
 static int check_option_once(StartOptions *o, const char *key, sd_bus_error *error) {
-        static const char *const names[] = { "Output", "Events", "DurationMs", "BinaryConfig", "DetachKey", "BufferSizeKb" };
-        bool *seen[] = { &o->has_output, &o->has_events, &o->has_duration, &o->has_binary, &o->has_key, &o->has_buffer };
+        static const char *const names[] = { "Output", "Events", "DurationMs", "BinaryConfig", "DetachKey", "BufferSizeKb",
+                                            "RotateEveryMs", "RotateBytes", "RotateKeep" };
+        bool *seen[] = { &o->has_output, &o->has_events, &o->has_duration, &o->has_binary, &o->has_key, &o->has_buffer,
+                         &o->rotation.has_every, &o->rotation.has_bytes, &o->rotation.has_keep };
 
         for (size_t i = 0; i < ELEMENTSOF(names); i++) {
                 if (strcmp(key, names[i]) != 0)
@@ -133,10 +135,20 @@ static int read_start_options(sd_bus_message *m, StartOptions *o, sd_bus_error *
                 } else if (strcmp(key, "BufferSizeKb") == 0) {
                         r = sd_bus_message_read(m, "v", "u", &o->buffer_size_kb);
                         o->has_buffer = true;
+                } else if (strcmp(key, "RotateEveryMs") == 0) {
+                        r = sd_bus_message_read(m, "v", "t", &o->rotation.every_ms);
+                        o->rotation.has_every = true;
+                } else if (strcmp(key, "RotateBytes") == 0) {
+                        r = sd_bus_message_read(m, "v", "t", &o->rotation.bytes);
+                        o->rotation.has_bytes = true;
+                } else if (strcmp(key, "RotateKeep") == 0) {
+                        r = sd_bus_message_read(m, "v", "u", &o->rotation.keep);
+                        o->rotation.has_keep = true;
                 } else {
                         _cleanup_free_ char *shown = printable_copy(key);
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                 "Unknown option '%.64s'; known: Output, DetachKey, BinaryConfig, Events, DurationMs, BufferSizeKb.",
+                                                 "Unknown option '%.64s'; known: Output, DetachKey, BinaryConfig, Events, DurationMs, BufferSizeKb, "
+                                                 "RotateEveryMs, RotateBytes, RotateKeep.",
                                                  strempty(shown));
                 }
                 if (r < 0 && sd_bus_error_is_set(error))
@@ -197,7 +209,13 @@ static int load_config(Manager *m, const char *text, const StartOptions *o, Sess
                                         "tracefs is not mounted at /sys/kernel/tracing.");
         if (r < 0)
                 return config_error(r, msg, error);
-        return 0;
+        r = session_config_load_rotation(ret, &o->rotation, &msg);
+        if (r == -EINVAL)
+                return sd_bus_error_setf(error, TB_ERROR_INVALID_ROTATION, "Invalid rotation: %s", msg);
+        if (r >= 0 && ret->rotate_keep > 0 && o->has_output)
+                r = session_config_warn(ret, "RotateKeep: the chunks go into your Output fds, files the "
+                                        "service cannot delete: it deletes none");
+        return r;
 }
 
 int start_read_arguments(sd_bus_message *m, StartOptions *o, sd_bus_error *error) {

@@ -25,6 +25,8 @@ typedef struct StartOptions {
         const void *binary_config;  /* a binary TraceConfig, borrowed from the message */
         size_t binary_config_size;
         bool has_events, has_duration, has_buffer, has_output, has_binary, has_key;
+        /* helper "rotate": RotateEveryMs (t), RotateBytes (t), RotateKeep (u). */
+        SessionRotation rotation;
 } StartOptions;
 
 void start_options_done(StartOptions *o);

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "fd-util.h"
@@ -58,6 +59,7 @@ struct PendingStart {
         TraceDirFileId file_id;
         uint64_t usage;
         char *refused_entry;
+        int dir_fd;                   /* helper "rotate": a rotating session's chunks go there */
 };
 
 static PendingStart *pending_start_of(WorkerJob *job) {
@@ -68,7 +70,7 @@ static TraceQuota *quota_of(TraceBudget *budget) {
         return (TraceQuota *) ((uint8_t *) budget - offsetof(TraceQuota, budget));
 }
 
-static TraceQuota *quota_ref(Manager *m, uid_t uid) {
+TraceQuota *quota_ref(Manager *m, uid_t uid) {
         TraceQuota *q;
 
         for (q = m->quotas; q; q = q->next)
@@ -88,7 +90,7 @@ static TraceQuota *quota_ref(Manager *m, uid_t uid) {
 }
 
 /* With its last user goes what it knew: the next start scans afresh. */
-static void quota_unref(Manager *m, TraceQuota *q) {
+void quota_unref(Manager *m, TraceQuota *q) {
         if (!q || --q->n_users > 0)
                 return;
         for (TraceQuota **p = &m->quotas; *p; p = &(*p)->next)
@@ -101,7 +103,7 @@ static void quota_unref(Manager *m, TraceQuota *q) {
 
 /* A scan found @usage outside the live sessions: it replaces the last scan, and the
  * sessions that had ended when it was queued, whose files it counted. */
-static void quota_apply_scan(TraceQuota *q, uint64_t usage, uint64_t ended_snapshot) {
+void quota_apply_scan(TraceQuota *q, uint64_t usage, uint64_t ended_snapshot) {
         uint64_t replaced = q->baseline + (ended_snapshot - q->ended_applied);
 
         if (usage >= replaced)
@@ -110,6 +112,20 @@ static void quota_apply_scan(TraceQuota *q, uint64_t usage, uint64_t ended_snaps
                 atomic_fetch_sub(&q->budget.used, replaced - usage);
         q->baseline = usage;
         q->ended_applied = ended_snapshot;
+}
+
+TraceBudget *quota_budget(TraceQuota *q) {
+        return &q->budget;
+}
+
+/* Helper "clone": a snapshot's file, written: counted as an ended session's until the
+ * next scan. */
+void quota_count_written(TraceQuota *q, uint64_t bytes) {
+        q->ended_total += bytes;
+}
+
+uint64_t quota_ended_total(TraceQuota *q) {
+        return q->ended_total;
 }
 
 void manager_release_quota(Manager *m, Session *s) {
@@ -131,6 +147,7 @@ static PendingStart *pending_start_free(PendingStart *p) {
                 (void) unlink(p->path);
         free(p->path);
         safe_close(p->fd);
+        safe_close(p->dir_fd);
         start_request_done(&p->request);
         free(p->skip);
         free(p->refused_entry);
@@ -148,6 +165,20 @@ static void pending_start_unlink(Manager *m, PendingStart *p) {
         p->next = p->prev = NULL;
 }
 
+/* helper "rotate": a rotating session's file is the first of its chunks, NAME.0; the
+ * recorder creates NAME.1, ... next to it. */
+static int name_first_chunk(int dir_fd, char **path) {
+        _cleanup_free_ char *chunk = NULL;
+        const char *name = strrchr(*path, '/') + 1;
+
+        if (asprintf(&chunk, "%s.0", *path) < 0)
+                return -ENOMEM;
+        if (renameat2(dir_fd, name, dir_fd, strrchr(chunk, '/') + 1, RENAME_NOREPLACE) < 0)
+                return -errno;
+        free_and_replace(*path, chunk);
+        return 0;
+}
+
 /* On the worker thread. */
 static void pending_start_run(WorkerJob *job) {
         PendingStart *p = pending_start_of(job);
@@ -161,6 +192,11 @@ static void pending_start_run(WorkerJob *job) {
         snprintf(hint, sizeof(hint), "%" PRIu64, p->id);
         p->fd = trace_dir_create_file(dir_fd, p->state_dir, p->request.uid, hint, &p->path, &p->file_id);
         p->result = MIN(p->fd, 0);
+        if (p->result >= 0 && (p->request.config.rotate_every_ms > 0 || p->request.config.rotate_bytes > 0)) {
+                p->result = name_first_chunk(dir_fd, &p->path);
+                if (p->result >= 0)
+                        p->dir_fd = TAKE_FD(dir_fd);
+        }
 }
 
 static bool is_refusal(int r) {
@@ -183,6 +219,8 @@ static int pending_start_finish(Manager *m, PendingStart *p, StartResult *res) {
         output.fd = TAKE_FD(p->fd);
         output.path = p->path;
         output.budget = &p->quota->budget;
+        output.has_chunk_dir = p->dir_fd >= 0;
+        output.chunk_dir_fd = TAKE_FD(p->dir_fd);
         r = manager_create_session(m, &p->request, p->id, &output, res);
         if (r < 0)
                 return r;
@@ -208,19 +246,23 @@ static void pending_start_done(WorkerJob *job, bool ran) {
         p->callback(m, r, &res, p->userdata);
 }
 
-/* The files the UID's live sessions write into: counted as written, not scanned. */
-static int snapshot_live_files(Manager *m, PendingStart *p) {
+int manager_live_files(Manager *m, uid_t uid, TraceDirFileId **ret, size_t *ret_n) {
         size_t n = 0;
 
         for (Session *s = m->sessions; s; s = s->next)
-                n += s->owner_uid == p->request.uid && s->output_budget;
-        p->skip = calloc(MAX(n, (size_t) 1), sizeof(TraceDirFileId));
-        if (!p->skip)
+                n += s->owner_uid == uid && s->output_budget;
+        *ret = calloc(MAX(n, (size_t) 1), sizeof(TraceDirFileId));
+        if (!*ret)
                 return -ENOMEM;
+        *ret_n = 0;
         for (Session *s = m->sessions; s; s = s->next)
-                if (s->owner_uid == p->request.uid && s->output_budget)
-                        p->skip[p->n_skip++] = (TraceDirFileId) { s->output_dev, s->output_ino };
+                if (s->owner_uid == uid && s->output_budget)
+                        (*ret)[(*ret_n)++] = (TraceDirFileId) { s->output_dev, s->output_ino };
         return 0;
+}
+
+static int snapshot_live_files(Manager *m, PendingStart *p) {
+        return manager_live_files(m, p->request.uid, &p->skip, &p->n_skip);
 }
 
 /* The limits, with the starts still waiting counted as sessions: nobody queues more
@@ -285,6 +327,7 @@ void manager_start_in_trace_dir(Manager *m, StartRequest *req, StartCallback cal
                 .userdata = userdata,
                 .state_dir = m->state_dir,
                 .fd = -EBADF,
+                .dir_fd = -EBADF,
         };
         *req = (StartRequest) { .uid = req->uid, .output_fd = -EBADF };
         res.request = &p->request;

@@ -93,7 +93,36 @@ struct Recorder {
         bool has_trace_uuid;
         int64_t trace_uuid_msb, trace_uuid_lsb;
         uint64_t stop_timeout_ns;     /* the final drain ends after this, data left or not */
+        /* helper "rotate" (recorder-rotate.c): the trace as chunks FILE.0, FILE.1, ...,
+         * each of which loads alone. */
+        uint64_t rotate_every_ns, rotate_bytes;  /* both 0: no rotation */
+        uint32_t rotate_keep;                    /* 0: keep every chunk */
+        uint64_t chunk_started_ns;               /* CLOCK_MONOTONIC */
+        uint64_t chunk_start_bytes;              /* writer.stats.bytes_written then */
+        _Atomic uint32_t chunk_index;            /* the chunk being written */
+        bool next_missing_warned;                /* for this chunk */
+        pthread_mutex_t next_lock;
+        int next_fd;                             /* SetNextOutput's, under next_lock; -EBADF: none */
+        int rotated_fd;                          /* eventfd: worker -> loop, after each rotation */
+        int chunk_dir_fd;                        /* the trace directory's chunks: the UID's directory */
+        char *chunk_base;                        /* their name without ".N" */
+        uid_t chunk_uid;
+        /* With RotateKeep there: the last RotateKeep + 1 chunks' files and what was written
+         * into each, so that deleting one gives back to the quota no more than it charged,
+         * whatever the user put under its name since. */
+        struct RecorderChunkFile { ino_t ino; uint64_t bytes; } *chunk_files;
+        uint64_t output_timeout_usec;            /* a pipe or socket chunk's write deadline */
+        size_t max_process_entries;
+        bool process_age, process_skip_main;
+        /* Helper "clone": the snapshot asked for (recorder-clone.c), taken by the worker
+         * after its next drain. */
+        _Atomic(RecorderClone *) clone_request;
+        uint64_t started_ns;          /* CLOCK_BOOTTIME: tracing_started, for snapshots */
 };
+
+/* Written into stop_fd (an eventfd, which adds them up) by recorder_clone(): a wake-up
+ * that is not a stop. recorder_stop() writes 1. */
+#define RECORDER_WAKE_CLONE (UINT64_C(1) << 32)
 
 /* recorder-packets.c: the service's packets (sequence 1) and the process tree. */
 int recorder_append_opening_packets(Recorder *rec);
@@ -118,6 +147,19 @@ int recorder_append_warnings(Recorder *rec);
 int recorder_sample_cpu_stats(Recorder *rec);
 void recorder_publish_stats(Recorder *rec);
 
+/* recorder-rotate.c (helper "rotate") */
+int recorder_rotate_init(Recorder *rec, const SessionConfig *config);
+void recorder_rotate_free(Recorder *rec);
+/* After a pass: a new chunk when one is due and its output is there. */
+int recorder_rotate_if_due(Recorder *rec);
+
 /* recorder-thread.c */
 int recorder_flush_output(Recorder *rec);
 void *recorder_thread_main(void *userdata);
+
+/* Helper "clone" (recorder-packets.c): a snapshot's own opening and closing packets,
+ * into its writer @w; recorder-clone.c: the request the worker serves after a drain. */
+int recorder_append_snapshot_header(Recorder *rec, TraceWriter *w);
+int recorder_append_snapshot_trailer(Recorder *rec, TraceWriter *w);
+void recorder_serve_clone(Recorder *rec);
+void recorder_cancel_clone(Recorder *rec);

@@ -207,10 +207,14 @@ int recorder_new(const SessionConfig *config, TraceInstance *instance, int outpu
         }
         rec->output_fd = output_fd;
         rec->stop_fd = rec->done_fd = -EBADF;
+        rec->next_fd = rec->rotated_fd = rec->chunk_dir_fd = -EBADF;
+        (void) pthread_mutex_init(&rec->next_lock, NULL);
         (void) pthread_mutex_init(&rec->annotations_lock, NULL);
         (void) pthread_mutex_init(&rec->inbox_lock, NULL);
         (void) pthread_mutex_init(&rec->warnings_lock, NULL);
         r = recorder_configure(rec, config, output_fd);
+        if (r >= 0)
+                r = recorder_rotate_init(rec, config);
         if (r < 0)
                 return r;
 
@@ -291,6 +295,7 @@ Recorder *recorder_free(Recorder *rec) {
         safe_close(rec->output_fd);
         safe_close(rec->stop_fd);
         safe_close(rec->done_fd);
+        recorder_rotate_free(rec);
         return mfree(rec);
 }
 
@@ -299,6 +304,7 @@ void recorder_set_output_limits(Recorder *rec, uint64_t timeout_usec, TraceBudge
         int flags;
 
         trace_writer_set_budget(&rec->writer, budget);
+        rec->output_timeout_usec = timeout_usec;
         if (fstat(rec->output_fd, &st) < 0 || (flags = fcntl(rec->output_fd, F_GETFL)) < 0)
                 return;
         /* A regular file is written as any file is; a pipe only when its own open file
@@ -322,7 +328,7 @@ int recorder_start(Recorder *rec, TraceInstance *instance) {
                 return r;
 
         /* tracing_started must come before the first event, or trace_processor drops events. */
-        started = now_ns(CLOCK_BOOTTIME);
+        started = rec->started_ns = now_ns(CLOCK_BOOTTIME);
         r = recorder_append_service_event(rec, /* started= */ true, started);
         if (r >= 0)
                 r = service_tracks_append_instant(&rec->writer, started, "started");

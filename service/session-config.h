@@ -169,6 +169,11 @@ typedef struct SessionConfig {
         uint64_t perf_max_enqueued_kb;   /* samples read but not yet written */
         uint32_t perf_max_memory_kb;     /* the sampler's interning tables and caches */
         bool perf_manage;                /* the caller holds org.tracebus.manage (or is root) */
+        /* helper "rotate": Start's RotateEveryMs, RotateBytes and RotateKeep
+         * (service/session-config-rotate.c); all 0: one file, no rotation. */
+        uint64_t rotate_every_ms;      /* a new chunk this often */
+        uint64_t rotate_bytes;         /* a new chunk once this much went into the current one */
+        uint32_t rotate_keep;          /* 0: every chunk kept; else the newest N */
 } SessionConfig;
 
 /* perf (issue 24): linux.perf's defaults (Perfetto's) and caps. */
@@ -298,3 +303,19 @@ int session_config_target_buffer(const Tracebus__TraceConfig *tc, const Tracebus
  * into @c->sys_stats (service/session-config-sysstats.c). What this kernel lacks, a period
  * under 10 ms, a counter tracebus does not read: warnings, never errors. */
 int session_config_load_sys_stats(const Tracebus__TraceConfig *tc, SessionConfig *c);
+
+/* session-config-rotate.c (helper "rotate"): Start's rotation options, checked against
+ * the limits below and the loaded config (write_into_file only), into @c. -EINVAL with
+ * the option named in *ret_error. */
+#define SESSION_MIN_ROTATE_EVERY_MS 1000u
+#define SESSION_MAX_ROTATE_EVERY_MS (UINT64_C(366) * 24 * 3600 * 1000)
+#define SESSION_MIN_ROTATE_BYTES (1024u * 1024u)
+#define SESSION_MAX_ROTATE_KEEP 100000u
+
+typedef struct SessionRotation {
+        uint64_t every_ms, bytes;
+        uint32_t keep;
+        bool has_every, has_bytes, has_keep;
+} SessionRotation;
+
+int session_config_load_rotation(SessionConfig *c, const SessionRotation *r, char **ret_error);

@@ -85,7 +85,9 @@ static int on_recorder_done(sd_event_source *source, int fd, uint32_t revents, v
         s->process_stats = process_stats_stop(s->process_stats);
         s->journald = journald_stop(s->journald);
         s->perf = perf_sampler_stop(s->perf);
+        session_rotate_done(s);
         end = recorder_join(s->recorder, &s->end_error);
+        session_clone_abandon(s);
         session_collect_warnings(s);
         s->end_reason = reason_for_recorder_end(s, end);
         recorder_get_stats(s->recorder, &s->final_stats);
@@ -215,6 +217,7 @@ static int session_setup_instance(Session *s) {
 int session_new(sd_event *event, Poller *poller, uint64_t id, uid_t owner_uid, SessionConfig *config, SessionOutput *output,
                 Session **ret) {
         _cleanup_close_ int fd = TAKE_FD(output->fd);
+        _cleanup_close_ int chunk_dir_fd = output->has_chunk_dir ? TAKE_FD(output->chunk_dir_fd) : -EBADF;
         Session *s;
         int r;
 
@@ -243,6 +246,8 @@ int session_new(sd_event *event, Poller *poller, uint64_t id, uid_t owner_uid, S
                 r = recorder_new(&s->config, s->instance, TAKE_FD(fd), &s->recorder);
         if (r >= 0)
                 recorder_set_output_limits(s->recorder, output->timeout_usec, output->budget);
+        if (r >= 0)
+                r = session_rotate_setup(s, TAKE_FD(chunk_dir_fd));
         if (r >= 0)
                 r = session_add_event_sources(s);
         if (r >= 0) {
@@ -278,10 +283,12 @@ Session *session_free(Session *s) {
         sd_event_source_disable_unref(s->duration_source);
         sd_event_source_disable_unref(s->progress_source);
         session_cancel_final_reads(s);
+        session_rotate_done(s);
         sys_stats_unsubscribe(s->sys_stats);
         process_stats_stop(s->process_stats);
         journald_stop(s->journald);
         perf_sampler_stop(s->perf);
+        session_clone_abandon(s);
         recorder_free(s->recorder);
         trace_instance_free(s->instance);
         if (s->config.kprobes)

@@ -48,6 +48,7 @@ typedef enum SessionChange {
         SESSION_CHANGED_STATE = 1 << 0,     /* state, detached */
         SESSION_CHANGED_PROGRESS = 1 << 1,  /* bytes, events, lost: at most once a second */
         SESSION_CHANGED_WARNINGS = 1 << 2,  /* config.warnings grew */
+        SESSION_CHANGED_ROTATED = 1 << 3,   /* helper "rotate": a new chunk (chunk_index) began */
 } SessionChange;
 
 /* How a session reports to its owner. It calls no one else: whoever presents sessions
@@ -113,6 +114,13 @@ struct Session {
         int final_fd;
         /* helper "perf" (issue 24): linux.perf's sampler (perf-sampler.c). */
         PerfSampler *perf;
+        /* helper "rotate" (session-rotate.c): the recorder's rotations, watched. */
+        sd_event_source *rotated_source;
+        uint32_t chunk_index;
+        /* Helper "clone" (session-clone.c): the clone running, one at a time, and when
+         * the last began (CLOCK_MONOTONIC; 0: never), for the rate limit. */
+        struct SessionClone *clone;
+        uint64_t last_clone_usec;
 };
 
 /* Session ids (manager_new_session_id()) are at most this: 48 random bits. */
@@ -125,6 +133,10 @@ typedef struct SessionOutput {
         uint64_t timeout_usec;       /* pipes and sockets: the write deadline */
         TraceBudget *budget;         /* the owner's trace-directory quota; NULL for a caller's fd.
                                       * Not owned: it must outlive the session's recorder. */
+        /* helper "rotate": the trace directory's file of a rotating session is BASE.0, and
+         * its next chunks BASE.N go into @chunk_dir_fd (taken over by session_new()). */
+        bool has_chunk_dir;
+        int chunk_dir_fd;
 } SessionOutput;
 
 /* Creates session @id's tracefs instance, enables its events and starts recording into
@@ -172,3 +184,15 @@ int session_warn(Session *s, const char *fmt, ...) _printf_(2, 3);
 /* Takes the warnings the recorder's threads made (recorder_warn()) into the session's:
  * from its progress timer, and before the recorder goes. */
 void session_collect_warnings(Session *s);
+
+/* session-rotate.c (helper "rotate"): after the recorder is made, the chunks' directory
+ * (SessionOutput.chunk_dir_fd, taken; -EBADF: none) and the watch on its rotations
+ * (SESSION_CHANGED_ROTATED). */
+int session_rotate_setup(Session *s, int chunk_dir_fd);
+void session_rotate_done(Session *s);
+/* SetNextOutput: @fd (taken) is the next chunk's output. -ENOTCONN: the session does not
+ * rotate into fds; -ESTALE: it is stopping. */
+int session_set_next_output(Session *s, int fd);
+/* Helper "clone" (session-clone.c): the session or its recorder goes; a clone not
+ * copied yet fails with -ECANCELED, one being written finishes on its own. */
+void session_clone_abandon(Session *s);

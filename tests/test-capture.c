@@ -272,6 +272,46 @@ static void test_failed_capture_leaves_nothing(void) {
         g_assert_nonnull(strstr(bad_name.err, "not a capture name"));
 }
 
+/* helper "rotate": RotateEvery= in NAME.conf: the capture is chunks NAME-STAMP.pftrace.N,
+ * each a trace of its own, and KeepTraces counts a capture once, all its chunks. */
+static void test_rotated_capture(void) {
+        static const char rotating_config[] =
+                "duration_ms: 3500\nwrite_into_file: true\nfile_write_period_ms: 500\n"
+                "buffers { size_kb: 4096 }\n"
+                "data_sources { config { name: \"linux.ftrace\" ftrace_config {\n"
+                "  ftrace_events: \"sched/sched_switch\" } } }\n";
+        const char *env[] = { "TRACEBUS_CAPTURE_KEEP_TRACES=1", NULL };
+        g_auto(Dirs) d = { 0 };
+        g_auto(TbCommandResult) res = { 0 };
+        g_auto(GStrv) after = NULL;
+        guint n = 0;
+
+        dirs_new("rotated", &d);
+        write_file(d.config_dir, "week.pbtxt", rotating_config, -1);
+        write_file(d.config_dir, "week.conf", "RotateEvery=1s\n", -1);
+        fake_trace(d.out_dir, "week-20200101-000000.pftrace.0", 100);
+        fake_trace(d.out_dir, "week-20200101-000000.pftrace.1", 100);
+        run_capture(&d, "week", env, &res);
+        g_assert_true(tb_command_succeeded(&res));
+        g_assert_nonnull(strstr(res.out, "chunks)"));
+
+        after = list_dir(d.out_dir);
+        for (size_t i = 0; after[i]; i++) {
+                g_autofree char *path = g_build_filename(d.out_dir, after[i], NULL);
+                g_auto(TbTraceSummary) s = { 0 };
+                g_autoptr(GError) error = NULL;
+
+                /* The old capture went whole; the new one's chunks each load alone. */
+                g_assert_false(g_str_has_prefix(after[i], "week-20200101"));
+                g_assert_true(g_regex_match_simple("^week-[0-9]{8}-[0-9]{6}\\.pftrace\\.[0-9]+$", after[i], 0, 0));
+                g_assert_true(tb_trace_file_read(path, &s, &error));
+                g_assert_no_error(error);
+                g_assert_true(s.has_clock_snapshot && s.has_system_info && s.first_packets_flagged);
+                n++;
+        }
+        g_assert_cmpuint(n, >=, 3);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         tb_require_system_bus_environment();
@@ -279,5 +319,6 @@ int main(int argc, char *argv[]) {
         tb_test_add_isolated("/bus/capture/b-keep-traces-oldest-first", test_keep_traces_oldest_first);
         tb_test_add_isolated("/bus/capture/c-keep-bytes-oldest-first", test_keep_bytes_oldest_first);
         tb_test_add_isolated("/bus/capture/d-failed-capture-leaves-nothing", test_failed_capture_leaves_nothing);
+        tb_test_add_isolated("/bus/capture/e-rotated-capture", test_rotated_capture);
         return tb_test_run(TB_START_SERVICE);
 }

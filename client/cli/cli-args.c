@@ -50,9 +50,17 @@ void cli_help(FILE *f) {
                 "      --stop-all         Stop all your sessions, waiting for each complete trace\n"
                 "      --stop-session=ID  Stop one session (another user's needs org.tracebus.manage)\n"
                 "\n"
+                "Snapshots of a running session (it goes on recording):\n"
+                "      --clone=ID         Write session ID's data so far into -o FILE (or the service's trace directory)\n"
+                "      --clone-by-name=NAME  The same for your session whose config's unique_session_name is NAME\n"
+                "      --clone-key=KEY    The same for your session detached under KEY\n"
+                "\n"
                 "      --add-attribute KEY[=VALUE]  Put KEY=VALUE into the trace's attributes (repeatable)\n"
                 "      --notify-fd FD     Write one byte into FD once recording started (0), or failed (1)\n"
                 "      --query-raw        Your sessions as a TracingServiceState protobuf (see tracebus(1))\n"
+                "      --rotate-every DURATION  Write FILE.0, FILE.1, ...: a new chunk every DURATION (1s at least)\n"
+                "      --rotate-size SIZE  ... or once a chunk holds SIZE (1mb at least); each chunk loads alone\n"
+                "      --keep N           With rotation: keep the newest N chunks, delete the older ones\n"
                 "      --no-ask-password  Do not ask for a password to authorize (polkit)\n"
                 "  -h, --help             Show this help\n"
                 "      --version          Show the version\n"
@@ -126,10 +134,27 @@ static int check_record(const Args *a) {
         return 0;
 }
 
+/* --clone, --clone-by-name, --clone-key: one of them, with -o (or without: the service's
+ * trace directory) and --no-clobber only. */
+static int check_clone(const Args *a) {
+        bool others = a->config_path || light_config(a) || a->detach_key || a->attach_key || a->is_detached_key ||
+                      a->stop || a->background;
+
+        if (others)
+                return cli_refuse("--clone, --clone-by-name and --clone-key take only -o FILE and --no-clobber");
+        if (!!a->clone_id + !!a->clone_name + !!a->clone_key != 1)
+                return cli_refuse("--clone, --clone-by-name and --clone-key are mutually exclusive");
+        if (a->clone_key && check_key("--clone-key", a->clone_key) < 0)
+                return -EINVAL;
+        return 1;
+}
+
 /* The combinations perfetto refuses, refused with its reasons; then our own. */
 static int check_combinations(Args *a) {
-        int r;
+        int r = cli_check_rotation(a);
 
+        if (r < 0)
+                return r;
         if (a->mode == MODE_QUERY || a->mode == MODE_LIST_EVENTS || a->mode == MODE_STOP_ALL ||
             a->mode == MODE_STOP_SESSION) {
                 static const char *const names[] = {
@@ -150,6 +175,8 @@ static int check_combinations(Args *a) {
                 return cli_refuse("--add-attribute is supported only when recording");
         if (a->notify_fd >= 0 && (a->mode != MODE_RECORD || a->attach_key || a->is_detached_key))
                 return cli_refuse("--notify-fd is supported only when recording");
+        if (a->mode == MODE_CLONE)
+                return check_clone(a);
         if (a->mode != MODE_RECORD && a->mode != MODE_ATTACH && a->mode != MODE_IS_DETACHED)
                 return 1;
 
@@ -205,6 +232,8 @@ enum {
         ARG_TXT = 0x100, ARG_NO_CLOBBER, ARG_VERSION, ARG_DETACH, ARG_ATTACH, ARG_STOP, ARG_IS_DETACHED,
         ARG_QUERY, ARG_QUERY_RAW, ARG_LONG, ARG_JSON, ARG_LIST_EVENTS, ARG_STOP_ALL, ARG_STOP_SESSION,
         ARG_NO_ASK_PASSWORD, ARG_NOTIFY_FD, ARG_ANDROID_ONLY, ARG_TXT_LOSSY, ARG_ADD_ATTRIBUTE,
+        ARG_ROTATE,
+        ARG_CLONE, ARG_CLONE_BY_NAME, ARG_CLONE_KEY,
 };
 
 static const struct option options[] = {
@@ -245,11 +274,17 @@ static const struct option options[] = {
         { "subscription-id", required_argument, NULL, ARG_ANDROID_ONLY },
         { "no-guardrails",   no_argument,       NULL, ARG_ANDROID_ONLY },
         { "reset-guardrails", no_argument,      NULL, ARG_ANDROID_ONLY },
-        /* Cloning a running session: not in tracebus (yet); the same one line and status. */
-        { "clone",           required_argument, NULL, ARG_ANDROID_ONLY },
-        { "clone-by-name",   required_argument, NULL, ARG_ANDROID_ONLY },
+        /* A bugreport is Android's; the same one line and status. */
         { "clone-for-bugreport", no_argument,   NULL, ARG_ANDROID_ONLY },
         { "txt-lossy",       no_argument,       NULL, ARG_TXT_LOSSY },
+        /* helper "rotate" (cli-rotate.c), told apart by their names. */
+        { "rotate-every",    required_argument, NULL, ARG_ROTATE },
+        { "rotate-size",     required_argument, NULL, ARG_ROTATE },
+        { "keep",            required_argument, NULL, ARG_ROTATE },
+        /* helper "clone": snapshots of a running session (cli-clone.c). */
+        { "clone",           required_argument, NULL, ARG_CLONE },
+        { "clone-by-name",   required_argument, NULL, ARG_CLONE_BY_NAME },
+        { "clone-key",       required_argument, NULL, ARG_CLONE_KEY },
         {}
 };
 
@@ -289,6 +324,17 @@ static bool parse_flag_option(Args *a, int c) {
 }
 
 static const char *current_option;
+
+/* --clone, --clone-by-name, --clone-key: which session to snapshot. */
+static int parse_clone_option(Args *a, int c, const char *arg) {
+        if (c == ARG_CLONE)
+                a->clone_id = arg;
+        else if (c == ARG_CLONE_BY_NAME)
+                a->clone_name = arg;
+        else
+                a->clone_key = arg;
+        return set_mode(a, MODE_CLONE) ?: 1;
+}
 
 /* Returns 1 to go on, 0 when the option ends parsing successfully, < 0 on error. */
 static int parse_option(Args *a, int c, const char *arg) {
@@ -343,6 +389,10 @@ static int parse_option(Args *a, int c, const char *arg) {
         case ARG_STOP_SESSION:
                 a->stop_session = arg;
                 return set_mode(a, MODE_STOP_SESSION) ?: 1;
+        case ARG_CLONE:
+        case ARG_CLONE_BY_NAME:
+        case ARG_CLONE_KEY:
+                return parse_clone_option(a, c, arg);
         default:
                 fprintf(stderr, "Try '%s --help' for more information.\n", program_invocation_short_name);
                 return -EINVAL;
@@ -375,7 +425,7 @@ int cli_parse_argv(int argc, char *argv[], Args *a) {
                 /* The Android-only options share one case: it names the one given. */
                 current_option = index >= 0 ? options[index].name : NULL;
                 index = -1;
-                r = parse_option(a, c, optarg);
+                r = c == ARG_ROTATE ? cli_parse_rotate_option(a, current_option, optarg) ?: 1 : parse_option(a, c, optarg);
                 if (r <= 0)
                         return r;
         }

@@ -346,6 +346,8 @@ static int append_options(sd_bus_message *m, const CliConfig *cfg, int fd, const
                 r = sd_bus_message_append(m, "{sv}", "Output", "h", fd);
         if (r >= 0 && detach_key)
                 r = sd_bus_message_append(m, "{sv}", "DetachKey", "s", detach_key);
+        if (r >= 0)
+                r = cli_append_rotate_options(m);
         if (r >= 0 && cfg->binary) {
                 r = sd_bus_message_open_container(m, 'e', "sv");
                 if (r >= 0)
@@ -387,45 +389,6 @@ static int call_start(Client *c, const CliConfig *cfg, int fd, const char *detac
         if (r < 0)
                 cli_log("cannot read the service's reply: %s", strerror(-r));
         return r;
-}
-
-/* Opened here, as the caller, never by the service (README: security model). */
-static int open_output(const Args *a) {
-        struct stat st;
-        int fd;
-
-        if (!a->output)
-                return -EBADF; /* --detach without -o: the service's trace directory */
-        if (strcmp(a->output, "-") == 0) {
-                if (isatty(STDOUT_FILENO)) {
-                        cli_log("refusing to write a binary trace to the terminal; redirect stdout or pass -o FILE");
-                        return -ENOTTY;
-                }
-                fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
-                if (fd < 0)
-                        cli_log("cannot use stdout: %m");
-                return fd < 0 ? -errno : fd;
-        }
-        fd = open(a->output, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY | (a->no_clobber ? O_EXCL : O_TRUNC), 0600);
-        if (fd < 0) {
-                int r = -errno;
-                cli_log("Failed to open %s: %s%s", a->output, strerror(-r),
-                        r == -EEXIST && a->no_clobber ? " (--no-clobber)" : "");
-                return r;
-        }
-        /* A directory or device would only fail later, in the service. */
-        if (fstat(fd, &st) >= 0 && !S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) && !S_ISSOCK(st.st_mode)) {
-                cli_log("%s is not a regular file, a pipe or a socket", a->output);
-                safe_close(fd);
-                return -EINVAL;
-        }
-        return fd;
-}
-
-static char *output_label(const Args *a) {
-        if (!a->output)
-                return NULL;
-        return strdup(strcmp(a->output, "-") == 0 ? "stdout" : a->output);
 }
 
 /*
@@ -523,7 +486,7 @@ int run_record(const Args *a) {
 
         if (cli_config_load(a, &cfg) < 0 || cli_apply_attributes(a, &cfg) < 0)
                 return EXIT_FAILURE;
-        fd = open_output(a);
+        fd = cli_open_output(a);
         if (fd < 0 && a->output)
                 return EXIT_FAILURE;
         if (a->background) {
@@ -531,12 +494,13 @@ int run_record(const Args *a) {
                 if (r >= 0)
                         return r;
         }
-        c.output_label = output_label(a);
+        c.output_label = cli_output_label(a);
         if (cli_start_delay(cfg.parsed) < 0 || setup_client(&c) < 0 || call_start(&c, &cfg, fd, a->detach_key) < 0) {
                 cli_notify(a, /* started= */ false);
                 return EXIT_FAILURE;
         }
         fd = safe_close(fd);
+        (void) cli_rotation_start(c.bus, c.session, c.service);
         load_info(&c);
         cli_notify(a, c.info.state && strcmp(c.info.state, "recording") == 0);
 
@@ -550,7 +514,9 @@ int run_record(const Args *a) {
         }
         if (progress_setup(&c, a->background) < 0)
                 cli_log("no progress line, going on.");
-        return wait_for_end(&c);
+        r = wait_for_end(&c);
+        cli_rotation_end();
+        return r;
 }
 
 /* ---- attaching ---- */

@@ -25,8 +25,8 @@
 
 /* perfetto's exit codes: 0 yes/success, 1 error, 2 "no such detached session". */
 #define EXIT_NO_SESSION 2
-/* An option of perfetto's that has no meaning off Android (--upload, --dropbox, ...), or
- * that tracebus lacks (--clone, --clone-by-name, --clone-for-bugreport). */
+/* An option of perfetto's that has no meaning off Android (--upload, --dropbox,
+ * --clone-for-bugreport, ...). */
 #define EXIT_NOT_SUPPORTED 3
 
 /* Long enough for a person to answer a polkit authentication prompt. */
@@ -44,6 +44,7 @@ typedef enum Mode {
         MODE_STOP_SESSION,
         MODE_HELP,
         MODE_VERSION,
+        MODE_CLONE,                  /* helper "clone": --clone, --clone-by-name, --clone-key */
 } Mode;
 
 typedef struct Args {
@@ -79,6 +80,15 @@ typedef struct Args {
         int notify_fd;               /* --notify-fd; -1: none */
         char **attributes;           /* --add-attribute key[=value], in order */
         bool query_raw;              /* --query-raw */
+
+        /* helper "rotate" (cli-rotate.c): chunks FILE.0, FILE.1, ... */
+        uint64_t rotate_every_ms;    /* --rotate-every; 0: none */
+        uint64_t rotate_bytes;       /* --rotate-size; 0: none */
+        uint32_t rotate_keep;        /* --keep; 0: every chunk */
+        /* helper "clone" (cli-clone.c): the session to snapshot, one of them */
+        const char *clone_id;        /* --clone=ID (a number or an object path) */
+        const char *clone_name;      /* --clone-by-name=NAME: the config's unique_session_name */
+        const char *clone_key;       /* --clone-key=KEY: a detached session's key */
 } Args;
 
 /* cli-args.c */
@@ -174,7 +184,7 @@ int run_record(const Args *a);
 int run_attach(const Args *a);
 
 /* cli-tracecfg.c: perfetto's options around TraceConfig's own fields. */
-/* An option perfetto has only on Android, or a --clone* one (@option without its dashes):
+/* An option perfetto has only on Android (@option without its dashes):
  * prints why, returns -EOPNOTSUPP, which tracebus exits with as EXIT_NOT_SUPPORTED. */
 int cli_refuse_android_only(const char *option);
 /* --notify-fd FD: FD must be open. */
@@ -207,3 +217,28 @@ int cli_print_new_warnings(char ***printed, char **l);
 bool cli_has_new_warnings(char **printed, char **l);
 /* Start's (or Attach's) reply: the session's path, and Start's warnings. */
 int cli_read_start_reply(sd_bus_message *reply, const char **ret_path, char ***ret_warnings);
+
+/* cli-rotate.c (helper "rotate"): --rotate-every, --rotate-size, --keep. */
+/* @option: the long option's name. */
+int cli_parse_rotate_option(Args *a, const char *option, const char *arg);
+int cli_check_rotation(const Args *a);
+static inline bool cli_rotates(const Args *a) {
+        return a->rotate_every_ms > 0 || a->rotate_bytes > 0;
+}
+/* -o FILE (or stdout) opened by the caller, or FILE.0 with rotation; -EBADF without -o.
+ * Remembers @a for the calls below. */
+int cli_open_output(const Args *a);
+/* Where the trace goes, for messages ("FILE.0, FILE.1, ..." with rotation). */
+char *cli_output_label(const Args *a);
+/* Start's RotateEveryMs and RotateBytes, in the open a{sv} (--keep is tracebus's own). */
+int cli_append_rotate_options(sd_bus_message *m);
+/* After Start: hands over chunk 1's output and follows Session.Rotated, handing over each
+ * next chunk's and deleting the oldest beyond --keep. */
+int cli_rotation_start(sd_bus *bus, const char *session, const char *service);
+/* At the end: removes the chunk handed over but never begun. */
+void cli_rotation_end(void);
+/* helper "clone" */
+/* cli-query.c: "7", or a session's object path, as its object path; NULL if neither. */
+char *cli_session_path(const char *arg);
+/* cli-clone.c: --clone, --clone-by-name, --clone-key. */
+int run_clone(const Args *a);

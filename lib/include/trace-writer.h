@@ -154,6 +154,12 @@ typedef struct TraceWriter {
         size_t filter_in_allocated, filter_out_allocated;
         size_t filter_in_len;         /* the last ftrace packet packed into filter_in */
         TraceWriterFilterStats filter_stats;
+
+        /* Helper "clone" (lib/trace-writer-snapshot.c): a snapshot's data, shared with the
+         * writer it was taken of, written after the first @shared_at bytes of meta. */
+        TracePacketChunk **shared;
+        size_t n_shared, shared_allocated;
+        size_t shared_at;
 } TraceWriter;
 
 /* A writer with one data buffer of @capacity bytes. */
@@ -205,5 +211,33 @@ int trace_writer_flush(TraceWriter *w);
 /* Bytes kept in memory, not written yet. */
 size_t trace_writer_pending(const TraceWriter *w);
 
+/* helper "rotate": from now on the writer writes into @fd (not owned), a FILE output
+ * until trace_writer_set_output() says otherwise, as a new trace: the first packet of
+ * every sequence marks it first again and clears its incremental state. Call it with
+ * nothing pending (after trace_writer_flush()). */
+void trace_writer_begin_output(TraceWriter *w, int fd);
+
 /* Encoding helpers, exposed for the unit tests. */
 size_t varint_encode(uint64_t v, uint8_t out[static 10]);
+
+/* Helper "clone" (lib/trace-writer-snapshot.c): a self-contained copy of a running
+ * writer, for Session.Clone, triggers' CLONE_SNAPSHOT and rotation. A snapshot is itself
+ * a TraceWriter with no output yet, whose metadata region takes everything in order:
+ *   trace_writer_snapshot_init(&snap);
+ *   ...the header packets, appended with trace_writer_append_meta(&snap, ...): each
+ *      sequence's first packet in the snapshot clears its incremental state...
+ *   trace_writer_snapshot_copy(&snap, &live, &events);   (live's packets, as they are)
+ *   ...the closing packets (TraceStats)...
+ *   trace_writer_snapshot_write(&snap, fd, ...);          (on any thread: snap is its own)
+ *   trace_writer_done(&snap);
+ * The copy is in memory: the live writer goes on at once, and the write may be slow. */
+void trace_writer_snapshot_init(TraceWriter *snap);
+/* Appends @w's pending metadata, then every data buffer's packets, oldest first: a ring's
+ * or discard buffer's packets are shared, not copied (taking them costs a pointer each),
+ * and @w's thread goes on appending and dropping as before. Once per snapshot. Adds the
+ * ftrace events in them to *ret_events (may be NULL). -ENOMEM, -EALREADY. */
+int trace_writer_snapshot_copy(TraceWriter *snap, const TraceWriter *w, uint64_t *ret_events);
+/* Writes @snap into @fd (not taken) as @output, within @max_bytes (0: none) and @budget
+ * (may be NULL), as trace_writer_flush() does; its bytes_written says how much went out. */
+int trace_writer_snapshot_write(TraceWriter *snap, int fd, TraceWriterOutput output, uint64_t timeout_usec,
+                                TraceBudget *budget, uint64_t max_bytes);
