@@ -412,6 +412,34 @@ static void test_challenge(void) {
         test_refused("tbchallenge", "challenge");
 }
 
+/* Helper "clone": Save Snapshot while recording: the snapshot is a recording of its own,
+ * a trace with events that loads alone, and the recording goes on to its Stop. */
+static void test_snapshot(void) {
+        g_auto(AppHome) h = { 0 };
+        g_auto(Xvfb) x = { 0 };
+        g_auto(TbCommandResult) res = { 0 };
+        g_autoptr(GError) error = NULL;
+        g_autofree char *saved = NULL, *arg_save = NULL, *snap = NULL;
+        const char *p, *end;
+        TbBusy busy;
+
+        app_home_init(&h, "tbuser", "snapshot");
+        saved = g_build_filename(h.home, "saved.pftrace", NULL);
+        arg_save = g_strdup_printf("--save-to=%s", saved);
+        g_assert_true(tb_busy_start("tbbusy-gtksnap", &busy, &error));
+        xvfb_start(&x);
+        run_app(&h, &x, (const char *[]) { "--test-record=2", arg_save, "--test-snapshot", NULL }, &res);
+        tb_busy_stop(&busy);
+        assert_test_ok(&res, "saved");
+        p = strstr(res.out, "TEST: snapshot ");
+        g_assert_nonnull(p);
+        p += strlen("TEST: snapshot ");
+        end = strchr(p, '\n');
+        snap = g_strndup(p, end ? (gsize) (end - p) : strlen(p));
+        assert_trace_has_events(snap);
+        assert_trace_has_events(saved);
+}
+
 int main(int argc, char **argv) {
         g_autofree char *xvfb = NULL;
 
@@ -432,5 +460,6 @@ int main(int argc, char **argv) {
         tb_test_add_isolated("/bus/gtk/denied", test_denied);
         tb_test_add_isolated("/bus/gtk/challenge", test_challenge);
         tb_test_add_isolated("/bus/gtk/preview", test_preview);
+        tb_test_add_isolated("/bus/gtk/snapshot", test_snapshot);
         return tb_test_run(TB_START_SERVICE);
 }

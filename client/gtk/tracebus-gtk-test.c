@@ -43,6 +43,8 @@ static void add_test_options(TracebusApp *app, TracebusTestOptions *opt) {
                   "Open this trace with Open Trace… and report its preview", "PATH" },
                 { "preview-screenshot", 0, 0, G_OPTION_ARG_FILENAME, &opt->preview_screenshot,
                   "Save a PNG of the preview window", "PATH" },
+                { "test-snapshot", 0, 0, G_OPTION_ARG_NONE, &opt->snapshot,
+                  "Save a snapshot of the recording once, before stopping it", NULL },
                 { NULL },
         };
 

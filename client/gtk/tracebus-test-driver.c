@@ -43,6 +43,7 @@ typedef struct {
         char *warning;         /* the banner of the app's last "warning": not a failure */
         gboolean warning_said;
         guint preview_shot_tries;
+        gboolean snapshot_clicked, snapshot_seen;  /* --test-snapshot */
 } Driver;
 
 static Driver driver;
@@ -197,6 +198,34 @@ static gboolean take_screenshot(void) {
         return TRUE;
 }
 
+/* --test-snapshot: Save Snapshot, then wait for the snapshot's own row to finish. FALSE
+ * until it has. */
+static gboolean snapshot_done(void) {
+        GListModel *m = tracebus_app_get_recordings(driver.app);
+        GtkWidget *b;
+
+        if (!driver.opt->snapshot || driver.snapshot_seen)
+                return TRUE;
+        if (!driver.snapshot_clicked) {
+                b = tracebus_window_get_row_button(driver.win, driver.r, "snapshot");
+                if (b) {
+                        click(b, "Save Snapshot");
+                        driver.snapshot_clicked = TRUE;
+                }
+                return FALSE;
+        }
+        for (guint i = 0; i < g_list_model_get_n_items(m); i++) {
+                g_autoptr(TbRecording) r = g_list_model_get_item(m, i);
+                if (r->state == TB_RECORDING_FINISHED && g_strcmp0(r->reason, "snapshot") == 0) {
+                        printf("TEST: snapshot %s\n", r->file_path);
+                        fflush(stdout);
+                        driver.snapshot_seen = TRUE;
+                        return TRUE;
+                }
+        }
+        return FALSE;
+}
+
 static void while_recording(gint64 now) {
         double secs = (now - driver.recording_us) / (double) G_USEC_PER_SEC;
         double want = driver.opt->record_seconds > 0 ? driver.opt->record_seconds : 2;
@@ -216,6 +245,8 @@ static void while_recording(gint64 now) {
                 g_clear_handle_id(&driver.tick_id, g_source_remove);
                 return;
         }
+        if (!snapshot_done())
+                return;
         stop = tracebus_window_get_row_button(driver.win, driver.r, "stop");
         if (!stop)
                 return;

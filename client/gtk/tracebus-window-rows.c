@@ -369,6 +369,8 @@ GtkWidget *tracebus_window_get_row_button(TracebusWindow *win, TbRecording *r, c
                         b = w->discard;
                 else if (g_str_equal(which, "preview"))
                         b = w->preview;
+                else if (g_str_equal(which, "snapshot"))
+                        b = w->snapshot;
                 return b && gtk_widget_get_visible(b) && gtk_widget_is_sensitive(b) ? b : NULL;
         }
 }
