@@ -45,3 +45,5 @@
 #define TB_ERROR_REQUEST_TOO_LARGE      TB_ERROR_PREFIX "RequestTooLarge"
 /* A live session of the caller's has the config's unique_session_name. */
 #define TB_ERROR_SESSION_NAME_IN_USE    TB_ERROR_PREFIX "SessionNameInUse"
+/* helper "triggers": a trigger name of ActivateTriggers is empty, over 64 bytes or has control characters. */
+#define TB_ERROR_INVALID_TRIGGER        TB_ERROR_PREFIX "InvalidTrigger"

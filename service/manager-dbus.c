@@ -6,6 +6,7 @@
 #include "log.h"
 #include "manager-dbus.h"
 #include "manager-start-dbus.h"
+#include "manager-triggers-dbus.h"
 #include "output-fd.h"
 #include "session-dbus.h"
 #include "strv.h"
@@ -464,6 +465,10 @@ static const sd_bus_vtable manager_vtable[] = {
                                 SD_BUS_NO_ARGS,
                                 SD_BUS_RESULT("ao", sessions),
                                 method_list_sessions, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ActivateTriggers",
+                                SD_BUS_ARGS("as", names),
+                                SD_BUS_NO_RESULT,
+                                method_activate_triggers, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_ARGS("SessionEnded",
                                 SD_BUS_ARGS("o", session, "s", reason, "a{sv}", stats), 0),
         SD_BUS_VTABLE_END

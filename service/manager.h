@@ -173,3 +173,8 @@ uint64_t manager_buffer_memory_in_use(Manager *m);
 /* Whether @req may start now: -ESHUTDOWN after SIGTERM, -EMFILE past a descriptor
  * budget, -ENOBUFS past MaxBufferMemory (@ret_failure says which). */
 int manager_check_resources(Manager *m, const StartRequest *req, StartFailure *ret_failure);
+
+/* helper "triggers" (issue 23): the triggers @names, sent by @uid (whose process is
+ * @producer), to @uid's sessions, or to every session when @all (org.tracebus.manage).
+ * Returns how many times a session took one. */
+unsigned manager_activate_triggers(Manager *m, char **names, uid_t uid, bool all, const char *producer);

@@ -58,6 +58,7 @@ void session_config_done(SessionConfig *c) {
         session_config_ftgraph_done(c);
         c->unique_session_name = mfree(c->unique_session_name);
         c->trace_filter = trace_filter_free(c->trace_filter);
+        session_config_triggers_done(c);
 }
 
 int session_config_warn(SessionConfig *c, const char *fmt, ...) {
@@ -421,6 +422,9 @@ int session_config_load(const Tracebus__TraceConfig *tc, const char *root, Sessi
         if (r < 0)
                 return r;
         r = session_config_load_filter(tc, &c, ret_error);
+        if (r < 0)
+                return r;
+        r = session_config_load_triggers(tc, &c, ret_error);
         if (r < 0)
                 return r;
         if (tc->output_path)

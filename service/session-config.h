@@ -143,6 +143,12 @@ typedef struct SessionConfig {
 
         /* helper "tracefilter": TraceConfig.trace_filter (service/session-config-filter.c). */
         TraceFilter *trace_filter;     /* NULL: none; the recorder's writer applies it */
+
+        /* helper "triggers" (issue 23): TraceConfig.trigger_config (session-config-triggers.c). */
+        int trigger_mode;              /* a SessionTriggerMode; SESSION_TRIGGER_NONE: no triggers */
+        uint32_t trigger_timeout_ms;   /* START: armed at most this; STOP, CLONE: the end without one */
+        struct SessionTrigger *triggers;
+        size_t n_triggers;
 } SessionConfig;
 
 /* Perfetto's minimum proc_stats_poll_ms: a shorter one is raised, with a warning. */
@@ -257,3 +263,30 @@ int session_config_target_buffer(const Tracebus__TraceConfig *tc, const Tracebus
  * into @c->sys_stats (service/session-config-sysstats.c). What this kernel lacks, a period
  * under 10 ms, a counter tracebus does not read: warnings, never errors. */
 int session_config_load_sys_stats(const Tracebus__TraceConfig *tc, SessionConfig *c);
+
+/* helper "triggers" (issue 23): TraceConfig.trigger_config, as Perfetto v58's service
+ * checks it (tracing_service_impl.cc EnableTracing) and acts on it (ActivateTriggers). */
+typedef enum SessionTriggerMode {
+        SESSION_TRIGGER_NONE = 0,
+        SESSION_TRIGGER_START = 1,     /* START_TRACING: armed, records from the first trigger */
+        SESSION_TRIGGER_STOP = 2,      /* STOP_TRACING: ends stop_delay_ms after the first trigger */
+        SESSION_TRIGGER_CLONE = 4,     /* CLONE_SNAPSHOT: a snapshot stop_delay_ms after each trigger */
+} SessionTriggerMode;
+
+#define SESSION_TRIGGER_NAME_MAX 64u        /* bytes of a trigger's name */
+#define SESSION_MAX_TRIGGERS 64u            /* triggers in one config */
+#define SESSION_TRIGGER_REGEX_MAX 256u      /* bytes of a producer_name_regex */
+#define SESSION_TRIGGER_MAX_PER_24H 1000u   /* max_per_24_h kept: the history is per session */
+
+typedef struct SessionTrigger {
+        char *name;
+        char *producer_regex;          /* NULL: any caller; else a POSIX ERE matched whole */
+        uint32_t stop_delay_ms;
+        uint32_t max_per_24_h;         /* 0: no limit */
+        double skip_probability;       /* 0: never skipped; >= 1: always */
+} SessionTrigger;
+
+int session_config_load_triggers(const Tracebus__TraceConfig *tc, SessionConfig *c, char **ret_error);
+void session_config_triggers_done(SessionConfig *c);
+/* Whether trigger names are well formed: 1 to 64 bytes, printable ASCII (ActivateTriggers). */
+bool session_trigger_name_valid(const char *name);

@@ -22,6 +22,7 @@ typedef enum SessionState {
         SESSION_RECORDING,
         SESSION_STOPPING,
         SESSION_ENDED,
+        SESSION_ARMED,               /* helper "triggers": START_TRACING, waiting for a trigger */
         _SESSION_STATE_MAX,
         _SESSION_STATE_INVALID = -EINVAL,
 } SessionState;
@@ -35,6 +36,8 @@ typedef enum SessionEndReason {
         SESSION_END_SERVICE_SHUTDOWN,
         SESSION_END_QUOTA,
         SESSION_END_OUTPUT_STALLED,
+        SESSION_END_TRIGGER_TIMEOUT, /* helper "triggers": trigger_timeout_ms passed without a trigger */
+        SESSION_END_TRIGGERED,       /* helper "triggers": stop_delay_ms after a STOP_TRACING trigger */
         _SESSION_END_REASON_MAX,
         _SESSION_END_REASON_INVALID = -EINVAL,
 } SessionEndReason;
@@ -110,6 +113,8 @@ struct Session {
          * thread; its last call writes @final_fd (owned by @final_source) to wake the loop. */
         sd_event_source *final_source;
         int final_fd;
+        /* helper "triggers" (issue 23): trigger_config at run time (session-triggers.c). */
+        struct SessionTriggers *triggers;
 };
 
 /* Session ids (manager_new_session_id()) are at most this: 48 random bits. */
@@ -169,3 +174,21 @@ int session_warn(Session *s, const char *fmt, ...) _printf_(2, 3);
 /* Takes the warnings the recorder's threads made (recorder_warn()) into the session's:
  * from its progress timer, and before the recorder goes. */
 void session_collect_warnings(Session *s);
+
+/* helper "triggers" (issue 23). Whether the session takes Stop, Detach, triggers: it is
+ * recording, or armed (START_TRACING) and waiting for a trigger. */
+static inline bool session_is_running(const Session *s) {
+        return s->state == SESSION_RECORDING || s->state == SESSION_ARMED;
+}
+
+/* session.c: an armed session starts recording (its first START_TRACING trigger). */
+int session_begin_recording(Session *s);
+
+/* session-triggers.c: the trigger timers of @s's config (trigger_timeout_ms), armed by
+ * session_new(); freed with the session. */
+int session_triggers_setup(Session *s);
+void session_triggers_free(Session *s);
+/* Trigger @name, sent by @producer (the caller's name) of @uid at @now_ns (BOOTTIME):
+ * as Perfetto's ActivateTriggers does for one session. 1 when the session took it
+ * (recorded in the trace, acted on), 0 when it has no such trigger or skipped it. */
+int session_activate_trigger(Session *s, const char *name, const char *producer, uid_t uid, uint64_t now_ns);
