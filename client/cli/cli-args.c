@@ -16,6 +16,7 @@
 void cli_args_done(Args *a) {
         a->events = strv_free(a->events);
         a->attributes = strv_free(a->attributes);
+        a->triggers = strv_free(a->triggers);
 }
 
 void cli_help(FILE *f) {
@@ -49,6 +50,7 @@ void cli_help(FILE *f) {
                 "      --list-events [GLOB]  The trace events this kernel offers (--json: as an array)\n"
                 "      --stop-all         Stop all your sessions, waiting for each complete trace\n"
                 "      --stop-session=ID  Stop one session (another user's needs org.tracebus.manage)\n"
+                "      --trigger=NAME[,NAME]  Send triggers to your sessions whose trigger_config waits for them\n"
                 "\n"
                 "      --add-attribute KEY[=VALUE]  Put KEY=VALUE into the trace's attributes (repeatable)\n"
                 "      --notify-fd FD     Write one byte into FD once recording started (0), or failed (1)\n"
@@ -131,10 +133,11 @@ static int check_combinations(Args *a) {
         int r;
 
         if (a->mode == MODE_QUERY || a->mode == MODE_LIST_EVENTS || a->mode == MODE_STOP_ALL ||
-            a->mode == MODE_STOP_SESSION) {
+            a->mode == MODE_STOP_SESSION || a->mode == MODE_TRIGGER) {
                 static const char *const names[] = {
                         [MODE_QUERY] = "--query", [MODE_LIST_EVENTS] = "--list-events",
                         [MODE_STOP_ALL] = "--stop-all", [MODE_STOP_SESSION] = "--stop-session",
+                        [MODE_TRIGGER] = "--trigger",
                 };
                 r = check_standalone(a, names[a->mode]);
                 if (r < 0)
@@ -172,7 +175,7 @@ static int check_combinations(Args *a) {
 
 static int set_mode(Args *a, Mode mode) {
         if (a->mode != MODE_RECORD && a->mode != mode)
-                return cli_refuse("--query, --list-events, --stop-all and --stop-session are mutually exclusive");
+                return cli_refuse("--query, --list-events, --stop-all, --stop-session and --trigger are mutually exclusive");
         a->mode = mode;
         return 0;
 }
@@ -205,6 +208,7 @@ enum {
         ARG_TXT = 0x100, ARG_NO_CLOBBER, ARG_VERSION, ARG_DETACH, ARG_ATTACH, ARG_STOP, ARG_IS_DETACHED,
         ARG_QUERY, ARG_QUERY_RAW, ARG_LONG, ARG_JSON, ARG_LIST_EVENTS, ARG_STOP_ALL, ARG_STOP_SESSION,
         ARG_NO_ASK_PASSWORD, ARG_NOTIFY_FD, ARG_ANDROID_ONLY, ARG_TXT_LOSSY, ARG_ADD_ATTRIBUTE,
+        ARG_TRIGGER,
 };
 
 static const struct option options[] = {
@@ -250,6 +254,7 @@ static const struct option options[] = {
         { "clone-by-name",   required_argument, NULL, ARG_ANDROID_ONLY },
         { "clone-for-bugreport", no_argument,   NULL, ARG_ANDROID_ONLY },
         { "txt-lossy",       no_argument,       NULL, ARG_TXT_LOSSY },
+        { "trigger",         required_argument, NULL, ARG_TRIGGER },
         {}
 };
 
@@ -343,6 +348,8 @@ static int parse_option(Args *a, int c, const char *arg) {
         case ARG_STOP_SESSION:
                 a->stop_session = arg;
                 return set_mode(a, MODE_STOP_SESSION) ?: 1;
+        case ARG_TRIGGER:
+                return cli_parse_triggers(a, arg) ?: set_mode(a, MODE_TRIGGER) ?: 1;
         default:
                 fprintf(stderr, "Try '%s --help' for more information.\n", program_invocation_short_name);
                 return -EINVAL;

@@ -22,6 +22,7 @@
 
 #define ACTION_RECORD "org.tracebus.record"
 #define ACTION_MANAGE "org.tracebus.manage"
+#define ACTION_TRIGGER "org.tracebus.trigger"
 
 /* perfetto's exit codes: 0 yes/success, 1 error, 2 "no such detached session". */
 #define EXIT_NO_SESSION 2
@@ -44,6 +45,7 @@ typedef enum Mode {
         MODE_STOP_SESSION,
         MODE_HELP,
         MODE_VERSION,
+        MODE_TRIGGER,                /* helper "triggers": --trigger */
 } Mode;
 
 typedef struct Args {
@@ -79,6 +81,9 @@ typedef struct Args {
         int notify_fd;               /* --notify-fd; -1: none */
         char **attributes;           /* --add-attribute key[=value], in order */
         bool query_raw;              /* --query-raw */
+
+        /* helper "triggers" (cli-trigger.c) */
+        char **triggers;             /* --trigger=NAME[,NAME], in order */
 } Args;
 
 /* cli-args.c */
@@ -207,3 +212,7 @@ int cli_print_new_warnings(char ***printed, char **l);
 bool cli_has_new_warnings(char **printed, char **l);
 /* Start's (or Attach's) reply: the session's path, and Start's warnings. */
 int cli_read_start_reply(sd_bus_message *reply, const char **ret_path, char ***ret_warnings);
+
+/* cli-trigger.c (helper "triggers"): --trigger, Manager.ActivateTriggers. */
+int cli_parse_triggers(Args *a, const char *arg);
+int run_trigger(const Args *a);
