@@ -24,7 +24,7 @@ static char *sender_name(sd_bus_message *m) {
         return strdup(comm ?: "unknown");
 }
 
-static int activate_and_reply(BusRequest *req, bool all) {
+static int activate_and_reply(Manager *m, BusRequest *req, bool all) {
         _cleanup_strv_free_ char **names = NULL;
         _cleanup_free_ char *producer = NULL;
         int r;
@@ -37,12 +37,12 @@ static int activate_and_reply(BusRequest *req, bool all) {
         producer = sender_name(req->message);
         if (!producer)
                 return -ENOMEM;
-        (void) manager_activate_triggers(req->context->manager, names, req->uid, all, producer);
+        (void) manager_activate_triggers(m, names, req->uid, all, producer);
         return sd_bus_reply_method_return(req->message, NULL);
 }
 
 static void on_manage_result(BusRequest *req, int result) {
-        int r = activate_and_reply(req, result > 0);
+        int r = activate_and_reply(req->context->manager, req, result > 0);
 
         if (r < 0)
                 (void) sd_bus_reply_method_errnof(req->message, r, "Failed to activate the triggers: %m");
@@ -94,6 +94,6 @@ int method_activate_triggers(sd_bus_message *message, void *userdata, sd_bus_err
                 return r;
         /* Root, whom polkit always allows, reaches every session without asking. */
         if (req->uid == 0)
-                return activate_and_reply(req, true);
+                return activate_and_reply(c->manager, req, true);
         return bus_request_authorize(c, &req, ACTION_TRIGGER, /* interactive= */ true, on_trigger_result);
 }
