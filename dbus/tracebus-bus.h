@@ -47,3 +47,5 @@
 #define TB_ERROR_SESSION_NAME_IN_USE    TB_ERROR_PREFIX "SessionNameInUse"
 /* helper "triggers": a trigger name of ActivateTriggers is empty, over 64 bytes or has control characters. */
 #define TB_ERROR_INVALID_TRIGGER        TB_ERROR_PREFIX "InvalidTrigger"
+/* A snapshot of the session is being written, or the last began within CloneMinIntervalSec=. */
+#define TB_ERROR_CLONE_RATE_LIMITED     TB_ERROR_PREFIX "CloneRateLimited"

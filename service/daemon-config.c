@@ -26,6 +26,7 @@ void daemon_config_init(DaemonConfig *c) {
                         .max_buffer_memory_bytes = 0,
                         .max_process_entries = DAEMON_DEFAULT_MAX_PROCESS_ENTRIES,
                         .output_timeout_usec = DAEMON_DEFAULT_OUTPUT_TIMEOUT_USEC,
+                        .clone_min_interval_usec = DAEMON_DEFAULT_CLONE_MIN_INTERVAL_USEC,
                 },
                 .idle_timeout_usec = DAEMON_DEFAULT_IDLE_TIMEOUT_USEC,
         };
@@ -225,6 +226,19 @@ static int parse_output_timeout(const char *v, void *data) {
         return 0;
 }
 
+/* CloneMinIntervalSec=: 0 allows clones back to back (still one at a time). */
+static int parse_clone_interval(const char *v, void *data) {
+        uint64_t usec;
+        int r = parse_timespan(v, &usec);
+
+        if (r < 0)
+                return r;
+        if (usec == UINT64_MAX)
+                return -ERANGE;
+        *(uint64_t *) data = usec;
+        return 0;
+}
+
 typedef struct ConfigItem {
         const char *section;
         const char *key;
@@ -245,6 +259,7 @@ static const ConfigItem config_items[] = {
         { "Limits",  "MaxBufferMemory",    parse_buffer_memory, offsetof(DaemonConfig, limits.max_buffer_memory_bytes), "bytes with an optional K, M, G or T, above 0, or empty" },
         { "Limits",  "MaxProcessEntries",  parse_process_entries, offsetof(DaemonConfig, limits.max_process_entries), "64 to 4194304" },
         { "Limits",  "OutputTimeoutSec",   parse_output_timeout, offsetof(DaemonConfig, limits.output_timeout_usec), "a time span above 0 such as 30s, 500ms or infinity" },
+        { "Limits",  "CloneMinIntervalSec", parse_clone_interval, offsetof(DaemonConfig, limits.clone_min_interval_usec), "a time span such as 5s, 500ms or 0" },
 };
 
 int daemon_config_check(DaemonConfig *c) {

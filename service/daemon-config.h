@@ -38,6 +38,9 @@
 #define DAEMON_MIN_PROCESS_ENTRIES 64u
 #define DAEMON_MAX_PROCESS_ENTRIES_LIMIT (4u * 1024 * 1024)
 
+/* CloneMinIntervalSec= unset: a loop of clones writes a session's buffers at most this often. */
+#define DAEMON_DEFAULT_CLONE_MIN_INTERVAL_USEC (5u * 1000000u)
+
 typedef struct ManagerLimits {
         unsigned max_sessions;            /* all UIDs together */
         unsigned max_sessions_per_uid;
@@ -49,6 +52,8 @@ typedef struct ManagerLimits {
         uint64_t max_buffer_memory_bytes; /* kernel buffers of all sessions; 0: 1/8 of MemTotal */
         uint32_t max_process_entries;     /* processes (and as many threads) a session keeps described */
         uint64_t output_timeout_usec;     /* a pipe or socket output's write deadline; UINT64_MAX: none */
+        /* Helper "clone": the least time between two snapshots of one session (Session.Clone). */
+        uint64_t clone_min_interval_usec;
 } ManagerLimits;
 
 typedef struct DaemonConfig {

@@ -13,8 +13,7 @@
 #include "trace-dir.h"
 #include "tracefs-instance.h"
 
-/* The Output fd must be something the caller could write a trace into itself. */
-static int take_output_fd(int fd, uid_t uid, int *ret, sd_bus_error *error) {
+int bus_take_output_fd(int fd, uid_t uid, int *ret, sd_bus_error *error) {
         const char *why = NULL;
         int r;
 
@@ -241,7 +240,7 @@ static int method_start(sd_bus_message *message, void *userdata, sd_bus_error *e
                         return -ENOMEM;
         }
         if (o.output_fd >= 0) {
-                r = take_output_fd(o.output_fd, req->uid, &req->start.output_fd, error);
+                r = bus_take_output_fd(o.output_fd, req->uid, &req->start.output_fd, error);
                 if (r < 0)
                         return r;
         }
@@ -435,6 +434,17 @@ static int method_list_events(sd_bus_message *message, void *userdata, sd_bus_er
         return bus_request_authorize(c, &req, ACTION_RECORD, /* interactive= */ false, on_list_events_result);
 }
 
+static int method_clone_detached(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        return manager_dbus_clone_detached(userdata, m, error);
+}
+
+static int method_clone(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        const char *path;
+        int r = sd_bus_message_read(m, "o", &path);
+
+        return r < 0 ? r : session_dbus_clone(userdata, path, m, error);
+}
+
 static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_METHOD_WITH_ARGS("Start",
@@ -469,6 +479,14 @@ static const sd_bus_vtable manager_vtable[] = {
                                 SD_BUS_ARGS("as", names),
                                 SD_BUS_NO_RESULT,
                                 method_activate_triggers, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Clone",
+                                SD_BUS_ARGS("o", session, "a{sv}", options),
+                                SD_BUS_RESULT("a{sv}", result),
+                                method_clone, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("CloneDetached",
+                                SD_BUS_ARGS("s", key, "a{sv}", options),
+                                SD_BUS_RESULT("a{sv}", result),
+                                method_clone_detached, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_ARGS("SessionEnded",
                                 SD_BUS_ARGS("o", session, "s", reason, "a{sv}", stats), 0),
         SD_BUS_VTABLE_END

@@ -16,3 +16,15 @@ int manager_create_session(Manager *m, StartRequest *req, uint64_t id, SessionOu
 void manager_start_in_trace_dir(Manager *m, StartRequest *req, StartCallback callback, void *userdata);
 /* manager_free(): the worker stopped, the quotas go. */
 void manager_free_trace_dir(Manager *m);
+
+/* Helper "clone": the trace directory's quotas and scans (manager-trace-dir.c), for
+ * snapshots written there (manager-clone.c). A reference per user of the quota. */
+#include "trace-dir.h"
+TraceQuota *quota_ref(Manager *m, uid_t uid);
+void quota_unref(Manager *m, TraceQuota *q);
+void quota_apply_scan(TraceQuota *q, uint64_t usage, uint64_t ended_snapshot);
+TraceBudget *quota_budget(TraceQuota *q);
+void quota_count_written(TraceQuota *q, uint64_t bytes);
+uint64_t quota_ended_total(TraceQuota *q);
+/* The files @uid's live sessions write into (counted as written, left out of scans). */
+int manager_live_files(Manager *m, uid_t uid, TraceDirFileId **ret, size_t *ret_n);

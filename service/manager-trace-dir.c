@@ -68,7 +68,7 @@ static TraceQuota *quota_of(TraceBudget *budget) {
         return (TraceQuota *) ((uint8_t *) budget - offsetof(TraceQuota, budget));
 }
 
-static TraceQuota *quota_ref(Manager *m, uid_t uid) {
+TraceQuota *quota_ref(Manager *m, uid_t uid) {
         TraceQuota *q;
 
         for (q = m->quotas; q; q = q->next)
@@ -88,7 +88,7 @@ static TraceQuota *quota_ref(Manager *m, uid_t uid) {
 }
 
 /* With its last user goes what it knew: the next start scans afresh. */
-static void quota_unref(Manager *m, TraceQuota *q) {
+void quota_unref(Manager *m, TraceQuota *q) {
         if (!q || --q->n_users > 0)
                 return;
         for (TraceQuota **p = &m->quotas; *p; p = &(*p)->next)
@@ -101,7 +101,7 @@ static void quota_unref(Manager *m, TraceQuota *q) {
 
 /* A scan found @usage outside the live sessions: it replaces the last scan, and the
  * sessions that had ended when it was queued, whose files it counted. */
-static void quota_apply_scan(TraceQuota *q, uint64_t usage, uint64_t ended_snapshot) {
+void quota_apply_scan(TraceQuota *q, uint64_t usage, uint64_t ended_snapshot) {
         uint64_t replaced = q->baseline + (ended_snapshot - q->ended_applied);
 
         if (usage >= replaced)
@@ -110,6 +110,20 @@ static void quota_apply_scan(TraceQuota *q, uint64_t usage, uint64_t ended_snaps
                 atomic_fetch_sub(&q->budget.used, replaced - usage);
         q->baseline = usage;
         q->ended_applied = ended_snapshot;
+}
+
+TraceBudget *quota_budget(TraceQuota *q) {
+        return &q->budget;
+}
+
+/* Helper "clone": a snapshot's file, written: counted as an ended session's until the
+ * next scan. */
+void quota_count_written(TraceQuota *q, uint64_t bytes) {
+        q->ended_total += bytes;
+}
+
+uint64_t quota_ended_total(TraceQuota *q) {
+        return q->ended_total;
 }
 
 void manager_release_quota(Manager *m, Session *s) {
@@ -208,19 +222,23 @@ static void pending_start_done(WorkerJob *job, bool ran) {
         p->callback(m, r, &res, p->userdata);
 }
 
-/* The files the UID's live sessions write into: counted as written, not scanned. */
-static int snapshot_live_files(Manager *m, PendingStart *p) {
+int manager_live_files(Manager *m, uid_t uid, TraceDirFileId **ret, size_t *ret_n) {
         size_t n = 0;
 
         for (Session *s = m->sessions; s; s = s->next)
-                n += s->owner_uid == p->request.uid && s->output_budget;
-        p->skip = calloc(MAX(n, (size_t) 1), sizeof(TraceDirFileId));
-        if (!p->skip)
+                n += s->owner_uid == uid && s->output_budget;
+        *ret = calloc(MAX(n, (size_t) 1), sizeof(TraceDirFileId));
+        if (!*ret)
                 return -ENOMEM;
+        *ret_n = 0;
         for (Session *s = m->sessions; s; s = s->next)
-                if (s->owner_uid == p->request.uid && s->output_budget)
-                        p->skip[p->n_skip++] = (TraceDirFileId) { s->output_dev, s->output_ino };
+                if (s->owner_uid == uid && s->output_budget)
+                        (*ret)[(*ret_n)++] = (TraceDirFileId) { s->output_dev, s->output_ino };
         return 0;
+}
+
+static int snapshot_live_files(Manager *m, PendingStart *p) {
+        return manager_live_files(m, p->request.uid, &p->skip, &p->n_skip);
 }
 
 /* The limits, with the starts still waiting counted as sessions: nobody queues more

@@ -178,3 +178,13 @@ int manager_check_resources(Manager *m, const StartRequest *req, StartFailure *r
  * @producer), to @uid's sessions, or to every session when @all (org.tracebus.manage).
  * Returns how many times a session took one. */
 unsigned manager_activate_triggers(Manager *m, char **names, uid_t uid, bool all, const char *producer);
+/* Helper "clone" (manager-clone.c): a snapshot of session @s for @uid, who may clone it
+ * (its owner, or a holder of org.tracebus.manage: the bus layer asked), into @fd (taken),
+ * or with @fd < 0 into a new file of @uid's trace directory, within @uid's quota (scanned
+ * first, on the worker). @callback runs once on the loop, at once on a refusal, with 0 or
+ * session_clone()'s errors, -EDQUOT, or the trace directory's (-ENOTDIR, -ELOOP, ...);
+ * @output_path is the file the service created (NULL for an fd). */
+#include "session-clone.h"
+typedef void (*CloneCallback)(Manager *m, int r, const SessionCloneResult *result, const char *output_path,
+                              void *userdata);
+void manager_clone_session(Manager *m, Session *s, uid_t uid, int fd, CloneCallback callback, void *userdata);

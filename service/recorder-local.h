@@ -93,7 +93,15 @@ struct Recorder {
         bool has_trace_uuid;
         int64_t trace_uuid_msb, trace_uuid_lsb;
         uint64_t stop_timeout_ns;     /* the final drain ends after this, data left or not */
+        /* Helper "clone": the snapshot asked for (recorder-clone.c), taken by the worker
+         * after its next drain. */
+        _Atomic(RecorderClone *) clone_request;
+        uint64_t started_ns;          /* CLOCK_BOOTTIME: tracing_started, for snapshots */
 };
+
+/* Written into stop_fd (an eventfd, which adds them up) by recorder_clone(): a wake-up
+ * that is not a stop. recorder_stop() writes 1. */
+#define RECORDER_WAKE_CLONE (UINT64_C(1) << 32)
 
 /* recorder-packets.c: the service's packets (sequence 1) and the process tree. */
 int recorder_append_opening_packets(Recorder *rec);
@@ -121,3 +129,10 @@ void recorder_publish_stats(Recorder *rec);
 /* recorder-thread.c */
 int recorder_flush_output(Recorder *rec);
 void *recorder_thread_main(void *userdata);
+
+/* Helper "clone" (recorder-packets.c): a snapshot's own opening and closing packets,
+ * into its writer @w; recorder-clone.c: the request the worker serves after a drain. */
+int recorder_append_snapshot_header(Recorder *rec, TraceWriter *w);
+int recorder_append_snapshot_trailer(Recorder *rec, TraceWriter *w);
+void recorder_serve_clone(Recorder *rec);
+void recorder_cancel_clone(Recorder *rec);

@@ -11,7 +11,7 @@
 
 /* The service's packets (sequence 1) that tell trace_processor how to read the rest. */
 
-static int append_clock_snapshot(Recorder *rec) {
+static int append_clock_snapshot(Recorder *rec, TraceWriter *w) {
         static const struct { clockid_t id; uint32_t builtin; } clocks[] = {
                 /* BOOTTIME first: it is the trace clock, and the clock of the ftrace events. */
                 { CLOCK_BOOTTIME,       TRACEBUS__BUILTIN_CLOCK__BUILTIN_CLOCK_BOOTTIME },
@@ -43,10 +43,10 @@ static int append_clock_snapshot(Recorder *rec) {
         packet.has_timestamp = true;
         packet.timestamp = c[0].timestamp;
         packet.clock_snapshot = &snapshot;
-        return trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
+        return trace_writer_append_meta(w, &packet, TRACE_SEQUENCE_SERVICE);
 }
 
-static int append_system_info(Recorder *rec) {
+static int append_system_info(Recorder *rec, TraceWriter *w) {
         Tracebus__TracePacket packet = TRACEBUS__TRACE_PACKET__INIT;
         Tracebus__SystemInfo info = TRACEBUS__SYSTEM_INFO__INIT;
         Tracebus__Utsname uts = TRACEBUS__UTSNAME__INIT;
@@ -71,10 +71,10 @@ static int append_system_info(Recorder *rec) {
         info.num_cpus = rec->n_cpus > 0 ? rec->n_cpus : (uint32_t) sysconf(_SC_NPROCESSORS_CONF);
 
         packet.system_info = &info;
-        return trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
+        return trace_writer_append_meta(w, &packet, TRACE_SEQUENCE_SERVICE);
 }
 
-static int append_trace_config_and_uuid(Recorder *rec) {
+static int append_trace_config_and_uuid(Recorder *rec, TraceWriter *w) {
         Tracebus__TracePacket packet = TRACEBUS__TRACE_PACKET__INIT;
         Tracebus__TraceUuid uuid = TRACEBUS__TRACE_UUID__INIT;
         int64_t random[2];
@@ -82,7 +82,7 @@ static int append_trace_config_and_uuid(Recorder *rec) {
 
         if (!rec->disable_trace_config) {
                 packet.trace_config = rec->trace_config;
-                r = trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
+                r = trace_writer_append_meta(w, &packet, TRACE_SEQUENCE_SERVICE);
                 if (r < 0)
                         return r;
         }
@@ -98,17 +98,17 @@ static int append_trace_config_and_uuid(Recorder *rec) {
         uuid.lsb = random[1];
         tracebus__trace_packet__init(&packet);
         packet.trace_uuid = &uuid;
-        r = trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
+        r = trace_writer_append_meta(w, &packet, TRACE_SEQUENCE_SERVICE);
         if (r < 0 || !rec->trace_config->trace_attributes || rec->trace_config->trace_attributes->n_attribute == 0)
                 return r;
         /* The config's trace_attributes as a packet of their own, as Perfetto v58's service
          * writes them (trace_processor's metadata), whether or not the config is echoed. */
         tracebus__trace_packet__init(&packet);
         packet.trace_attributes = rec->trace_config->trace_attributes;
-        return trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
+        return trace_writer_append_meta(w, &packet, TRACE_SEQUENCE_SERVICE);
 }
 
-int recorder_append_service_event(Recorder *rec, bool started, uint64_t timestamp) {
+static int append_service_event(Recorder *rec, TraceWriter *w, bool started, uint64_t timestamp) {
         Tracebus__TracePacket packet = TRACEBUS__TRACE_PACKET__INIT;
         Tracebus__TracingServiceEvent event = TRACEBUS__TRACING_SERVICE_EVENT__INIT;
 
@@ -121,7 +121,11 @@ int recorder_append_service_event(Recorder *rec, bool started, uint64_t timestam
         packet.has_timestamp = true;
         packet.timestamp = timestamp;
         packet.service_event = &event;
-        return trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
+        return trace_writer_append_meta(w, &packet, TRACE_SEQUENCE_SERVICE);
+}
+
+int recorder_append_service_event(Recorder *rec, bool started, uint64_t timestamp) {
+        return append_service_event(rec, &rec->writer, started, timestamp);
 }
 
 static void cpu_stats_to_proto(unsigned cpu, const TraceCpuStats *s, Tracebus__FtraceCpuStats *p) {
@@ -141,7 +145,7 @@ static void cpu_stats_to_proto(unsigned cpu, const TraceCpuStats *s, Tracebus__F
 }
 
 /* FtraceStats at the start and the end of the trace: the kernel's own loss counters. */
-static int append_ftrace_stats(Recorder *rec, bool end) {
+static int append_ftrace_stats(Recorder *rec, TraceWriter *w, bool end) {
         Tracebus__TracePacket packet = TRACEBUS__TRACE_PACKET__INIT;
         Tracebus__FtraceStats stats = TRACEBUS__FTRACE_STATS__INIT;
         _cleanup_free_ Tracebus__FtraceCpuStats *cpu_stats = NULL;
@@ -157,10 +161,13 @@ static int append_ftrace_stats(Recorder *rec, bool end) {
         for (unsigned cpu = 0; cpu < rec->n_cpus; cpu++) {
                 TraceCpuStats s;
 
-                r = trace_instance_read_cpu_stats_fd(rec->stats_fds[cpu], &s);
-                if (r < 0)
+                /* A snapshot opens with the trace's own start: its loss is the session's so far. */
+                if (!end && w != &rec->writer)
+                        s = rec->start_stats[cpu];
+                else if ((r = trace_instance_read_cpu_stats_fd(rec->stats_fds[cpu], &s)) < 0)
                         return r;
-                if (!end)
+                /* The loss accounting starts at the trace's start, not at a snapshot's. */
+                if (!end && w == &rec->writer)
                         rec->start_stats[cpu] = s;
                 cpu_stats_to_proto(cpu, &s, &cpu_stats[cpu]);
                 ptrs[cpu] = &cpu_stats[cpu];
@@ -189,28 +196,28 @@ static int append_ftrace_stats(Recorder *rec, bool end) {
         packet.has_timestamp = true;
         packet.timestamp = now_ns(CLOCK_BOOTTIME);
         packet.ftrace_stats = &stats;
-        return trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_FTRACE);
+        return trace_writer_append_meta(w, &packet, TRACE_SEQUENCE_FTRACE);
 }
 
-static int append_sync_marker(Recorder *rec);
+static int append_sync_marker(Recorder *rec, TraceWriter *w);
 
 int recorder_append_opening_packets(Recorder *rec) {
         int r;
 
-        r = append_clock_snapshot(rec);
+        r = append_clock_snapshot(rec, &rec->writer);
         if (r < 0)
                 return r;
         /* The first sync marker before any data, as Perfetto writes one at its first read. */
-        r = append_sync_marker(rec);
+        r = append_sync_marker(rec, &rec->writer);
         if (r < 0)
                 return r;
-        r = append_trace_config_and_uuid(rec);
+        r = append_trace_config_and_uuid(rec, &rec->writer);
         if (r < 0)
                 return r;
-        r = append_system_info(rec);
+        r = append_system_info(rec, &rec->writer);
         if (r < 0)
                 return r;
-        r = rec->parser ? append_ftrace_stats(rec, /* end= */ false) : 0;
+        r = rec->parser ? append_ftrace_stats(rec, &rec->writer, /* end= */ false) : 0;
         if (r < 0)
                 return r;
         r = service_tracks_append_descriptors(&rec->writer, rec->n_cpus);
@@ -226,7 +233,7 @@ static const uint8_t sync_marker[16] = {
         0x82, 0x47, 0x7a, 0x76, 0xb2, 0x8d, 0x42, 0xba, 0x81, 0xdc, 0x33, 0x32, 0x6d, 0x57, 0xa0, 0x79,
 };
 
-static int append_sync_marker(Recorder *rec) {
+static int append_sync_marker(Recorder *rec, TraceWriter *w) {
         Tracebus__TracePacket packet = TRACEBUS__TRACE_PACKET__INIT;
 
         /* Fixed layout: trusted_uid, the sequence id, then the marker last. */
@@ -235,7 +242,7 @@ static int append_sync_marker(Recorder *rec) {
         packet.has_synchronization_marker = true;
         packet.synchronization_marker.data = (uint8_t *) sync_marker;
         packet.synchronization_marker.len = sizeof(sync_marker);
-        return trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
+        return trace_writer_append_meta(w, &packet, TRACE_SEQUENCE_SERVICE);
 }
 
 int recorder_append_periodic_snapshot(Recorder *rec, bool force) {
@@ -245,10 +252,10 @@ int recorder_append_periodic_snapshot(Recorder *rec, bool force) {
         if (!force && now - rec->last_snapshot_ns < rec->snapshot_interval_ns)
                 return 0;
         rec->last_snapshot_ns = now;
-        r = append_sync_marker(rec);
+        r = append_sync_marker(rec, &rec->writer);
         if (r < 0)
                 return r;
-        return append_clock_snapshot(rec);
+        return append_clock_snapshot(rec, &rec->writer);
 }
 
 /* One BufferStats as Perfetto fills it: its packets are our chunks. */
@@ -274,7 +281,7 @@ static void fill_buffer_stats(Tracebus__TraceStats__BufferStats *out, const Trac
 
 /* TraceStats at the end: what each of the service's buffers did, in config order (the
  * index trace_processor gives its traced_buf_* stats). */
-static int append_trace_stats(Recorder *rec) {
+static int append_trace_stats(Recorder *rec, TraceWriter *w) {
         Tracebus__TracePacket packet = TRACEBUS__TRACE_PACKET__INIT;
         Tracebus__TraceStats stats = TRACEBUS__TRACE_STATS__INIT;
         _cleanup_free_ Tracebus__TraceStats__BufferStats *buffers = NULL;
@@ -309,7 +316,7 @@ static int append_trace_stats(Recorder *rec) {
         packet.has_timestamp = true;
         packet.timestamp = now_ns(CLOCK_BOOTTIME);
         packet.trace_stats = &stats;
-        return trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_SERVICE);
+        return trace_writer_append_meta(w, &packet, TRACE_SEQUENCE_SERVICE);
 }
 
 int recorder_append_annotations(Recorder *rec) {
@@ -336,16 +343,16 @@ void recorder_annotate(Recorder *rec, const char *name) {
         (void) pthread_mutex_unlock(&rec->annotations_lock);
 }
 
-/* A ProcessTree as metadata, at its collection time. */
+/* A ProcessTree as metadata of the writer @userdata, at its collection time. */
 static int write_process_tree(const Tracebus__ProcessTree *collected, void *userdata) {
         Tracebus__TracePacket packet = TRACEBUS__TRACE_PACKET__INIT;
         Tracebus__ProcessTree tree = *collected;
-        Recorder *rec = userdata;
+        TraceWriter *w = userdata;
 
         packet.has_timestamp = true;
         packet.timestamp = tree.collection_end_timestamp;
         packet.process_tree = &tree;
-        return trace_writer_append_meta(&rec->writer, &packet, TRACE_SEQUENCE_PROCESSES);
+        return trace_writer_append_meta(w, &packet, TRACE_SEQUENCE_PROCESSES);
 }
 
 static int write_collected(Recorder *rec) {
@@ -354,7 +361,7 @@ static int write_collected(Recorder *rec) {
 
         tree.has_collection_end_timestamp = true;
         tree.collection_end_timestamp = now_ns(CLOCK_BOOTTIME);
-        r = write_process_tree(&tree, rec);
+        r = write_process_tree(&tree, &rec->writer);
         process_tree_builder_reset(rec->processes);
         return r;
 }
@@ -406,7 +413,7 @@ int recorder_write_closing_packets(Recorder *rec) {
         if (r > 0)
                 r = recorder_append_process_tree(rec);
         if (r >= 0)
-                r = process_tree_builder_write_kept(rec->processes, write_process_tree, rec);
+                r = process_tree_builder_write_kept(rec->processes, write_process_tree, &rec->writer);
         if (r < 0)
                 return r;
 
@@ -418,15 +425,74 @@ int recorder_write_closing_packets(Recorder *rec) {
         if (r >= 0)
                 r = recorder_append_periodic_snapshot(rec, /* force= */ true);
         if (r >= 0)
-                r = append_trace_stats(rec);
+                r = append_trace_stats(rec, &rec->writer);
         if (r < 0)
                 return r;
         /* FtraceStats only where linux.ftrace ran, as Perfetto's traced_probes writes them. */
-        r = rec->parser ? append_ftrace_stats(rec, /* end= */ true) : 0;
+        r = rec->parser ? append_ftrace_stats(rec, &rec->writer, /* end= */ true) : 0;
         if (r < 0)
                 return r;
         r = recorder_append_service_event(rec, /* started= */ false, now_ns(CLOCK_BOOTTIME));
         if (r < 0)
                 return r;
         return recorder_flush_output(rec);
+}
+
+/* Helper "clone": the packets that make a snapshot load alone (recorder-clone.c), into
+ * @w, a snapshot's own writer, on whose sequences they are the first packets: each
+ * clears its sequence's incremental state. Threads: the trace's first scan went out with
+ * its opening packets, so /proc is read again; a ring or discard session adds what it
+ * kept of the threads described since (gone ones included). */
+static int append_snapshot_processes(Recorder *rec, TraceWriter *w) {
+        ProcessTreeBuilder *b = NULL;
+        Tracebus__ProcessTree tree;
+        int r;
+
+        r = process_tree_builder_new(&b);
+        if (r < 0)
+                return r;
+        process_tree_builder_set_limits(b, PROCESS_TREE_DEFAULT_MAX_ENTRIES, PROCESS_TREE_WRITE);
+        r = process_tree_builder_add_all(b);
+        if (r >= 0 && process_tree_builder_n_entries(b) > 0) {
+                tree = *process_tree_builder_tree(b);
+                tree.has_collection_end_timestamp = true;
+                tree.collection_end_timestamp = now_ns(CLOCK_BOOTTIME);
+                r = write_process_tree(&tree, w);
+        }
+        process_tree_builder_free(b);
+        if (r < 0 || rec->writer.mode == TRACE_WRITER_STREAM)
+                return r < 0 ? r : 0;
+        return process_tree_builder_write_kept(rec->processes, write_process_tree, w);
+}
+
+int recorder_append_snapshot_header(Recorder *rec, TraceWriter *w) {
+        int r;
+
+        r = append_clock_snapshot(rec, w);
+        if (r >= 0)
+                r = append_sync_marker(rec, w);
+        if (r >= 0)
+                r = append_trace_config_and_uuid(rec, w);
+        if (r >= 0)
+                r = append_system_info(rec, w);
+        if (r >= 0 && rec->parser)
+                r = append_ftrace_stats(rec, w, /* end= */ false);
+        if (r >= 0)
+                r = service_tracks_append_descriptors(w, rec->n_cpus);
+        /* Where the trace began: trace_processor keeps the events after it. */
+        if (r >= 0)
+                r = append_service_event(rec, w, /* started= */ true, rec->started_ns);
+        if (r >= 0)
+                r = append_snapshot_processes(rec, w);
+        return r;
+}
+
+/* After the copy: what the session's buffers and the kernel's did so far, and a last
+ * clock snapshot. */
+int recorder_append_snapshot_trailer(Recorder *rec, TraceWriter *w) {
+        int r = append_trace_stats(rec, w);
+
+        if (r >= 0 && rec->parser)
+                r = append_ftrace_stats(rec, w, /* end= */ true);
+        return r < 0 ? r : append_clock_snapshot(rec, w);
 }

@@ -217,7 +217,8 @@ static bool wait_for_stop(Recorder *rec) {
         if (poll(fds, rec->watermark_fds ? rec->n_cpus + 1 : 1, (int) rec->drain_period_ms) <= 0 ||
             !(fds[0].revents & POLLIN))
                 return false;
-        return read(rec->stop_fd, &v, sizeof(v)) == sizeof(v);
+        /* recorder_clone() wakes the worker too, by RECORDER_WAKE_CLONE: not a stop. */
+        return read(rec->stop_fd, &v, sizeof(v)) == sizeof(v) && (v & (RECORDER_WAKE_CLONE - 1)) != 0;
 }
 
 static void finish(Recorder *rec, RecorderEnd end, int error) {
@@ -225,6 +226,7 @@ static void finish(Recorder *rec, RecorderEnd end, int error) {
 
         rec->end = end;
         rec->error = error;
+        recorder_cancel_clone(rec);
         (void) write(rec->done_fd, &one, sizeof(one));
 }
 
@@ -290,6 +292,8 @@ void *recorder_thread_main(void *userdata) {
                         return finish(rec, RECORDER_END_READ_ERROR, r), NULL;
                 }
                 recorder_publish_stats(rec);
+                /* Helper "clone": right after the drain, before a periodic write. */
+                recorder_serve_clone(rec);
                 if (stopping)
                         break;
                 if (!write_due(rec))

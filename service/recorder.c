@@ -322,7 +322,7 @@ int recorder_start(Recorder *rec, TraceInstance *instance) {
                 return r;
 
         /* tracing_started must come before the first event, or trace_processor drops events. */
-        started = now_ns(CLOCK_BOOTTIME);
+        started = rec->started_ns = now_ns(CLOCK_BOOTTIME);
         r = recorder_append_service_event(rec, /* started= */ true, started);
         if (r >= 0)
                 r = service_tracks_append_instant(&rec->writer, started, "started");

@@ -90,3 +90,25 @@ int recorder_warn(Recorder *r, const char *fmt, ...) _printf_(2, 3);
 char **recorder_take_warnings(Recorder *r, size_t *ret_dropped);
 /* Puts a warning the session made on the event loop (session_warn()) into the trace. */
 int recorder_trace_warning(Recorder *r, const char *text);
+
+/* Helper "clone" (recorder-clone.c): a snapshot of the session's data so far. The caller
+ * (session-clone.c) fills in done_fd and keeps @c until done_fd was written: the worker
+ * drains the kernel's buffers at once, then copies every packet its writer holds, with a
+ * snapshot's own opening and closing packets, into c->snapshot (a writer of its own, for
+ * trace_writer_snapshot_write() on another thread), and writes done_fd. The recording
+ * goes on meanwhile: the kernel's buffers take the events of the copy's few ms. */
+typedef struct RecorderClone {
+        int done_fd;                  /* an eventfd, the caller's */
+        /* Set by the worker before done_fd is written: */
+        int error;                    /* 0, -ENOMEM, -ECANCELED (the recorder ended first) */
+        TraceWriter snapshot;
+        uint64_t events;              /* ftrace events in the copy */
+        uint64_t copy_ns;             /* the worker's time on it, the drain included */
+        bool streamed;                /* the session's writer is a STREAM: its buffers hold little */
+} RecorderClone;
+
+/* One request at a time per recorder: -EBUSY while another waits. */
+int recorder_clone(Recorder *r, RecorderClone *c);
+/* Takes back @c if the worker has not started on it (returns true): then done_fd is
+ * never written. Otherwise the worker finishes it. */
+bool recorder_clone_cancel(Recorder *r, RecorderClone *c);

@@ -523,6 +523,11 @@ static int method_session_detach(sd_bus_message *m, void *userdata, sd_bus_error
         return session_dbus_detach(context_of(s), sd_bus_message_get_path(m), key, m, error);
 }
 
+static int method_session_clone(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        Session *s = ASSERT_PTR(userdata);
+        return session_dbus_clone(context_of(s), sd_bus_message_get_path(m), m, error);
+}
+
 #define SESSION_PROPERTY(name, sig, flags) SD_BUS_PROPERTY(name, sig, property_get, 0, flags)
 
 const sd_bus_vtable session_vtable[] = {
@@ -543,5 +548,7 @@ const sd_bus_vtable session_vtable[] = {
                                 method_session_stop, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Detach", SD_BUS_ARGS("s", key), SD_BUS_NO_RESULT,
                                 method_session_detach, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Clone", SD_BUS_ARGS("a{sv}", options), SD_BUS_RESULT("a{sv}", result),
+                                method_session_clone, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_VTABLE_END
 };

@@ -37,3 +37,8 @@ int session_dbus_detach(BusContext *c, const char *path, const char *key, sd_bus
 
 /* The error for a detach key that manager_check_detach_key() refused. */
 int session_dbus_key_error(int r, const char *key, sd_bus_error *error);
+
+/* Helper "clone" (session-clone-dbus.c): Session.Clone of the session at @path, and
+ * Manager.CloneDetached; both answer once the snapshot is written. */
+int session_dbus_clone(BusContext *c, const char *path, sd_bus_message *message, sd_bus_error *error);
+int manager_dbus_clone_detached(BusContext *c, sd_bus_message *message, sd_bus_error *error);

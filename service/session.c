@@ -88,6 +88,7 @@ static int on_recorder_done(sd_event_source *source, int fd, uint32_t revents, v
         s->process_stats = process_stats_stop(s->process_stats);
         s->journald = journald_stop(s->journald);
         end = recorder_join(s->recorder, &s->end_error);
+        session_clone_abandon(s);
         session_collect_warnings(s);
         s->end_reason = reason_for_recorder_end(s, end);
         recorder_get_stats(s->recorder, &s->final_stats);
@@ -296,6 +297,7 @@ Session *session_free(Session *s) {
         sys_stats_unsubscribe(s->sys_stats);
         process_stats_stop(s->process_stats);
         journald_stop(s->journald);
+        session_clone_abandon(s);
         recorder_free(s->recorder);
         trace_instance_free(s->instance);
         if (s->config.kprobes)

@@ -115,6 +115,10 @@ struct Session {
         int final_fd;
         /* helper "triggers" (issue 23): trigger_config at run time (session-triggers.c). */
         struct SessionTriggers *triggers;
+        /* Helper "clone" (session-clone.c): the clone running, one at a time, and when
+         * the last began (CLOCK_MONOTONIC; 0: never), for the rate limit. */
+        struct SessionClone *clone;
+        uint64_t last_clone_usec;
 };
 
 /* Session ids (manager_new_session_id()) are at most this: 48 random bits. */
@@ -192,3 +196,6 @@ void session_triggers_free(Session *s);
  * as Perfetto's ActivateTriggers does for one session. 1 when the session took it
  * (recorded in the trace, acted on), 0 when it has no such trigger or skipped it. */
 int session_activate_trigger(Session *s, const char *name, const char *producer, uid_t uid, uint64_t now_ns);
+/* Helper "clone" (session-clone.c): the session or its recorder goes; a clone not
+ * copied yet fails with -ECANCELED, one being written finishes on its own. */
+void session_clone_abandon(Session *s);

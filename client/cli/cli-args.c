@@ -128,6 +128,21 @@ static int check_record(const Args *a) {
         return 0;
 }
 
+/* --clone, --clone-by-name, --clone-key: one of them, with -o (or without: the service's
+ * trace directory) and --no-clobber only. */
+static int check_clone(const Args *a) {
+        bool others = a->config_path || light_config(a) || a->detach_key || a->attach_key || a->is_detached_key ||
+                      a->stop || a->background;
+
+        if (others)
+                return cli_refuse("--clone, --clone-by-name and --clone-key take only -o FILE and --no-clobber");
+        if (!!a->clone_id + !!a->clone_name + !!a->clone_key != 1)
+                return cli_refuse("--clone, --clone-by-name and --clone-key are mutually exclusive");
+        if (a->clone_key && check_key("--clone-key", a->clone_key) < 0)
+                return -EINVAL;
+        return 1;
+}
+
 /* The combinations perfetto refuses, refused with its reasons; then our own. */
 static int check_combinations(Args *a) {
         int r;
@@ -153,6 +168,8 @@ static int check_combinations(Args *a) {
                 return cli_refuse("--add-attribute is supported only when recording");
         if (a->notify_fd >= 0 && (a->mode != MODE_RECORD || a->attach_key || a->is_detached_key))
                 return cli_refuse("--notify-fd is supported only when recording");
+        if (a->mode == MODE_CLONE)
+                return check_clone(a);
         if (a->mode != MODE_RECORD && a->mode != MODE_ATTACH && a->mode != MODE_IS_DETACHED)
                 return 1;
 
@@ -209,6 +226,7 @@ enum {
         ARG_QUERY, ARG_QUERY_RAW, ARG_LONG, ARG_JSON, ARG_LIST_EVENTS, ARG_STOP_ALL, ARG_STOP_SESSION,
         ARG_NO_ASK_PASSWORD, ARG_NOTIFY_FD, ARG_ANDROID_ONLY, ARG_TXT_LOSSY, ARG_ADD_ATTRIBUTE,
         ARG_TRIGGER,
+        ARG_CLONE, ARG_CLONE_BY_NAME, ARG_CLONE_KEY,
 };
 
 static const struct option options[] = {
@@ -249,12 +267,14 @@ static const struct option options[] = {
         { "subscription-id", required_argument, NULL, ARG_ANDROID_ONLY },
         { "no-guardrails",   no_argument,       NULL, ARG_ANDROID_ONLY },
         { "reset-guardrails", no_argument,      NULL, ARG_ANDROID_ONLY },
-        /* Cloning a running session: not in tracebus (yet); the same one line and status. */
-        { "clone",           required_argument, NULL, ARG_ANDROID_ONLY },
-        { "clone-by-name",   required_argument, NULL, ARG_ANDROID_ONLY },
+        /* A bugreport is Android's; the same one line and status. */
         { "clone-for-bugreport", no_argument,   NULL, ARG_ANDROID_ONLY },
         { "txt-lossy",       no_argument,       NULL, ARG_TXT_LOSSY },
         { "trigger",         required_argument, NULL, ARG_TRIGGER },
+        /* helper "clone": snapshots of a running session (cli-clone.c). */
+        { "clone",           required_argument, NULL, ARG_CLONE },
+        { "clone-by-name",   required_argument, NULL, ARG_CLONE_BY_NAME },
+        { "clone-key",       required_argument, NULL, ARG_CLONE_KEY },
         {}
 };
 
@@ -294,6 +314,26 @@ static bool parse_flag_option(Args *a, int c) {
 }
 
 static const char *current_option;
+
+/* helper "triggers": --trigger=NAME[,NAME] (cli-trigger.c), a verb of its own; and the
+ * options getopt did not know. */
+static int parse_other_option(Args *a, int c, const char *arg) {
+        if (c == ARG_TRIGGER)
+                return cli_parse_triggers(a, arg) ?: set_mode(a, MODE_TRIGGER) ?: 1;
+        fprintf(stderr, "Try '%s --help' for more information.\n", program_invocation_short_name);
+        return -EINVAL;
+}
+
+/* --clone, --clone-by-name, --clone-key: which session to snapshot. */
+static int parse_clone_option(Args *a, int c, const char *arg) {
+        if (c == ARG_CLONE)
+                a->clone_id = arg;
+        else if (c == ARG_CLONE_BY_NAME)
+                a->clone_name = arg;
+        else
+                a->clone_key = arg;
+        return set_mode(a, MODE_CLONE) ?: 1;
+}
 
 /* Returns 1 to go on, 0 when the option ends parsing successfully, < 0 on error. */
 static int parse_option(Args *a, int c, const char *arg) {
@@ -348,11 +388,12 @@ static int parse_option(Args *a, int c, const char *arg) {
         case ARG_STOP_SESSION:
                 a->stop_session = arg;
                 return set_mode(a, MODE_STOP_SESSION) ?: 1;
-        case ARG_TRIGGER:
-                return cli_parse_triggers(a, arg) ?: set_mode(a, MODE_TRIGGER) ?: 1;
+        case ARG_CLONE:
+        case ARG_CLONE_BY_NAME:
+        case ARG_CLONE_KEY:
+                return parse_clone_option(a, c, arg);
         default:
-                fprintf(stderr, "Try '%s --help' for more information.\n", program_invocation_short_name);
-                return -EINVAL;
+                return parse_other_option(a, c, arg);
         }
 }
 

@@ -315,7 +315,7 @@ int run_stop_all(const Args *a) {
 }
 
 /* "12" or "/org/tracebus/Tracebus1/session/12" into the path. */
-static char *session_path(const char *arg) {
+char *cli_session_path(const char *arg) {
         char *p;
 
         if (strncmp(arg, SESSION_PATH_PREFIX, strlen(SESSION_PATH_PREFIX)) == 0)
@@ -332,7 +332,7 @@ int run_stop_session(const Args *a) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_(stop_stats_done) StopStats st = {};
-        _cleanup_free_ char *path = session_path(a->stop_session);
+        _cleanup_free_ char *path = cli_session_path(a->stop_session);
         int r;
 
         if (!path) {

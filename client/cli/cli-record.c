@@ -390,7 +390,7 @@ static int call_start(Client *c, const CliConfig *cfg, int fd, const char *detac
 }
 
 /* Opened here, as the caller, never by the service (README: security model). */
-static int open_output(const Args *a) {
+int cli_open_output(const Args *a) {
         struct stat st;
         int fd;
 
@@ -523,7 +523,7 @@ int run_record(const Args *a) {
 
         if (cli_config_load(a, &cfg) < 0 || cli_apply_attributes(a, &cfg) < 0)
                 return EXIT_FAILURE;
-        fd = open_output(a);
+        fd = cli_open_output(a);
         if (fd < 0 && a->output)
                 return EXIT_FAILURE;
         if (a->background) {

@@ -46,6 +46,7 @@ typedef enum Mode {
         MODE_HELP,
         MODE_VERSION,
         MODE_TRIGGER,                /* helper "triggers": --trigger */
+        MODE_CLONE,                  /* helper "clone": --clone, --clone-by-name, --clone-key */
 } Mode;
 
 typedef struct Args {
@@ -84,6 +85,10 @@ typedef struct Args {
 
         /* helper "triggers" (cli-trigger.c) */
         char **triggers;             /* --trigger=NAME[,NAME], in order */
+        /* helper "clone" (cli-clone.c): the session to snapshot, one of them */
+        const char *clone_id;        /* --clone=ID (a number or an object path) */
+        const char *clone_name;      /* --clone-by-name=NAME: the config's unique_session_name */
+        const char *clone_key;       /* --clone-key=KEY: a detached session's key */
 } Args;
 
 /* cli-args.c */
@@ -216,3 +221,10 @@ int cli_read_start_reply(sd_bus_message *reply, const char **ret_path, char ***r
 /* cli-trigger.c (helper "triggers"): --trigger, Manager.ActivateTriggers. */
 int cli_parse_triggers(Args *a, const char *arg);
 int run_trigger(const Args *a);
+/* helper "clone" */
+/* cli-record.c: -o as the caller opens it (-EBADF without -o: the service's trace directory). */
+int cli_open_output(const Args *a);
+/* cli-query.c: "7", or a session's object path, as its object path; NULL if neither. */
+char *cli_session_path(const char *arg);
+/* cli-clone.c: --clone, --clone-by-name, --clone-key. */
+int run_clone(const Args *a);

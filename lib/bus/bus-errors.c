@@ -24,6 +24,7 @@ const sd_bus_error_map tracebus_error_map[] = {
         SD_BUS_ERROR_MAP(TB_ERROR_REQUEST_TOO_LARGE,   EMSGSIZE),
         SD_BUS_ERROR_MAP(TB_ERROR_SESSION_NAME_IN_USE, EEXIST),
         SD_BUS_ERROR_MAP(TB_ERROR_INVALID_TRIGGER,     ENAMETOOLONG),
+        SD_BUS_ERROR_MAP(TB_ERROR_CLONE_RATE_LIMITED,  EBUSY),
         SD_BUS_ERROR_MAP_END
 };
 
@@ -54,6 +55,8 @@ static const struct {
         { TB_ERROR_REQUEST_TOO_LARGE,    "The request is larger than the service accepts" },
         { TB_ERROR_SESSION_NAME_IN_USE,  "Another of your sessions is running under that unique_session_name" },
         { TB_ERROR_INVALID_TRIGGER,      "A trigger name must be 1 to 64 bytes without control characters" },
+        { TB_ERROR_CLONE_RATE_LIMITED,
+          "A snapshot of that session is being written or was taken moments ago; try again shortly" },
         { SD_BUS_ERROR_ACCESS_DENIED,    "Not authorized: polkit refused this action" },
         { SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED,
           "Authentication is required, but no authentication agent may ask for it" },

@@ -206,3 +206,23 @@ size_t trace_writer_pending(const TraceWriter *w);
 
 /* Encoding helpers, exposed for the unit tests. */
 size_t varint_encode(uint64_t v, uint8_t out[static 10]);
+
+/* Helper "clone" (lib/trace-writer-snapshot.c): a self-contained copy of a running
+ * writer, for Session.Clone, triggers' CLONE_SNAPSHOT and rotation. A snapshot is itself
+ * a TraceWriter with no output yet, whose metadata region takes everything in order:
+ *   trace_writer_snapshot_init(&snap);
+ *   ...the header packets, appended with trace_writer_append_meta(&snap, ...): each
+ *      sequence's first packet in the snapshot clears its incremental state...
+ *   trace_writer_snapshot_copy(&snap, &live, &events);   (live's packets, as they are)
+ *   ...the closing packets (TraceStats)...
+ *   trace_writer_snapshot_write(&snap, fd, ...);          (on any thread: snap is its own)
+ *   trace_writer_done(&snap);
+ * The copy is in memory: the live writer goes on at once, and the write may be slow. */
+void trace_writer_snapshot_init(TraceWriter *snap);
+/* Appends @w's pending metadata, then every data buffer's packets, oldest first. Adds
+ * the ftrace events in them to *ret_events (may be NULL). -ENOMEM. */
+int trace_writer_snapshot_copy(TraceWriter *snap, const TraceWriter *w, uint64_t *ret_events);
+/* Writes @snap into @fd (not taken) as @output, within @max_bytes (0: none) and @budget
+ * (may be NULL), as trace_writer_flush() does; its bytes_written says how much went out. */
+int trace_writer_snapshot_write(TraceWriter *snap, int fd, TraceWriterOutput output, uint64_t timeout_usec,
+                                TraceBudget *budget, uint64_t max_bytes);

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <unistd.h>
+
+#include "log.h"
+#include "recorder-local.h"
+
+/* Snapshots of a running session (helper "clone"). The event loop asks; the worker
+ * serves the request right after a drain, so the snapshot holds every event the kernel
+ * had when it was asked for, and copies in memory what its writer holds: the memory
+ * is bounded by the session's own buffers, and one request waits at a time. Writing
+ * the copy out is the caller's, on another thread (session-clone.c). */
+
+int recorder_clone(Recorder *rec, RecorderClone *c) {
+        RecorderClone *expected = NULL;
+        uint64_t wake = RECORDER_WAKE_CLONE;
+
+        assert(rec);
+        assert(c);
+        assert(c->done_fd >= 0);
+
+        c->error = 0;
+        c->events = c->copy_ns = 0;
+        c->streamed = false;
+        trace_writer_snapshot_init(&c->snapshot);
+        if (!atomic_compare_exchange_strong(&rec->clone_request, &expected, c))
+                return -EBUSY;
+        /* Not a stop (see wait_for_stop()): the worker wakes, drains at once and serves. */
+        if (write(rec->stop_fd, &wake, sizeof(wake)) < 0)
+                log_debug_errno(errno, "Could not wake the recorder for a clone, it serves it next period: %m");
+        return 0;
+}
+
+bool recorder_clone_cancel(Recorder *rec, RecorderClone *c) {
+        RecorderClone *expected = c;
+
+        return atomic_compare_exchange_strong(&rec->clone_request, &expected, NULL);
+}
+
+static void clone_done(RecorderClone *c, int error) {
+        uint64_t one = 1;
+
+        c->error = error;
+        (void) write(c->done_fd, &one, sizeof(one));
+}
+
+/* On the worker, after a drain: the snapshot, if one was asked for. A snapshot that
+ * fails (-ENOMEM) fails alone: the recording goes on. */
+void recorder_serve_clone(Recorder *rec) {
+        RecorderClone *c = atomic_exchange(&rec->clone_request, NULL);
+        uint64_t start = now_ns(CLOCK_MONOTONIC);
+        int r;
+
+        if (!c)
+                return;
+        /* The snapshot's packets go through the session's trace_filter as all others. */
+        if (rec->writer.filter)
+                trace_writer_set_filter(&c->snapshot, rec->writer.filter);
+        r = recorder_append_snapshot_header(rec, &c->snapshot);
+        if (r >= 0)
+                r = trace_writer_snapshot_copy(&c->snapshot, &rec->writer, &c->events);
+        if (r >= 0)
+                r = recorder_append_snapshot_trailer(rec, &c->snapshot);
+        c->copy_ns = now_ns(CLOCK_MONOTONIC) - start;
+        c->streamed = rec->writer.mode == TRACE_WRITER_STREAM;
+        if (r < 0)
+                log_warning_errno(r, "A snapshot of the session failed, the recording goes on: %m");
+        clone_done(c, r < 0 ? r : 0);
+}
+
+/* The worker ends: a request it did not serve fails, so that its caller hears of it. */
+void recorder_cancel_clone(Recorder *rec) {
+        RecorderClone *c = atomic_exchange(&rec->clone_request, NULL);
+
+        if (c)
+                clone_done(c, -ECANCELED);
+}
