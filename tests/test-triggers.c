@@ -204,6 +204,45 @@ static void test_other_user(void) {
         assert_trigger_packet(out, &t, "tbadmin");
 }
 
+/* README's recipe: a week-long ring of the trace directory, saved by the OnFailure= unit's
+ * `tracebus --trigger=unit-failed` (the config as README shows it). */
+static void test_recipe(void) {
+        static const char recipe[] =
+                "buffers { size_kb: 65536 fill_policy: RING_BUFFER }\n"
+                "data_sources { config { name: \"linux.ftrace\" ftrace_config {\n"
+                "    ftrace_events: \"sched/sched_switch\" ftrace_events: \"sched/sched_waking\"\n"
+                "    ftrace_events: \"power/cpu_frequency\" } } }\n"
+                "data_sources { config { name: \"linux.process_stats\" } }\n"
+                "unique_session_name: \"flight\"\n"
+                "trigger_config {\n"
+                "  trigger_mode: STOP_TRACING\n"
+                "  trigger_timeout_ms: 604800000          # a week: then it ends (reason trigger-timeout)\n"
+                "  triggers { name: \"unit-failed\" stop_delay_ms: 2000 }   # 2 s after the failure too\n"
+                "}\n";
+        g_autofree char *dir = make_user_dir("tbuser", "trig-recipe");
+        g_autofree char *cfg = user_file("tbuser", dir, "flight.pbtxt", recipe, -1);
+        g_autofree char *path = NULL, *out = NULL;
+        g_auto(TbCommandResult) res = { 0 };
+        g_auto(GStrv) own = NULL;
+        g_auto(TriggerSeen) t = { 0 };
+
+        run_cli("tbuser", &res, "-c", cfg, "--txt", "--detach=flight", NULL);
+        assert_exit(&res, 0);
+        own = sessions_of(tb_user_uid("tbuser"));
+        g_assert_cmpuint(g_strv_length(own), ==, 1);
+        path = g_strdup(own[0]);
+        out = string_property(path, "OutputPath");
+        g_assert_true(out && *out);
+        g_usleep(500 * 1000);
+        send_trigger("tbuser", "unit-failed");
+        g_assert_true(wait_no_sessions(tb_user_uid("tbuser"), 15000));
+        assert_end_reason_logged(path, tb_user_uid("tbuser"), "triggered");
+        assert_file_complete(out);
+        read_triggers(out, &t);
+        g_assert_cmpuint(t.n_triggers, ==, 1);
+        g_assert_cmpstr(t.name, ==, "unit-failed");
+}
+
 /* ActivateTriggers straight on the bus, as root (no polkit): the error's name. */
 static char *activate_error(const char *name) {
         sd_bus *bus = NULL;
@@ -273,5 +312,6 @@ int main(int argc, char **argv) {
         tb_test_add_isolated("/bus/triggers/timeout", test_timeout);
         tb_test_add_isolated("/bus/triggers/other-user", test_other_user);
         tb_test_add_isolated("/bus/triggers/refused", test_refused);
+        tb_test_add_isolated("/bus/triggers/recipe", test_recipe);
         return tb_test_run(TB_START_SERVICE);
 }
