@@ -2,6 +2,10 @@
 /* Manager.ActivateTriggers' rule (helper "triggers", issue 23): which sessions a caller's
  * triggers reach. The bus layer (manager-triggers-dbus.c) has checked the names and
  * asked polkit. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "log.h"
 #include "manager.h"
 #include "strv.h"
@@ -22,4 +26,36 @@ unsigned manager_activate_triggers(Manager *m, char **names, uid_t uid, bool all
         log_info("UID %u (%s) sent %zu trigger(s): %u session(s) took them.", (unsigned) uid, producer,
                  strv_length(names), taken);
         return taken;
+}
+
+static void on_snapshot_written(Manager *m, int r, const SessionCloneResult *result, const char *output_path,
+                                void *userdata) {
+        uint64_t id = (uint64_t) (uintptr_t) userdata;
+        Session *s = manager_find_live_session(m, id);
+
+        if (r >= 0) {
+                log_info("Session %" PRIu64 ": trigger snapshot written into %s (%" PRIu64 " bytes).", id,
+                         strempty(output_path), result->bytes);
+                return;
+        }
+        log_warning_errno(r, "Session %" PRIu64 ": trigger snapshot failed: %m", id);
+        if (s)
+                (void) session_warn(s, "CLONE_SNAPSHOT: a trigger's snapshot was not written (%s)", strerror(-r));
+}
+
+/* CLONE_SNAPSHOT: FILE.N beside the session's trace, as Perfetto's CLI names them
+ * (perfetto_cmd: the --out path + "." + a count from 0). Only sessions writing into the
+ * trace directory get here: the others were refused at Start. */
+void manager_snapshot_on_trigger(Session *s, unsigned n, void *userdata) {
+        Manager *m = ASSERT_PTR(userdata);
+        _cleanup_free_ char *name = NULL;
+        const char *base;
+
+        if (!s->output_path)
+                return;
+        base = strrchr(s->output_path, '/');
+        if (asprintf(&name, "%s.%u", base ? base + 1 : s->output_path, n) < 0)
+                return (void) session_warn(s, "CLONE_SNAPSHOT: out of memory, snapshot %u skipped", n);
+        manager_clone_session_named(m, s, s->owner_uid, -EBADF, name, on_snapshot_written,
+                                    (void *) (uintptr_t) s->id);
 }

@@ -188,3 +188,10 @@ unsigned manager_activate_triggers(Manager *m, char **names, uid_t uid, bool all
 typedef void (*CloneCallback)(Manager *m, int r, const SessionCloneResult *result, const char *output_path,
                               void *userdata);
 void manager_clone_session(Manager *m, Session *s, uid_t uid, int fd, CloneCallback callback, void *userdata);
+/* helper "triggers": manager_clone_session() into a new file of @uid's trace directory
+ * named exactly @name (with @fd < 0): CLONE_SNAPSHOT's FILE.N. */
+void manager_clone_session_named(Manager *m, Session *s, uid_t uid, int fd, const char *name, CloneCallback callback,
+                                 void *userdata);
+/* helper "triggers": SessionCallbacks.on_snapshot_due: snapshot @n of session @s, into
+ * its trace file's name + ".N" in its owner's trace directory (manager-triggers.c). */
+void manager_snapshot_on_trigger(Session *s, unsigned n, void *userdata);

@@ -39,7 +39,7 @@ void session_config_triggers_done(SessionConfig *c) {
 
 /* The mode Perfetto's service acts in (its GetTriggerMode()): the workaround flag turns
  * STOP_TRACING into CLONE_SNAPSHOT on services that have it. */
-static int trigger_mode(const TriggerConfig *t, SessionConfig *c, char **ret_error) {
+static int trigger_mode(const TriggerConfig *t, char **ret_error) {
         int mode = t->trigger_mode;
 
         if (mode != TRACEBUS__TRACE_CONFIG__TRIGGER_CONFIG__TRIGGER_MODE__UNSPECIFIED &&
@@ -52,15 +52,8 @@ static int trigger_mode(const TriggerConfig *t, SessionConfig *c, char **ret_err
                 if (mode != TRACEBUS__TRACE_CONFIG__TRIGGER_CONFIG__TRIGGER_MODE__STOP_TRACING)
                         return session_config_error(ret_error, "trigger_config.use_clone_snapshot_if_available needs "
                                                     "trigger_mode STOP_TRACING");
-                /* The flag's purpose: STOP_TRACING where the service cannot clone. */
-                int r = session_config_warn(c, "trigger_config.use_clone_snapshot_if_available: tracebus does not "
-                                            "clone on triggers yet, the session stops on its trigger (STOP_TRACING)");
-                if (r < 0)
-                        return r;
+                mode = TRACEBUS__TRACE_CONFIG__TRIGGER_CONFIG__TRIGGER_MODE__CLONE_SNAPSHOT;
         }
-        if (mode == TRACEBUS__TRACE_CONFIG__TRIGGER_CONFIG__TRIGGER_MODE__CLONE_SNAPSHOT)
-                return session_config_error(ret_error, "trigger_mode CLONE_SNAPSHOT is not supported yet: use "
-                                            "STOP_TRACING, or clone the session yourself");
         return mode;
 }
 
@@ -141,7 +134,7 @@ int session_config_load_triggers(const Tracebus__TraceConfig *tc, SessionConfig 
 
         if (!t)
                 return 0;
-        mode = trigger_mode(t, c, ret_error);
+        mode = trigger_mode(t, ret_error);
         if (mode < 0)
                 return mode;
         if (mode == SESSION_TRIGGER_NONE)
@@ -163,4 +156,13 @@ int session_config_load_triggers(const Tracebus__TraceConfig *tc, SessionConfig 
         c->trigger_mode = mode;
         c->trigger_timeout_ms = t->trigger_timeout_ms;
         return 0;
+}
+
+int session_config_check_trigger_output(const SessionConfig *c, bool caller_fd, char **ret_error) {
+        if (c->trigger_mode != SESSION_TRIGGER_CLONE || !caller_fd)
+                return 0;
+        return session_config_error(ret_error, "trigger_mode CLONE_SNAPSHOT needs the service's trace directory: "
+                                    "each trigger's snapshot is a new file FILE.N beside the trace, and the service "
+                                    "creates files only there, never beside a file it did not open (start without "
+                                    "an Output, e.g. tracebus --detach=KEY without -o)");
 }

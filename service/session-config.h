@@ -288,5 +288,7 @@ typedef struct SessionTrigger {
 
 int session_config_load_triggers(const Tracebus__TraceConfig *tc, SessionConfig *c, char **ret_error);
 void session_config_triggers_done(SessionConfig *c);
+/* CLONE_SNAPSHOT with the caller's Output fd (@caller_fd): -EINVAL and why in *ret_error. */
+int session_config_check_trigger_output(const SessionConfig *c, bool caller_fd, char **ret_error);
 /* Whether trigger names are well formed: 1 to 64 bytes, printable ASCII (ActivateTriggers). */
 bool session_trigger_name_valid(const char *name);

@@ -9,6 +9,10 @@
  *    no data).
  *  - STOP_TRACING: the session records at once; stop_delay_ms after its first trigger it
  *    ends (reason triggered); trigger_timeout_ms without one ends it (trigger-timeout).
+ *  - CLONE_SNAPSHOT: the session records at once; stop_delay_ms after a trigger, its owner
+ *    writes a snapshot FILE.N (SessionCallbacks.on_snapshot_due; one waits at a time, the
+ *    triggers meanwhile are only written into the trace); trigger_timeout_ms ends it, as
+ *    Perfetto sets its duration_ms to it (duration-reached once triggered).
  * Per trigger: producer_name_regex (the caller's name must match it whole), then
  * skip_probability, then max_per_24_h, in Perfetto's order. Perfetto counts
  * max_per_24_h across its service; tracebus counts it per session, so that another
@@ -40,6 +44,8 @@ typedef struct TriggerHistory {
 typedef struct SessionTriggers {
         sd_event_source *timeout_source;  /* trigger_timeout_ms, until the first trigger */
         sd_event_source *stop_source;     /* stop_delay_ms after the first trigger */
+        sd_event_source *snapshot_source; /* CLONE_SNAPSHOT: stop_delay_ms after a trigger */
+        unsigned snapshots;               /* CLONE_SNAPSHOT: the next FILE.N */
         uint64_t received;
         bool packets_capped_warned;
         TriggerHistory history[];         /* one per config trigger */
@@ -52,6 +58,7 @@ void session_triggers_free(Session *s) {
                 return;
         sd_event_source_disable_unref(t->timeout_source);
         sd_event_source_disable_unref(t->stop_source);
+        sd_event_source_disable_unref(t->snapshot_source);
         for (size_t i = 0; i < s->config.n_triggers; i++)
                 free(t->history[i].times);
         s->triggers = mfree(t);
@@ -62,7 +69,17 @@ static int on_trigger_timeout(sd_event_source *source, uint64_t usec, void *user
 
         log_info("Session %" PRIu64 ": no trigger within trigger_timeout_ms (%" PRIu32 " ms), ending it.", s->id,
                  s->config.trigger_timeout_ms);
-        (void) session_stop(s, SESSION_END_TRIGGER_TIMEOUT);
+        (void) session_stop(s, s->triggers->received > 0 ? SESSION_END_DURATION_REACHED : SESSION_END_TRIGGER_TIMEOUT);
+        return 0;
+}
+
+static int on_snapshot_due(sd_event_source *source, uint64_t usec, void *userdata) {
+        Session *s = ASSERT_PTR(userdata);
+        unsigned n = s->triggers->snapshots++;
+
+        s->triggers->snapshot_source = sd_event_source_disable_unref(s->triggers->snapshot_source);
+        if (s->state == SESSION_RECORDING && s->callbacks && s->callbacks->on_snapshot_due)
+                s->callbacks->on_snapshot_due(s, n, s->callbacks_userdata);
         return 0;
 }
 
@@ -201,6 +218,11 @@ static int act_on_trigger(Session *s, const SessionTrigger *rule, bool first) {
                 log_info("Session %" PRIu64 " ends in %" PRIu32 " ms, trigger '%s'.", s->id, rule->stop_delay_ms,
                          rule->name);
                 return arm_stop(s, rule->stop_delay_ms);
+        case SESSION_TRIGGER_CLONE:
+                if (s->triggers->snapshot_source)
+                        return 0;
+                return sd_event_add_time_relative(s->event, &s->triggers->snapshot_source, CLOCK_MONOTONIC,
+                                                  (uint64_t) rule->stop_delay_ms * 1000ull, 0, on_snapshot_due, s);
         default:
                 return 0;
         }

@@ -61,6 +61,8 @@ typedef struct SessionCallbacks {
         void (*on_ended)(Session *s, void *userdata);
         /* The session is being freed: drop what was kept for it (observer_data). */
         void (*on_free)(Session *s, void *userdata);
+        /* helper "triggers": CLONE_SNAPSHOT's snapshot @n is due (stop_delay_ms after a trigger). */
+        void (*on_snapshot_due)(Session *s, unsigned n, void *userdata);
 } SessionCallbacks;
 
 struct Session {

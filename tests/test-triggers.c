@@ -3,7 +3,7 @@
  * Bus suite: trigger_config and Manager.ActivateTriggers (issue 23 item 2), through the
  * tracebus CLI against the real service. START_TRACING arms a session that records only
  * from its trigger; STOP_TRACING ends one stop_delay_ms after it; trigger_timeout_ms ends
- * one that saw none; another user's triggers reach nothing of yours (unless the sender
+ * one that saw none; CLONE_SNAPSHOT writes FILE.N and goes on; another user's triggers reach nothing of yours (unless the sender
  * may manage); each trigger taken is a TracePacket.trigger, read back field by field with
  * the project's reader and with protoc; bad names and configs are refused by name.
  *
@@ -269,6 +269,55 @@ static void assert_start_refused(const char *dir, const char *text, const char *
         g_assert_cmpuint(g_strv_length(sessions_of(tb_user_uid("tbuser"))), ==, 0);
 }
 
+/* The service logged the snapshot FILE.N of the session as written; its path. */
+static char *wait_snapshot(const char *out, unsigned n) {
+        g_autofree char *needle = g_strdup_printf("trigger snapshot written into %s.%u ", out, n);
+        gint64 deadline = g_get_monotonic_time() + 15 * G_USEC_PER_SEC;
+
+        while (g_get_monotonic_time() < deadline) {
+                g_autofree char *log = service_log();
+                if (strstr(log, needle))
+                        return g_strdup_printf("%s.%u", out, n);
+                g_usleep(100 * 1000);
+        }
+        note("no \"%s\" in the service's log\n", needle);
+        g_assert_not_reached();
+}
+
+/* CLONE_SNAPSHOT: each trigger writes a snapshot FILE.N beside the session's trace (as
+ * Perfetto's CLI names them), and the session goes on recording; with the caller's
+ * Output fd the config is refused, saying why. */
+static void test_clone(void) {
+        g_autofree char *dir = make_user_dir("tbuser", "trig-clone");
+        g_autofree char *text = trigger_config("CLONE_SNAPSHOT", 60000, 200);
+        g_autofree char *cfg = user_file("tbuser", dir, "clone.pbtxt", text, -1);
+        g_autofree char *path = NULL, *out = NULL, *snap0 = NULL, *snap1 = NULL, *state = NULL;
+        g_auto(TbCommandResult) res = { 0 }, stop = { 0 };
+        g_auto(GStrv) own = NULL;
+
+        assert_start_refused(dir, text, "CLONE_SNAPSHOT needs the service's trace directory");
+        run_cli("tbuser", &res, "-c", cfg, "--txt", "--detach=trig-clone", NULL);
+        assert_exit(&res, 0);
+        own = sessions_of(tb_user_uid("tbuser"));
+        g_assert_cmpuint(g_strv_length(own), ==, 1);
+        path = g_strdup(own[0]);
+        out = string_property(path, "OutputPath");
+        g_usleep(300 * 1000);
+        send_trigger("tbuser", "boom");
+        snap0 = wait_snapshot(out, 0);
+        assert_file_complete(snap0);
+        state = string_property(path, "State");
+        g_assert_cmpstr(state, ==, "recording");
+        /* The next one after the service's CloneMinIntervalSec (5 s by default). */
+        g_usleep(5200 * 1000);
+        send_trigger("tbuser", "boom");
+        snap1 = wait_snapshot(out, 1);
+        assert_file_complete(snap1);
+        run_cli("tbuser", &stop, "--attach=trig-clone", "--stop", NULL);
+        assert_exit(&stop, 0);
+        assert_file_complete(out);
+}
+
 /* A trigger name over 64 bytes is InvalidTrigger (the CLI says so first); configs
  * Perfetto's service refuses are InvalidConfig with its reasons. */
 static void test_refused(void) {
@@ -313,5 +362,6 @@ int main(int argc, char **argv) {
         tb_test_add_isolated("/bus/triggers/other-user", test_other_user);
         tb_test_add_isolated("/bus/triggers/refused", test_refused);
         tb_test_add_isolated("/bus/triggers/recipe", test_recipe);
+        tb_test_add_isolated("/bus/triggers/clone", test_clone);
         return tb_test_run(TB_START_SERVICE);
 }
