@@ -24,6 +24,7 @@
 
 typedef struct StopStats {
         uint64_t events, bytes, lost;
+        uint64_t overwritten;         /* helper "clone": a ring's events dropped for newer */
 } StopStats;
 
 static char *read_text(const char *path) {
@@ -83,6 +84,8 @@ static int bus_stop(sd_bus *bus, const char *session, StopStats *ret) {
                         dst = &ret->bytes;
                 else if (strcmp(key, "EventsLost") == 0)
                         dst = &ret->lost;
+                else if (strcmp(key, "EventsOverwritten") == 0)
+                        dst = &ret->overwritten;
                 if (dst)
                         r = sd_bus_message_read(reply, "v", "t", dst);
                 else
@@ -130,8 +133,8 @@ int cmd_record(int argc, char **argv) {
         if (bus_stop(bus, session, &st) < 0)
                 return 1;
         t1 = now_ns(CLOCK_MONOTONIC);
-        printf("{\"events\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"stop_ns\": %" PRIu64 "}\n",
-               st.events, st.bytes, st.lost, t1 - t0);
+        printf("{\"events\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"stop_ns\": %" PRIu64
+               ", \"overwritten\": %" PRIu64 "}\n", st.events, st.bytes, st.lost, t1 - t0, st.overwritten);
         return 0;
 }
 

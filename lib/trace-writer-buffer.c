@@ -45,7 +45,7 @@ TracePacketChunk *trace_writer_buffer_pop(TraceWriter *w, TraceWriterBuffer *b) 
 
 static void buffer_free(TraceWriter *w, TraceWriterBuffer *b) {
         while (b->head)
-                free(trace_writer_buffer_pop(w, b));
+                trace_packet_chunk_unref(trace_writer_buffer_pop(w, b));
         w->data_len -= b->data_len;
         b->data_len = 0;
         b->stream = mfree(b->stream);
@@ -125,7 +125,7 @@ static bool buffer_make_room(TraceWriter *w, TraceWriterBuffer *b, size_t len, s
                 TracePacketChunk *c = trace_writer_buffer_pop(w, b);
 
                 count_dropped(w, b, c->len, c->events, /* discarded= */ false);
-                free(c);
+                trace_packet_chunk_unref(c);
         }
         return true;
 }
@@ -142,7 +142,7 @@ static uint8_t *buffer_append(TraceWriter *w, TraceWriterBuffer *b, size_t len, 
                 c = malloc(sizeof(TracePacketChunk) + len);
                 if (!c)
                         return NULL;
-                *c = (TracePacketChunk) { .len = len, .events = events };
+                *c = (TracePacketChunk) { .len = len, .events = events, .refs = 1 };
                 if (b->tail)
                         b->tail->next = c;
                 else

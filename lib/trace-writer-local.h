@@ -16,8 +16,16 @@ struct TracePacketChunk {
         TracePacketChunk *next;
         size_t len;
         size_t events;       /* ftrace events inside, for the loss accounting */
+        /* Helper "clone": a snapshot shares the chunks it holds (trace-writer-snapshot.c),
+         * written by another thread while the ring drops them: freed by the last owner. */
+        _Atomic uint32_t refs;
         uint8_t data[];
 };
+
+/* Drops a reference to @c (its list's or a snapshot's), freeing it with the last. */
+void trace_packet_chunk_unref(TracePacketChunk *c);
+/* trace_writer_done(): the chunks a snapshot holds (trace-writer-snapshot.c). */
+void trace_writer_snapshot_release(TraceWriter *w);
 
 /* trace-writer-buffer.c: the data buffers. */
 void trace_writer_buffers_init(TraceWriter *w, TraceWriterMode mode, size_t capacity);
@@ -41,3 +49,7 @@ int trace_writer_filter_message(TraceWriter *w, const Tracebus__TracePacket *pac
 int trace_writer_filter_ftrace(TraceWriter *w, const uint8_t *bundle, size_t len, const uint8_t **ret,
                                size_t *ret_len);
 void trace_writer_filter_done(TraceWriter *w);
+
+/* Whole packets of @buf (@len bytes of them) into the output, within max_bytes and the
+ * budget as trace_writer_flush() writes them: -EFBIG, -EDQUOT once one is reached. */
+int trace_writer_write_whole(TraceWriter *w, const uint8_t *buf, size_t len);

@@ -39,6 +39,7 @@ void trace_writer_done(TraceWriter *w) {
         w->deflated_allocated = 0;
         trace_writer_buffers_done(w);
         trace_writer_filter_done(w);
+        trace_writer_snapshot_release(w);
 }
 
 size_t trace_writer_pending(const TraceWriter *w) {
@@ -443,6 +444,12 @@ static int write_within_limit(TraceWriter *w, const uint8_t *buf, size_t len) {
         return 0;
 }
 
+int trace_writer_write_whole(TraceWriter *w, const uint8_t *buf, size_t len) {
+        if (w->limit_error < 0)
+                return w->limit_error;
+        return len > 0 ? write_within_limit(w, buf, len) : 0;
+}
+
 /* A STREAM buffer's data, taken out whole: its length, 0 if none. */
 static size_t take_stream(TraceWriter *w, TraceWriterBuffer *b) {
         size_t len = b->data_len;
@@ -485,7 +492,7 @@ static int flush_buffer_batched(TraceWriter *w, TraceWriterBuffer *b) {
                 }
                 r = write_packets(w, iov, n);
                 for (int i = 0; i < n; i++)
-                        free(batch[i]);
+                        trace_packet_chunk_unref(batch[i]);
         }
         return r;
 }
@@ -516,7 +523,7 @@ static int flush_buffer_within_limit(TraceWriter *w, TraceWriterBuffer *b) {
                 TracePacketChunk *c = take_chunk(w, b);
 
                 r = write_within_limit(w, c->data, c->len);
-                free(c);
+                trace_packet_chunk_unref(c);
         }
         return r;
 }

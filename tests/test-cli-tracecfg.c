@@ -326,10 +326,7 @@ static void test_android_only(void) {
                 { "--upload", NULL }, { "--dropbox", "perfetto" }, { "--save-for-bugreport", NULL },
                 { "--save-all-for-bugreport", NULL }, { "--alert-id", "1" }, { "--config-id", "1" },
                 { "--config-uid", "1" }, { "--subscription-id", "1" }, { "--no-guardrails", NULL },
-                { "--reset-guardrails", NULL }, { "--app", "com.example" },
-        };
-        static const char *const clones[][3] = {
-                { "--clone", "1" }, { "--clone-by-name", "nightly" }, { "--clone-for-bugreport", NULL },
+                { "--reset-guardrails", NULL }, { "--app", "com.example" }, { "--clone-for-bugreport", NULL },
         };
 
         for (size_t i = 0; i < G_N_ELEMENTS(options); i++) {
@@ -341,14 +338,7 @@ static void test_android_only(void) {
                 assert_stderr_has(&res, options[i][0]);
                 assert_stderr_has(&res, "not supported off Android");
         }
-        for (size_t i = 0; i < G_N_ELEMENTS(clones); i++) {
-                g_auto(TbCommandResult) res = { 0 };
-
-                run_cli("tbuser", &res, clones[i][0], clones[i][1], NULL);
-                assert_exit(&res, 3);
-                assert_one_line(&res);
-                assert_stderr_has(&res, "tracebus cannot do yet");
-        }
+        /* --clone and --clone-by-name work (helper "clone": tests/test-clone.c). */
 }
 
 int main(int argc, char **argv) {

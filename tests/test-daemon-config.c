@@ -111,6 +111,20 @@ static void test_output_timeout(void) {
         g_assert_cmpuint(c.limits.output_timeout_usec, ==, UINT64_MAX);
 }
 
+/* CloneMinIntervalSec= (helper "clone"): 5 s by default, a time span or 0, never infinity. */
+static void test_clone_interval(void) {
+        DaemonConfig c;
+
+        daemon_config_init(&c);
+        g_assert_cmpuint(c.limits.clone_min_interval_usec, ==, 5ull * 1000 * 1000);
+        g_assert_cmpint(daemon_config_parse(&c, "[Limits]\nCloneMinIntervalSec=250ms\n", "t"), ==, 0);
+        g_assert_cmpuint(c.limits.clone_min_interval_usec, ==, 250ull * 1000);
+        g_assert_cmpint(daemon_config_parse(&c, "[Limits]\nCloneMinIntervalSec=0\n", "t"), ==, 0);
+        g_assert_cmpuint(c.limits.clone_min_interval_usec, ==, 0);
+        g_assert_cmpint(daemon_config_parse(&c, "[Limits]\nCloneMinIntervalSec=infinity\n", "t"), ==, 1);
+        g_assert_cmpuint(c.limits.clone_min_interval_usec, ==, 0);
+}
+
 static void test_parse_size(void) {
         uint64_t n;
 
@@ -274,5 +288,6 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/daemon-config/pending-share-checked", test_pending_share_checked);
         g_test_add_func("/daemon-config/process-entries", test_process_entries);
         g_test_add_func("/daemon-config/output-timeout", test_output_timeout);
+        g_test_add_func("/daemon-config/clone-interval", test_clone_interval);
         return g_test_run();
 }

@@ -16,7 +16,7 @@
 
 int cli_refuse_android_only(const char *option) {
         static const struct { const char *prefix, *why; } reasons[] = {
-                { "clone",    "copies a running session, which tracebus cannot do yet" },
+                { "clone-for-bugreport", "saves a session into an Android bugreport" },
                 { "upload",   "uploads the trace through Android's incidentd or framework" },
                 { "dropbox",  "uploads the trace through Android's incidentd or framework" },
                 { "save",     "saves a session into an Android bugreport" },
@@ -28,14 +28,13 @@ int cli_refuse_android_only(const char *option) {
                 { "app",      "names an Android app for atrace; tracebus records the kernel's trace events" },
         };
         const char *why = "is an Android option";
-        bool clone = strncmp(option, "clone", 5) == 0;
 
         for (size_t i = 0; i < ELEMENTSOF(reasons); i++)
                 if (strncmp(option, reasons[i].prefix, strlen(reasons[i].prefix)) == 0) {
                         why = reasons[i].why;
                         break;
                 }
-        cli_log("--%s %s: not supported%s", option, why, clone ? "" : " off Android");
+        cli_log("--%s %s: not supported off Android", option, why);
         return -EOPNOTSUPP;
 }
 

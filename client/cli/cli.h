@@ -26,8 +26,8 @@
 
 /* perfetto's exit codes: 0 yes/success, 1 error, 2 "no such detached session". */
 #define EXIT_NO_SESSION 2
-/* An option of perfetto's that has no meaning off Android (--upload, --dropbox, ...), or
- * that tracebus lacks (--clone, --clone-by-name, --clone-for-bugreport). */
+/* An option of perfetto's that has no meaning off Android (--upload, --dropbox,
+ * --clone-for-bugreport, ...). */
 #define EXIT_NOT_SUPPORTED 3
 
 /* Long enough for a person to answer a polkit authentication prompt. */
@@ -184,7 +184,7 @@ int run_record(const Args *a);
 int run_attach(const Args *a);
 
 /* cli-tracecfg.c: perfetto's options around TraceConfig's own fields. */
-/* An option perfetto has only on Android, or a --clone* one (@option without its dashes):
+/* An option perfetto has only on Android (@option without its dashes):
  * prints why, returns -EOPNOTSUPP, which tracebus exits with as EXIT_NOT_SUPPORTED. */
 int cli_refuse_android_only(const char *option);
 /* --notify-fd FD: FD must be open. */

@@ -124,6 +124,7 @@ const char *tb_end_reason_to_string(const char *reason) {
                 { "service-shutdown", N_("Stopped: the tracing service shut down") },
                 { "quota", N_("Stopped: your traces reached the service's quota") },
                 { "output-stalled", N_("Stopped: the output took nothing for too long") },
+                { "snapshot", N_("Snapshot of a running recording") },
         };
         if (!reason || !*reason)
                 return _("Finished");

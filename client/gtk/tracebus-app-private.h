@@ -57,3 +57,6 @@ void app_recording_finished(TracebusApp *app, TbRecording *r, const char *reason
 void app_connect(TracebusApp *app);
 void app_bind_session(TracebusApp *app, TbRecording *r, const char *object_path, gboolean ours);
 void app_attach(TracebusApp *app, TbRecording *r);
+
+/* tracebus-app-recording.c: a new trace file in the cache, opened (O_EXCL) into *ret_fd. */
+char *app_new_trace_path(TracebusApp *app, int *ret_fd, GError **error);

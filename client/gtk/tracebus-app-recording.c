@@ -16,7 +16,7 @@
 
 /* ---- Start ---- */
 
-static char *new_trace_path(TracebusApp *app, int *ret_fd, GError **error) {
+char *app_new_trace_path(TracebusApp *app, int *ret_fd, GError **error) {
         g_autoptr(GDateTime) now = g_date_time_new_now_local();
         g_autofree char *stamp = g_date_time_format(now, "%Y%m%d-%H%M%S");
 
@@ -89,7 +89,7 @@ void tracebus_app_start_recording(TracebusApp *app, const TbRecordSettings *sett
         GVariantBuilder opts;
         int fd = -1, idx;
 
-        path = new_trace_path(app, &fd, &error);
+        path = app_new_trace_path(app, &fd, &error);
         if (!path) {
                 app_emit_error(app, error, _("Could not start recording."));
                 return;

@@ -16,6 +16,7 @@ typedef struct {
         GtkWidget *elapsed, *written, *events, *lost;
         GtkWidget *stop, *save, *show, *discard;
         GtkWidget *preview;
+        GtkWidget *snapshot;            /* helper "clone": Save Snapshot, while recording */
         TbRecordingState last_state; /* to open the preview once, when it finishes */
 } RowWidgets;
 
@@ -90,6 +91,8 @@ static void row_update(RowWidgets *w) {
 
         gtk_widget_set_visible(w->stop, live);
         gtk_widget_set_sensitive(w->stop, r->state == TB_RECORDING_RECORDING && r->object_path);
+        gtk_widget_set_visible(w->snapshot, live);
+        gtk_widget_set_sensitive(w->snapshot, r->state == TB_RECORDING_RECORDING && r->object_path);
         gtk_widget_set_visible(w->save, !live && r->file_path);
         gtk_widget_set_visible(w->show, !live && r->file_path);
         gtk_widget_set_visible(w->discard, !live && !r->foreign);
@@ -186,6 +189,11 @@ static void on_show_clicked(GtkButton *b, gpointer user_data) {
         tracebus_app_show_in_files(row_window(GTK_WIDGET(b))->app, w->r);
 }
 
+static void on_snapshot_clicked(GtkButton *b, gpointer user_data) {
+        RowWidgets *w = user_data;
+        tracebus_app_snapshot_recording(row_window(GTK_WIDGET(b))->app, w->r);
+}
+
 static void on_discard_clicked(GtkButton *b, gpointer user_data) {
         RowWidgets *w = user_data;
         tracebus_app_discard_recording(row_window(GTK_WIDGET(b))->app, w->r);
@@ -245,12 +253,15 @@ static GtkWidget *create_row(gpointer item, gpointer user_data) {
 
         w->stop = row_button_new(_("_Stop"), "destructive-action", G_CALLBACK(on_stop_clicked), w);
         w->save = row_button_new(_("Save _As…"), "suggested-action", G_CALLBACK(on_save_clicked), w);
+        w->snapshot = row_button_new(_("Save S_napshot"), NULL, G_CALLBACK(on_snapshot_clicked), w);
+        gtk_widget_set_tooltip_text(w->snapshot, _("Save what the recording holds so far; it goes on recording"));
         w->show = row_button_new(_("Show in _Files"), NULL, G_CALLBACK(on_show_clicked), w);
         w->preview = row_button_new(_("_Preview"), NULL, G_CALLBACK(on_preview_clicked), w);
         w->discard = gtk_button_new_from_icon_name("user-trash-symbolic");
         gtk_widget_set_tooltip_text(w->discard, _("Delete this trace"));
         gtk_widget_set_valign(w->discard, GTK_ALIGN_CENTER);
         g_signal_connect(w->discard, "clicked", G_CALLBACK(on_discard_clicked), w);
+        gtk_box_append(GTK_BOX(buttons), w->snapshot);
         gtk_box_append(GTK_BOX(buttons), w->stop);
         gtk_box_append(GTK_BOX(buttons), w->preview);
         gtk_box_append(GTK_BOX(buttons), w->save);

@@ -153,6 +153,12 @@ typedef struct TraceWriter {
         size_t filter_in_allocated, filter_out_allocated;
         size_t filter_in_len;         /* the last ftrace packet packed into filter_in */
         TraceWriterFilterStats filter_stats;
+
+        /* Helper "clone" (lib/trace-writer-snapshot.c): a snapshot's data, shared with the
+         * writer it was taken of, written after the first @shared_at bytes of meta. */
+        TracePacketChunk **shared;
+        size_t n_shared, shared_allocated;
+        size_t shared_at;
 } TraceWriter;
 
 /* A writer with one data buffer of @capacity bytes. */
@@ -219,8 +225,10 @@ size_t varint_encode(uint64_t v, uint8_t out[static 10]);
  *   trace_writer_done(&snap);
  * The copy is in memory: the live writer goes on at once, and the write may be slow. */
 void trace_writer_snapshot_init(TraceWriter *snap);
-/* Appends @w's pending metadata, then every data buffer's packets, oldest first. Adds
- * the ftrace events in them to *ret_events (may be NULL). -ENOMEM. */
+/* Appends @w's pending metadata, then every data buffer's packets, oldest first: a ring's
+ * or discard buffer's packets are shared, not copied (taking them costs a pointer each),
+ * and @w's thread goes on appending and dropping as before. Once per snapshot. Adds the
+ * ftrace events in them to *ret_events (may be NULL). -ENOMEM, -EALREADY. */
 int trace_writer_snapshot_copy(TraceWriter *snap, const TraceWriter *w, uint64_t *ret_events);
 /* Writes @snap into @fd (not taken) as @output, within @max_bytes (0: none) and @budget
  * (may be NULL), as trace_writer_flush() does; its bytes_written says how much went out. */
