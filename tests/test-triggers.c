@@ -28,14 +28,15 @@ static char *trigger_config(const char *mode, guint timeout_ms, guint delay_ms) 
                                "  triggers { name: \"boom\" stop_delay_ms: %u } }\n", mode, timeout_ms, delay_ms);
 }
 
-/* tbuser's session of @text, detached under @key into @out; its object path. */
+/* tbuser's session of @text, detached under @key into @out (NULL: the service's trace
+ * directory); its object path. */
 static char *start_detached(const char *dir, const char *key, const char *text, const char *out) {
         g_autofree char *cfg = user_file("tbuser", dir, "config.pbtxt", text, -1);
         g_autofree char *arg = g_strdup_printf("--detach=%s", key);
         g_auto(TbCommandResult) res = { 0 };
         g_auto(GStrv) own = NULL;
 
-        run_cli("tbuser", &res, arg, "-c", cfg, "--txt", "-o", out, NULL);
+        run_cli("tbuser", &res, arg, "-c", cfg, "--txt", out ? "-o" : NULL, out, NULL);
         assert_exit(&res, 0);
         own = sessions_of(tb_user_uid("tbuser"));
         g_assert_cmpuint(g_strv_length(own), ==, 1);
@@ -220,18 +221,10 @@ static void test_recipe(void) {
                 "  triggers { name: \"unit-failed\" stop_delay_ms: 2000 }   # 2 s after the failure too\n"
                 "}\n";
         g_autofree char *dir = make_user_dir("tbuser", "trig-recipe");
-        g_autofree char *cfg = user_file("tbuser", dir, "flight.pbtxt", recipe, -1);
-        g_autofree char *path = NULL, *out = NULL;
-        g_auto(TbCommandResult) res = { 0 };
-        g_auto(GStrv) own = NULL;
+        g_autofree char *path = start_detached(dir, "flight", recipe, NULL);
+        g_autofree char *out = string_property(path, "OutputPath");
         g_auto(TriggerSeen) t = { 0 };
 
-        run_cli("tbuser", &res, "-c", cfg, "--txt", "--detach=flight", NULL);
-        assert_exit(&res, 0);
-        own = sessions_of(tb_user_uid("tbuser"));
-        g_assert_cmpuint(g_strv_length(own), ==, 1);
-        path = g_strdup(own[0]);
-        out = string_property(path, "OutputPath");
         g_assert_true(out && *out);
         g_usleep(500 * 1000);
         send_trigger("tbuser", "unit-failed");
@@ -290,17 +283,11 @@ static char *wait_snapshot(const char *out, unsigned n) {
 static void test_clone(void) {
         g_autofree char *dir = make_user_dir("tbuser", "trig-clone");
         g_autofree char *text = trigger_config("CLONE_SNAPSHOT", 60000, 200);
-        g_autofree char *cfg = user_file("tbuser", dir, "clone.pbtxt", text, -1);
         g_autofree char *path = NULL, *out = NULL, *snap0 = NULL, *snap1 = NULL, *state = NULL;
-        g_auto(TbCommandResult) res = { 0 }, stop = { 0 };
-        g_auto(GStrv) own = NULL;
+        g_auto(TbCommandResult) stop = { 0 };
 
         assert_start_refused(dir, text, "CLONE_SNAPSHOT needs the service's trace directory");
-        run_cli("tbuser", &res, "-c", cfg, "--txt", "--detach=trig-clone", NULL);
-        assert_exit(&res, 0);
-        own = sessions_of(tb_user_uid("tbuser"));
-        g_assert_cmpuint(g_strv_length(own), ==, 1);
-        path = g_strdup(own[0]);
+        path = start_detached(dir, "trig-clone", text, NULL);
         out = string_property(path, "OutputPath");
         g_usleep(300 * 1000);
         send_trigger("tbuser", "boom");
