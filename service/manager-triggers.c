@@ -36,6 +36,8 @@ static void on_snapshot_written(Manager *m, int r, const SessionCloneResult *res
         if (r >= 0) {
                 log_info("Session %" PRIu64 ": trigger snapshot written into %s (%" PRIu64 " bytes).", id,
                          strempty(output_path), result->bytes);
+                if (s && output_path)
+                        session_note_trigger_snapshot(s, output_path);
                 return;
         }
         log_warning_errno(r, "Session %" PRIu64 ": trigger snapshot failed: %m", id);

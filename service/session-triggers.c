@@ -28,6 +28,7 @@
 
 #include "log.h"
 #include "session.h"
+#include "strv.h"
 #include "time-util.h"
 #include "trace-writer.h"
 
@@ -46,6 +47,7 @@ typedef struct SessionTriggers {
         sd_event_source *stop_source;     /* stop_delay_ms after the first trigger */
         sd_event_source *snapshot_source; /* CLONE_SNAPSHOT: stop_delay_ms after a trigger */
         unsigned snapshots;               /* CLONE_SNAPSHOT: the next FILE.N */
+        char **written;                   /* CLONE_SNAPSHOT: the files written, the last 64 */
         uint64_t received;
         bool packets_capped_warned;
         TriggerHistory history[];         /* one per config trigger */
@@ -59,6 +61,7 @@ void session_triggers_free(Session *s) {
         sd_event_source_disable_unref(t->timeout_source);
         sd_event_source_disable_unref(t->stop_source);
         sd_event_source_disable_unref(t->snapshot_source);
+        strv_free(t->written);
         for (size_t i = 0; i < s->config.n_triggers; i++)
                 free(t->history[i].times);
         s->triggers = mfree(t);
@@ -257,4 +260,25 @@ int session_activate_trigger(Session *s, const char *name, const char *producer,
                 log_warning_errno(r, "Session %" PRIu64 ": trigger '%s' not written into the trace: %m", s->id, name);
         r = act_on_trigger(s, rule, s->triggers->received == 1);
         return r < 0 ? r : 1;
+}
+
+char **session_trigger_snapshots(const Session *s) {
+        return s->triggers ? s->triggers->written : NULL;
+}
+
+void session_note_trigger_snapshot(Session *s, const char *path) {
+        SessionTriggers *t = s->triggers;
+        size_t n;
+
+        if (!t)
+                return;
+        n = strv_length(t->written);
+        if (n >= SESSION_MAX_TRIGGER_SNAPSHOTS) {
+                free(t->written[0]);
+                memmove(t->written, t->written + 1, n * sizeof(char *));
+        }
+        if (strv_extend(&t->written, path) < 0)
+                return;
+        if (s->callbacks && s->callbacks->on_changed)
+                s->callbacks->on_changed(s, SESSION_CHANGED_TRIGGER_SNAPSHOTS, s->callbacks_userdata);
 }

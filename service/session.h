@@ -50,6 +50,7 @@ typedef enum SessionChange {
         SESSION_CHANGED_STATE = 1 << 0,     /* state, detached */
         SESSION_CHANGED_PROGRESS = 1 << 1,  /* bytes, events, lost: at most once a second */
         SESSION_CHANGED_WARNINGS = 1 << 2,  /* config.warnings grew */
+        SESSION_CHANGED_TRIGGER_SNAPSHOTS = 1 << 3, /* helper "triggers": a CLONE_SNAPSHOT file written */
 } SessionChange;
 
 /* How a session reports to its owner. It calls no one else: whoever presents sessions
@@ -201,3 +202,9 @@ int session_activate_trigger(Session *s, const char *name, const char *producer,
 /* Helper "clone" (session-clone.c): the session or its recorder goes; a clone not
  * copied yet fails with -ECANCELED, one being written finishes on its own. */
 void session_clone_abandon(Session *s);
+/* CLONE_SNAPSHOT: the snapshot files its triggers wrote (the last
+ * SESSION_MAX_TRIGGER_SNAPSHOTS), for the Session's TriggerSnapshots (NULL: none).
+ * session_note_trigger_snapshot() adds @path and reports the change. */
+#define SESSION_MAX_TRIGGER_SNAPSHOTS 64u
+char **session_trigger_snapshots(const Session *s);
+void session_note_trigger_snapshot(Session *s, const char *path);

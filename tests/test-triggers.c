@@ -300,6 +300,17 @@ static void test_clone(void) {
         send_trigger("tbuser", "boom");
         snap1 = wait_snapshot(out, 1);
         assert_file_complete(snap1);
+        {
+                /* The Session's TriggerSnapshots lists both, in order (what the GTK app notifies of). */
+                const char *argv[] = { "busctl", "--system", "get-property", TB_BUS_NAME, path, TB_SESSION_INTERFACE,
+                                       "TriggerSnapshots", NULL };
+                g_auto(TbCommandResult) prop = { 0 };
+                g_autofree char *want = g_strdup_printf("as 2 \"%s\" \"%s\"", snap0, snap1);
+
+                run_as("root", argv, &prop);
+                assert_exit(&prop, 0);
+                g_assert_nonnull(strstr(prop.out, want));
+        }
         run_cli("tbuser", &stop, "--attach=trig-clone", "--stop", NULL);
         assert_exit(&stop, 0);
         assert_file_complete(out);
