@@ -51,6 +51,13 @@ static void send_trigger(const char *user, const char *names) {
         assert_exit(&res, 0);
 }
 
+/* @sender sends @name; tbuser's session @path then ends with @reason. */
+static void trigger_until_end(const char *sender, const char *name, const char *path, const char *reason) {
+        send_trigger(sender, name);
+        g_assert_true(wait_no_sessions(tb_user_uid("tbuser"), 15000));
+        assert_end_reason_logged(path, tb_user_uid("tbuser"), reason);
+}
+
 typedef struct {
         guint n_triggers;
         char *name, *producer;
@@ -122,9 +129,7 @@ static void test_stop(void) {
 
         g_assert_cmpstr(state, ==, "recording");
         g_usleep(300 * 1000);
-        send_trigger("tbuser", "boom");
-        g_assert_true(wait_no_sessions(tb_user_uid("tbuser"), 10000));
-        assert_end_reason_logged(path, tb_user_uid("tbuser"), "triggered");
+        trigger_until_end("tbuser", "boom", path, "triggered");
         assert_file_complete(out);
         read_triggers(out, &t);
         assert_trigger_packet(out, &t, "tbuser");
@@ -198,9 +203,7 @@ static void test_other_user(void) {
         g_assert_cmpstr(state, ==, "recording");
         g_assert_cmpuint(g_strv_length(sessions_of(tb_user_uid("tbuser"))), ==, 1);
 
-        send_trigger("tbadmin", "boom");
-        g_assert_true(wait_no_sessions(tb_user_uid("tbuser"), 10000));
-        assert_end_reason_logged(path, tb_user_uid("tbuser"), "triggered");
+        trigger_until_end("tbadmin", "boom", path, "triggered");
         read_triggers(out, &t);
         assert_trigger_packet(out, &t, "tbadmin");
 }
@@ -227,9 +230,7 @@ static void test_recipe(void) {
 
         g_assert_true(out && *out);
         g_usleep(500 * 1000);
-        send_trigger("tbuser", "unit-failed");
-        g_assert_true(wait_no_sessions(tb_user_uid("tbuser"), 15000));
-        assert_end_reason_logged(path, tb_user_uid("tbuser"), "triggered");
+        trigger_until_end("tbuser", "unit-failed", path, "triggered");
         assert_file_complete(out);
         read_triggers(out, &t);
         g_assert_cmpuint(t.n_triggers, ==, 1);
