@@ -51,5 +51,7 @@
 /* helper "rotate": bad RotateEveryMs, RotateBytes or RotateKeep, rotation of a session
  * that cannot rotate, or SetNextOutput on a session that does not rotate. */
 #define TB_ERROR_INVALID_ROTATION       TB_ERROR_PREFIX "InvalidRotation"
+/* helper "triggers": a trigger name of ActivateTriggers is empty, over 64 bytes or has control characters. */
+#define TB_ERROR_INVALID_TRIGGER        TB_ERROR_PREFIX "InvalidTrigger"
 /* A snapshot of the session is being written, or the last began within CloneMinIntervalSec=. */
 #define TB_ERROR_CLONE_RATE_LIMITED     TB_ERROR_PREFIX "CloneRateLimited"

@@ -16,6 +16,7 @@
 #define ACTION_RECORD "org.tracebus.record"
 #define ACTION_MANAGE "org.tracebus.manage"
 #define ACTION_KPROBES "org.tracebus.kprobes"
+#define ACTION_TRIGGER "org.tracebus.trigger"   /* helper "triggers": Manager.ActivateTriggers */
 
 /* What every call refused for SIGTERM hears (TB_ERROR_SHUTTING_DOWN). */
 #define BUS_SHUTTING_DOWN_TEXT \

@@ -2,6 +2,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "fd-util.h"
@@ -22,6 +23,7 @@ typedef struct PendingClone {
         void *userdata;
         TraceQuota *quota;            /* a reference; NULL for the caller's fd */
         uint64_t ended_snapshot;
+        char *name;                   /* helper "triggers": the file's exact name, or NULL */
 
         /* For the worker (read only there). */
         const char *state_dir;
@@ -42,6 +44,7 @@ static PendingClone *pending_clone_free(PendingClone *p) {
                 quota_unref(p->manager, p->quota);
         safe_close(p->fd);
         free(p->path);
+        free(p->name);
         free(p->skip);
         return mfree(p);
 }
@@ -92,7 +95,8 @@ static void pending_clone_run(WorkerJob *job) {
         if (p->result < 0)
                 return;
         snprintf(hint, sizeof(hint), "clone-%" PRIu64, p->session_id);
-        p->fd = trace_dir_create_file(dir_fd, p->state_dir, p->uid, hint, &p->path, &id);
+        p->fd = p->name ? trace_dir_create_named(dir_fd, p->state_dir, p->uid, p->name, &p->path, &id)
+                        : trace_dir_create_file(dir_fd, p->state_dir, p->uid, hint, &p->path, &id);
         p->result = MIN(p->fd, 0);
 }
 
@@ -130,6 +134,11 @@ static int queue_clone(Manager *m, PendingClone *p) {
 }
 
 void manager_clone_session(Manager *m, Session *s, uid_t uid, int fd, CloneCallback callback, void *userdata) {
+        manager_clone_session_named(m, s, uid, fd, NULL, callback, userdata);
+}
+
+void manager_clone_session_named(Manager *m, Session *s, uid_t uid, int fd, const char *name, CloneCallback callback,
+                                 void *userdata) {
         _cleanup_close_ int owned = fd;
         PendingClone *p;
         int r;
@@ -145,6 +154,8 @@ void manager_clone_session(Manager *m, Session *s, uid_t uid, int fd, CloneCallb
                 .callback = callback, .userdata = userdata,
                 .state_dir = m->state_dir, .fd = -EBADF,
         };
+        if (name && !(p->name = strdup(name)))
+                return answer(p, -ENOMEM, NULL);
         if (owned >= 0)
                 return clone_into(p, s, TAKE_FD(owned));
         /* Refused now rather than after a scan and a file. */

@@ -6,6 +6,7 @@
 #include "log.h"
 #include "manager-dbus.h"
 #include "manager-start-dbus.h"
+#include "manager-triggers-dbus.h"
 #include "output-fd.h"
 #include "perf-sampler.h"
 #include "session-dbus.h"
@@ -218,6 +219,14 @@ static int authorize_kprobes(BusRequest *req) {
         return authorize_again(req, ACTION_KPROBES, /* interactive= */ true, on_kprobes_result);
 }
 
+/* helper "triggers": CLONE_SNAPSHOT writes FILE.N into the trace directory only. */
+static int check_trigger_output(BusRequest *req, sd_bus_error *error) {
+        _cleanup_free_ char *why = NULL;
+        int r = session_config_check_trigger_output(&req->start.config, req->start.output_fd >= 0, &why);
+
+        return r < 0 && why ? sd_bus_error_set(error, TB_ERROR_INVALID_CONFIG, why) : r;
+}
+
 static void on_start_result(BusRequest *req, int result) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         int r;
@@ -226,6 +235,8 @@ static void on_start_result(BusRequest *req, int result) {
         if (result < 0)
                 return bus_request_reply_refusal(req, result, ACTION_RECORD, "Recording kernel traces");
         r = start_load_config(req->message, req->context->manager, &req->start.config, &error);
+        if (r >= 0)
+                r = check_trigger_output(req, &error);
         if (r >= 0)
                 r = authorize_kprobes(req);
         if (r < 0 && sd_bus_error_is_set(&error))
@@ -495,6 +506,10 @@ static const sd_bus_vtable manager_vtable[] = {
                                 SD_BUS_NO_ARGS,
                                 SD_BUS_RESULT("ao", sessions),
                                 method_list_sessions, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ActivateTriggers",
+                                SD_BUS_ARGS("as", names),
+                                SD_BUS_NO_RESULT,
+                                method_activate_triggers, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Clone",
                                 SD_BUS_ARGS("o", session, "a{sv}", options),
                                 SD_BUS_RESULT("a{sv}", result),

@@ -168,7 +168,7 @@ int manager_find_detached(Manager *m, uid_t uid, const char *key, Session **ret)
                 return -EINVAL;
         /* Strictly per UID, root included: another user's key is indistinguishable from none. */
         s = find_keyed(m, uid, key);
-        *ret = s && s->state == SESSION_RECORDING ? s : NULL;
+        *ret = s && session_is_running(s) ? s : NULL;
         return 0;
 }
 
@@ -181,7 +181,7 @@ int manager_check_detach(Manager *m, uint64_t id, uid_t uid, const char *key, Se
         s = manager_find_own_session(m, id, uid);
         if (!s)
                 return -ESRCH;
-        if (s->state != SESSION_RECORDING)
+        if (!session_is_running(s))
                 return -ESTALE;
         if (s->detach_key)
                 return -EEXIST;

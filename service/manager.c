@@ -143,6 +143,7 @@ static const SessionCallbacks manager_session_callbacks = {
         .on_changed = on_session_changed,
         .on_ended = on_session_ended,
         .on_free = on_session_free,
+        .on_snapshot_due = manager_snapshot_on_trigger,
 };
 
 void manager_add_session(Manager *m, Session *s) {

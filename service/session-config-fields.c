@@ -40,9 +40,9 @@ const FieldRule session_config_field_rules[] = {
         { "TraceConfig", "notify_traceur", A, NULL },
         { "TraceConfig", "bugreport_score", A, NULL },
         { "TraceConfig", "bugreport_filename", A, NULL },
-        { "TraceConfig", "trigger_config", N, "triggers come with issue 23: the session starts at once and "
-                                              "stops at its duration" },
-        { "TraceConfig", "activate_triggers", N, "triggers come with issue 23" },
+        { "TraceConfig", "trigger_config", H, NULL },
+        { "TraceConfig", "activate_triggers", I, "the service takes triggers from Manager.ActivateTriggers: "
+                                                 "send them with tracebus --trigger=NAME" },
         { "TraceConfig", "incremental_state_config", H, NULL },
         { "TraceConfig", "allow_user_build_tracing", A, NULL },
         { "TraceConfig", "unique_session_name", H, NULL },
@@ -256,13 +256,7 @@ static int check_message_fields(const ProtobufCMessage *m, SessionConfig *c) {
                         continue;
                 if (asprintf(&what, "%s field", msg) < 0)
                         return -ENOMEM;
-                if (rule->disposition == FIELD_NOT_YET && m->descriptor == &tracebus__trace_config__descriptor &&
-                    strcmp(fd->name, "trigger_config") == 0)
-                        r = session_config_warn(c, "TraceConfig field 'trigger_config' is not yet supported by "
-                                                "tracebus (issue 23): the session starts at once and stops at "
-                                                "its duration");
-                else
-                        r = warn_rule(c, what, fd->name, rule->disposition, rule->why);
+                r = warn_rule(c, what, fd->name, rule->disposition, rule->why);
                 if (r < 0)
                         return r;
         }

@@ -59,6 +59,7 @@ void session_config_done(SessionConfig *c) {
         c->unique_session_name = mfree(c->unique_session_name);
         c->trace_filter = trace_filter_free(c->trace_filter);
         session_config_perf_done(c);
+        session_config_triggers_done(c);
 }
 
 int session_config_warn(SessionConfig *c, const char *fmt, ...) {
@@ -422,6 +423,9 @@ int session_config_load(const Tracebus__TraceConfig *tc, const char *root, Sessi
         if (r < 0)
                 return r;
         r = session_config_load_filter(tc, &c, ret_error);
+        if (r < 0)
+                return r;
+        r = session_config_load_triggers(tc, &c, ret_error);
         if (r < 0)
                 return r;
         if (tc->output_path)

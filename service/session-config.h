@@ -174,6 +174,11 @@ typedef struct SessionConfig {
         uint64_t rotate_every_ms;      /* a new chunk this often */
         uint64_t rotate_bytes;         /* a new chunk once this much went into the current one */
         uint32_t rotate_keep;          /* 0: every chunk kept; else the newest N */
+        /* helper "triggers" (issue 23): TraceConfig.trigger_config (session-config-triggers.c). */
+        int trigger_mode;              /* a SessionTriggerMode; SESSION_TRIGGER_NONE: no triggers */
+        uint32_t trigger_timeout_ms;   /* START: armed at most this; STOP, CLONE: the end without one */
+        struct SessionTrigger *triggers;
+        size_t n_triggers;
 } SessionConfig;
 
 /* perf (issue 24): linux.perf's defaults (Perfetto's) and caps. */
@@ -319,3 +324,31 @@ typedef struct SessionRotation {
 } SessionRotation;
 
 int session_config_load_rotation(SessionConfig *c, const SessionRotation *r, char **ret_error);
+/* helper "triggers" (issue 23): TraceConfig.trigger_config, as Perfetto v58's service
+ * checks it (tracing_service_impl.cc EnableTracing) and acts on it (ActivateTriggers). */
+typedef enum SessionTriggerMode {
+        SESSION_TRIGGER_NONE = 0,
+        SESSION_TRIGGER_START = 1,     /* START_TRACING: armed, records from the first trigger */
+        SESSION_TRIGGER_STOP = 2,      /* STOP_TRACING: ends stop_delay_ms after the first trigger */
+        SESSION_TRIGGER_CLONE = 4,     /* CLONE_SNAPSHOT: a snapshot stop_delay_ms after each trigger */
+} SessionTriggerMode;
+
+#define SESSION_TRIGGER_NAME_MAX 64u        /* bytes of a trigger's name */
+#define SESSION_MAX_TRIGGERS 64u            /* triggers in one config */
+#define SESSION_TRIGGER_REGEX_MAX 256u      /* bytes of a producer_name_regex */
+#define SESSION_TRIGGER_MAX_PER_24H 1000u   /* max_per_24_h kept: the history is per session */
+
+typedef struct SessionTrigger {
+        char *name;
+        char *producer_regex;          /* NULL: any caller; else a POSIX ERE matched whole */
+        uint32_t stop_delay_ms;
+        uint32_t max_per_24_h;         /* 0: no limit */
+        double skip_probability;       /* 0: never skipped; >= 1: always */
+} SessionTrigger;
+
+int session_config_load_triggers(const Tracebus__TraceConfig *tc, SessionConfig *c, char **ret_error);
+void session_config_triggers_done(SessionConfig *c);
+/* CLONE_SNAPSHOT with the caller's Output fd (@caller_fd): -EINVAL and why in *ret_error. */
+int session_config_check_trigger_output(const SessionConfig *c, bool caller_fd, char **ret_error);
+/* Whether trigger names are well formed: 1 to 64 bytes, printable ASCII (ActivateTriggers). */
+bool session_trigger_name_valid(const char *name);

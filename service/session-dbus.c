@@ -252,6 +252,8 @@ static void on_changed(Session *s, SessionChange what, void *userdata) {
                 emit_changed(c->bus, s, (char *[]) { (char *) "Warnings", NULL });
         if (what & SESSION_CHANGED_ROTATED)
                 session_rotate_dbus_emit(c->bus, s);
+        if (what & SESSION_CHANGED_TRIGGER_SNAPSHOTS)
+                emit_changed(c->bus, s, (char *[]) { (char *) "TriggerSnapshots", NULL });
 }
 
 const char *session_dbus_owner(const Session *s) {
@@ -352,6 +354,7 @@ static const struct {
         { "BytesWritten", "t" }, { "EventsRecorded", "t" }, { "EventsLost", "t" },
         { "Warnings", "as" },
         { "UniqueSessionName", "s" },
+        { "TriggerSnapshots", "as" },
 };
 
 /* Appends the bare value of @property. */
@@ -383,6 +386,8 @@ static int append_value(sd_bus_message *reply, const Session *s, const char *pro
                 return sd_bus_message_append_strv(reply, s->config.warnings);
         if (strcmp(property, "UniqueSessionName") == 0)
                 return sd_bus_message_append(reply, "s", strempty(s->config.unique_session_name));
+        if (strcmp(property, "TriggerSnapshots") == 0)
+                return sd_bus_message_append_strv(reply, session_trigger_snapshots(s));
         return -ENOENT;
 }
 
@@ -552,6 +557,7 @@ const sd_bus_vtable session_vtable[] = {
         SESSION_PROPERTY("EventsLost", "t", SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SESSION_PROPERTY("Warnings", "as", SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SESSION_PROPERTY("UniqueSessionName", "s", SD_BUS_VTABLE_PROPERTY_CONST),
+        SESSION_PROPERTY("TriggerSnapshots", "as", SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_METHOD_WITH_ARGS("Stop", SD_BUS_NO_ARGS, SD_BUS_RESULT("a{sv}", stats),
                                 method_session_stop, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Detach", SD_BUS_ARGS("s", key), SD_BUS_NO_RESULT,

@@ -21,6 +21,7 @@ static const char *const session_state_table[_SESSION_STATE_MAX] = {
         [SESSION_RECORDING] = "recording",
         [SESSION_STOPPING] = "stopping",
         [SESSION_ENDED] = "ended",
+        [SESSION_ARMED] = "armed",
 };
 
 static const char *const session_end_reason_table[_SESSION_END_REASON_MAX] = {
@@ -32,6 +33,8 @@ static const char *const session_end_reason_table[_SESSION_END_REASON_MAX] = {
         [SESSION_END_SERVICE_SHUTDOWN] = "service-shutdown",
         [SESSION_END_QUOTA] = "quota",
         [SESSION_END_OUTPUT_STALLED] = "output-stalled",
+        [SESSION_END_TRIGGER_TIMEOUT] = "trigger-timeout",
+        [SESSION_END_TRIGGERED] = "triggered",
 };
 
 const char *session_state_to_string(SessionState s) {
@@ -98,6 +101,7 @@ static int on_recorder_done(sd_event_source *source, int fd, uint32_t revents, v
         s->done_source = sd_event_source_disable_unref(s->done_source);
         s->duration_source = sd_event_source_disable_unref(s->duration_source);
         s->progress_source = sd_event_source_disable_unref(s->progress_source);
+        session_triggers_free(s);
         s->state = SESSION_ENDED;
 
         if (s->end_error < 0 && s->end_error != -EFBIG && s->end_error != -EDQUOT)
@@ -250,27 +254,40 @@ int session_new(sd_event *event, Poller *poller, uint64_t id, uid_t owner_uid, S
                 r = session_rotate_setup(s, TAKE_FD(chunk_dir_fd));
         if (r >= 0)
                 r = session_add_event_sources(s);
-        if (r >= 0) {
-                s->started_at_usec = now_usec(CLOCK_REALTIME);
-                r = recorder_start(s->recorder, s->instance);
-        }
+        /* START_TRACING: instance and recorder ready, nothing recorded until a trigger. */
+        if (r >= 0 && s->config.trigger_mode == SESSION_TRIGGER_START)
+                s->state = SESSION_ARMED;
+        else if (r >= 0)
+                r = session_begin_recording(s);
         if (r >= 0)
-                r = sys_stats_subscribe(s->poller, &s->config.sys_stats, s->recorder, &s->sys_stats);
-        if (r >= 0)
-                r = process_stats_start(poller, s->recorder, &s->config, owner_uid, &s->process_stats);
-        if (r >= 0)
-                r = journald_start(poller, s->recorder, &s->config, owner_uid, &s->journald);
-        if (r >= 0)
-                r = perf_sampler_start(s->recorder, &s->config, owner_uid, &s->perf);
+                r = session_triggers_setup(s);
         if (r < 0) {
                 session_free(s);
                 return r;
         }
 
-        s->state = SESSION_RECORDING;
-        log_info("Session %" PRIu64 " of UID %u recording into %s.", s->id, (unsigned) owner_uid,
-                 s->output_path ?: "a file descriptor");
+        log_info("Session %" PRIu64 " of UID %u %s into %s.", s->id, (unsigned) owner_uid,
+                 s->state == SESSION_ARMED ? "armed, to record" : "recording", s->output_path ?: "a file descriptor");
         *ret = s;
+        return 0;
+}
+
+int session_begin_recording(Session *s) {
+        int r;
+
+        s->started_at_usec = now_usec(CLOCK_REALTIME);
+        r = recorder_start(s->recorder, s->instance);
+        if (r >= 0)
+                r = sys_stats_subscribe(s->poller, &s->config.sys_stats, s->recorder, &s->sys_stats);
+        if (r >= 0)
+                r = process_stats_start(s->poller, s->recorder, &s->config, s->owner_uid, &s->process_stats);
+        if (r >= 0)
+                r = journald_start(s->poller, s->recorder, &s->config, s->owner_uid, &s->journald);
+        if (r >= 0)
+                r = perf_sampler_start(s->recorder, &s->config, s->owner_uid, &s->perf);
+        if (r < 0)
+                return r;
+        s->state = SESSION_RECORDING;
         return 0;
 }
 
@@ -282,6 +299,7 @@ Session *session_free(Session *s) {
         sd_event_source_disable_unref(s->done_source);
         sd_event_source_disable_unref(s->duration_source);
         sd_event_source_disable_unref(s->progress_source);
+        session_triggers_free(s);
         session_cancel_final_reads(s);
         session_rotate_done(s);
         sys_stats_unsubscribe(s->sys_stats);
@@ -366,11 +384,26 @@ void session_cancel_final_reads(Session *s) {
         s->final_source = sd_event_source_disable_unref(s->final_source);
 }
 
+/* helper "triggers": an armed session recorded nothing and its recorder's thread never
+ * ran, so nothing else makes done_fd readable: the end is taken on the loop as any
+ * recorder's (on_recorder_done()), with an empty trace, as Perfetto returns no data. */
+static int session_stop_armed(Session *s, SessionEndReason reason) {
+        s->state = SESSION_STOPPING;
+        s->end_reason = reason;
+        if (eventfd_write(recorder_done_fd(s->recorder), 1) < 0)
+                return log_error_errno(errno, "Session %" PRIu64 ": cannot end the armed session: %m", s->id);
+        report_changed(s, SESSION_CHANGED_STATE);
+        log_info("Session %" PRIu64 " ends armed, nothing recorded (%s).", s->id, session_end_reason_to_string(reason));
+        return 0;
+}
+
 int session_stop(Session *s, SessionEndReason reason) {
         int r;
 
-        if (s->state != SESSION_RECORDING)
+        if (!session_is_running(s))
                 return -EALREADY;
+        if (s->state == SESSION_ARMED)
+                return session_stop_armed(s, reason);
 
         s->state = SESSION_STOPPING;
         s->end_reason = reason;

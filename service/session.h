@@ -23,6 +23,7 @@ typedef enum SessionState {
         SESSION_RECORDING,
         SESSION_STOPPING,
         SESSION_ENDED,
+        SESSION_ARMED,               /* helper "triggers": START_TRACING, waiting for a trigger */
         _SESSION_STATE_MAX,
         _SESSION_STATE_INVALID = -EINVAL,
 } SessionState;
@@ -36,6 +37,8 @@ typedef enum SessionEndReason {
         SESSION_END_SERVICE_SHUTDOWN,
         SESSION_END_QUOTA,
         SESSION_END_OUTPUT_STALLED,
+        SESSION_END_TRIGGER_TIMEOUT, /* helper "triggers": trigger_timeout_ms passed without a trigger */
+        SESSION_END_TRIGGERED,       /* helper "triggers": stop_delay_ms after a STOP_TRACING trigger */
         _SESSION_END_REASON_MAX,
         _SESSION_END_REASON_INVALID = -EINVAL,
 } SessionEndReason;
@@ -49,6 +52,7 @@ typedef enum SessionChange {
         SESSION_CHANGED_PROGRESS = 1 << 1,  /* bytes, events, lost: at most once a second */
         SESSION_CHANGED_WARNINGS = 1 << 2,  /* config.warnings grew */
         SESSION_CHANGED_ROTATED = 1 << 3,   /* helper "rotate": a new chunk (chunk_index) began */
+        SESSION_CHANGED_TRIGGER_SNAPSHOTS = 1 << 3, /* helper "triggers": a CLONE_SNAPSHOT file written */
 } SessionChange;
 
 /* How a session reports to its owner. It calls no one else: whoever presents sessions
@@ -60,6 +64,8 @@ typedef struct SessionCallbacks {
         void (*on_ended)(Session *s, void *userdata);
         /* The session is being freed: drop what was kept for it (observer_data). */
         void (*on_free)(Session *s, void *userdata);
+        /* helper "triggers": CLONE_SNAPSHOT's snapshot @n is due (stop_delay_ms after a trigger). */
+        void (*on_snapshot_due)(Session *s, unsigned n, void *userdata);
 } SessionCallbacks;
 
 struct Session {
@@ -117,6 +123,8 @@ struct Session {
         /* helper "rotate" (session-rotate.c): the recorder's rotations, watched. */
         sd_event_source *rotated_source;
         uint32_t chunk_index;
+        /* helper "triggers" (issue 23): trigger_config at run time (session-triggers.c). */
+        struct SessionTriggers *triggers;
         /* Helper "clone" (session-clone.c): the clone running, one at a time, and when
          * the last began (CLOCK_MONOTONIC; 0: never), for the rate limit. */
         struct SessionClone *clone;
@@ -193,6 +201,29 @@ void session_rotate_done(Session *s);
 /* SetNextOutput: @fd (taken) is the next chunk's output. -ENOTCONN: the session does not
  * rotate into fds; -ESTALE: it is stopping. */
 int session_set_next_output(Session *s, int fd);
+/* helper "triggers" (issue 23). Whether the session takes Stop, Detach, triggers: it is
+ * recording, or armed (START_TRACING) and waiting for a trigger. */
+static inline bool session_is_running(const Session *s) {
+        return s->state == SESSION_RECORDING || s->state == SESSION_ARMED;
+}
+
+/* session.c: an armed session starts recording (its first START_TRACING trigger). */
+int session_begin_recording(Session *s);
+
+/* session-triggers.c: the trigger timers of @s's config (trigger_timeout_ms), armed by
+ * session_new(); freed with the session. */
+int session_triggers_setup(Session *s);
+void session_triggers_free(Session *s);
+/* Trigger @name, sent by @producer (the caller's name) of @uid at @now_ns (BOOTTIME):
+ * as Perfetto's ActivateTriggers does for one session. 1 when the session took it
+ * (recorded in the trace, acted on), 0 when it has no such trigger or skipped it. */
+int session_activate_trigger(Session *s, const char *name, const char *producer, uid_t uid, uint64_t now_ns);
 /* Helper "clone" (session-clone.c): the session or its recorder goes; a clone not
  * copied yet fails with -ECANCELED, one being written finishes on its own. */
 void session_clone_abandon(Session *s);
+/* CLONE_SNAPSHOT: the snapshot files its triggers wrote (the last
+ * SESSION_MAX_TRIGGER_SNAPSHOTS), for the Session's TriggerSnapshots (NULL: none).
+ * session_note_trigger_snapshot() adds @path and reports the change. */
+#define SESSION_MAX_TRIGGER_SNAPSHOTS 64u
+char **session_trigger_snapshots(const Session *s);
+void session_note_trigger_snapshot(Session *s, const char *path);

@@ -136,13 +136,14 @@ int trace_dir_open_user(const char *state_dir, uid_t uid) {
         return open_private_dir(traces_fd, uid_name, uid, 0700);
 }
 
+/* The new file @name (@fd) made @uid's, its path and identity; removed on failure. */
+static int finish_created(int dir_fd, int fd_in, const char *name, const char *state_dir, uid_t uid, char **ret_path,
+                          TraceDirFileId *ret_id);
+
 int trace_dir_create_file(int dir_fd, const char *state_dir, uid_t uid, const char *name_hint,
                           char **ret_path, TraceDirFileId *ret_id) {
-        _cleanup_close_ int fd = -EBADF;
         char name[256];
-        struct stat st;
-        char *path;
-        int r;
+        int fd;
 
         assert(ret_path);
         assert(ret_id);
@@ -150,6 +151,30 @@ int trace_dir_create_file(int dir_fd, const char *state_dir, uid_t uid, const ch
         fd = create_unique_file(dir_fd, name_hint, name, sizeof(name));
         if (fd < 0)
                 return fd;
+        return finish_created(dir_fd, fd, name, state_dir, uid, ret_path, ret_id);
+}
+
+/* helper "triggers": CLONE_SNAPSHOT's FILE.N, as Perfetto's CLI names them; never an
+ * existing file, never through a link. */
+int trace_dir_create_named(int dir_fd, const char *state_dir, uid_t uid, const char *name, char **ret_path,
+                           TraceDirFileId *ret_id) {
+        int fd;
+
+        if (!name || !*name || strchr(name, '/') || name[0] == '.')
+                return -EINVAL;
+        fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+        if (fd < 0)
+                return -errno;
+        return finish_created(dir_fd, fd, name, state_dir, uid, ret_path, ret_id);
+}
+
+static int finish_created(int dir_fd, int fd_in, const char *name, const char *state_dir, uid_t uid, char **ret_path,
+                          TraceDirFileId *ret_id) {
+        _cleanup_close_ int fd = fd_in;
+        struct stat st;
+        char *path;
+        int r;
+
         if (fchown(fd, uid, (gid_t) -1) < 0 || fstat(fd, &st) < 0) {
                 r = -errno;
                 (void) unlinkat(dir_fd, name, 0);

@@ -16,6 +16,7 @@
 void cli_args_done(Args *a) {
         a->events = strv_free(a->events);
         a->attributes = strv_free(a->attributes);
+        a->triggers = strv_free(a->triggers);
 }
 
 void cli_help(FILE *f) {
@@ -49,6 +50,7 @@ void cli_help(FILE *f) {
                 "      --list-events [GLOB]  The trace events this kernel offers (--json: as an array)\n"
                 "      --stop-all         Stop all your sessions, waiting for each complete trace\n"
                 "      --stop-session=ID  Stop one session (another user's needs org.tracebus.manage)\n"
+                "      --trigger=NAME[,NAME]  Send triggers to your sessions whose trigger_config waits for them\n"
                 "\n"
                 "Snapshots of a running session (it goes on recording):\n"
                 "      --clone=ID         Write session ID's data so far into -o FILE (or the service's trace directory)\n"
@@ -156,10 +158,11 @@ static int check_combinations(Args *a) {
         if (r < 0)
                 return r;
         if (a->mode == MODE_QUERY || a->mode == MODE_LIST_EVENTS || a->mode == MODE_STOP_ALL ||
-            a->mode == MODE_STOP_SESSION) {
+            a->mode == MODE_STOP_SESSION || a->mode == MODE_TRIGGER) {
                 static const char *const names[] = {
                         [MODE_QUERY] = "--query", [MODE_LIST_EVENTS] = "--list-events",
                         [MODE_STOP_ALL] = "--stop-all", [MODE_STOP_SESSION] = "--stop-session",
+                        [MODE_TRIGGER] = "--trigger",
                 };
                 r = check_standalone(a, names[a->mode]);
                 if (r < 0)
@@ -199,7 +202,7 @@ static int check_combinations(Args *a) {
 
 static int set_mode(Args *a, Mode mode) {
         if (a->mode != MODE_RECORD && a->mode != mode)
-                return cli_refuse("--query, --list-events, --stop-all and --stop-session are mutually exclusive");
+                return cli_refuse("--query, --list-events, --stop-all, --stop-session and --trigger are mutually exclusive");
         a->mode = mode;
         return 0;
 }
@@ -233,6 +236,7 @@ enum {
         ARG_QUERY, ARG_QUERY_RAW, ARG_LONG, ARG_JSON, ARG_LIST_EVENTS, ARG_STOP_ALL, ARG_STOP_SESSION,
         ARG_NO_ASK_PASSWORD, ARG_NOTIFY_FD, ARG_ANDROID_ONLY, ARG_TXT_LOSSY, ARG_ADD_ATTRIBUTE,
         ARG_ROTATE,
+        ARG_TRIGGER,
         ARG_CLONE, ARG_CLONE_BY_NAME, ARG_CLONE_KEY,
 };
 
@@ -281,6 +285,7 @@ static const struct option options[] = {
         { "rotate-every",    required_argument, NULL, ARG_ROTATE },
         { "rotate-size",     required_argument, NULL, ARG_ROTATE },
         { "keep",            required_argument, NULL, ARG_ROTATE },
+        { "trigger",         required_argument, NULL, ARG_TRIGGER },
         /* helper "clone": snapshots of a running session (cli-clone.c). */
         { "clone",           required_argument, NULL, ARG_CLONE },
         { "clone-by-name",   required_argument, NULL, ARG_CLONE_BY_NAME },
@@ -324,6 +329,15 @@ static bool parse_flag_option(Args *a, int c) {
 }
 
 static const char *current_option;
+
+/* helper "triggers": --trigger=NAME[,NAME] (cli-trigger.c), a verb of its own; and the
+ * options getopt did not know. */
+static int parse_other_option(Args *a, int c, const char *arg) {
+        if (c == ARG_TRIGGER)
+                return cli_parse_triggers(a, arg) ?: set_mode(a, MODE_TRIGGER) ?: 1;
+        fprintf(stderr, "Try '%s --help' for more information.\n", program_invocation_short_name);
+        return -EINVAL;
+}
 
 /* --clone, --clone-by-name, --clone-key: which session to snapshot. */
 static int parse_clone_option(Args *a, int c, const char *arg) {
@@ -394,8 +408,7 @@ static int parse_option(Args *a, int c, const char *arg) {
         case ARG_CLONE_KEY:
                 return parse_clone_option(a, c, arg);
         default:
-                fprintf(stderr, "Try '%s --help' for more information.\n", program_invocation_short_name);
-                return -EINVAL;
+                return parse_other_option(a, c, arg);
         }
 }
 

@@ -22,6 +22,7 @@
 
 #define ACTION_RECORD "org.tracebus.record"
 #define ACTION_MANAGE "org.tracebus.manage"
+#define ACTION_TRIGGER "org.tracebus.trigger"
 
 /* perfetto's exit codes: 0 yes/success, 1 error, 2 "no such detached session". */
 #define EXIT_NO_SESSION 2
@@ -44,6 +45,7 @@ typedef enum Mode {
         MODE_STOP_SESSION,
         MODE_HELP,
         MODE_VERSION,
+        MODE_TRIGGER,                /* helper "triggers": --trigger */
         MODE_CLONE,                  /* helper "clone": --clone, --clone-by-name, --clone-key */
 } Mode;
 
@@ -85,6 +87,8 @@ typedef struct Args {
         uint64_t rotate_every_ms;    /* --rotate-every; 0: none */
         uint64_t rotate_bytes;       /* --rotate-size; 0: none */
         uint32_t rotate_keep;        /* --keep; 0: every chunk */
+        /* helper "triggers" (cli-trigger.c) */
+        char **triggers;             /* --trigger=NAME[,NAME], in order */
         /* helper "clone" (cli-clone.c): the session to snapshot, one of them */
         const char *clone_id;        /* --clone=ID (a number or an object path) */
         const char *clone_name;      /* --clone-by-name=NAME: the config's unique_session_name */
@@ -225,8 +229,11 @@ int cli_check_rotation(const Args *a);
 static inline bool cli_rotates(const Args *a) {
         return a->rotate_every_ms > 0 || a->rotate_bytes > 0;
 }
-/* -o FILE (or stdout) opened by the caller, or FILE.0 with rotation; -EBADF without -o.
- * Remembers @a for the calls below. */
+/* cli-trigger.c (helper "triggers"): --trigger, Manager.ActivateTriggers. */
+int cli_parse_triggers(Args *a, const char *arg);
+int run_trigger(const Args *a);
+/* -o FILE (or stdout) opened by the caller, or FILE.0 with rotation; -EBADF without -o (the
+ * service's trace directory). Remembers @a for the calls below. */
 int cli_open_output(const Args *a);
 /* Where the trace goes, for messages ("FILE.0, FILE.1, ..." with rotation). */
 char *cli_output_label(const Args *a);

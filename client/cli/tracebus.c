@@ -44,6 +44,8 @@ static int run(int argc, char *argv[]) {
                 return run_stop_all(&a);
         case MODE_STOP_SESSION:
                 return run_stop_session(&a);
+        case MODE_TRIGGER:
+                return run_trigger(&a);
         case MODE_CLONE:
                 return run_clone(&a);
         default:

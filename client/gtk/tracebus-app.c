@@ -114,6 +114,23 @@ static void notify_finished(TracebusApp *app, TbRecording *r) {
         g_application_send_notification(G_APPLICATION(app), "trace-finished", n);
 }
 
+/* helper "triggers": a trigger saved a snapshot of a running recording (CLONE_SNAPSHOT):
+ * said even with the window in front, as nothing in it shows the file. */
+void app_notify_trigger_snapshot(TracebusApp *app, TbRecording *r, const char *const *files) {
+        g_autoptr(GNotification) n = NULL;
+        g_autofree char *body = NULL;
+        guint count = files ? g_strv_length((char **) files) : 0;
+
+        if (count == 0 || !g_application_get_dbus_connection(G_APPLICATION(app)))
+                return;
+        /* TRANSLATORS: "Scheduling: saved into /var/lib/tracebus/traces/1000/trace-….pftrace.0" */
+        body = g_strdup_printf(_("%s: saved into %s"), r->summary ? r->summary : _("Trace"), files[count - 1]);
+        n = g_notification_new(_("A trigger saved a snapshot"));
+        g_notification_set_body(n, body);
+        g_notification_set_default_action(n, "app.show");
+        g_application_send_notification(G_APPLICATION(app), "trigger-snapshot", n);
+}
+
 void app_recording_finished(TracebusApp *app, TbRecording *r, const char *reason, GVariant *stats) {
         gboolean was = r->state == TB_RECORDING_FINISHED;
 

@@ -25,6 +25,7 @@ const sd_bus_error_map tracebus_error_map[] = {
         SD_BUS_ERROR_MAP(TB_ERROR_SESSION_NAME_IN_USE, EEXIST),
         SD_BUS_ERROR_MAP(TB_ERROR_PROCESS_NOT_YOURS, EPERM),
         SD_BUS_ERROR_MAP(TB_ERROR_INVALID_ROTATION,    ERANGE),
+        SD_BUS_ERROR_MAP(TB_ERROR_INVALID_TRIGGER,     ENAMETOOLONG),
         SD_BUS_ERROR_MAP(TB_ERROR_CLONE_RATE_LIMITED,  EBUSY),
         SD_BUS_ERROR_MAP_END
 };
@@ -57,6 +58,7 @@ static const struct {
         { TB_ERROR_SESSION_NAME_IN_USE,  "Another of your sessions is running under that unique_session_name" },
         { TB_ERROR_PROCESS_NOT_YOURS,    "Sampling another user's process needs the administrator's authorization" },
         { TB_ERROR_INVALID_ROTATION,     "The rotation options are not valid for this session" },
+        { TB_ERROR_INVALID_TRIGGER,      "A trigger name must be 1 to 64 bytes without control characters" },
         { TB_ERROR_CLONE_RATE_LIMITED,
           "A snapshot of that session is being written or was taken moments ago; try again shortly" },
         { SD_BUS_ERROR_ACCESS_DENIED,    "Not authorized: polkit refused this action" },

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Manager.ActivateTriggers (helper "triggers", issue 23): the names checked before polkit
+ * (at most SESSION_MAX_TRIGGERS of them, each 1 to 64 bytes), then org.tracebus.trigger;
+ * then, never with a dialog, org.tracebus.manage decides whether the triggers reach every
+ * user's sessions or the caller's own. Both questions are asked whatever sessions run, so
+ * the answer's latency tells nothing of others' sessions; the reply is empty for the same
+ * reason, as Perfetto's ActivateTriggers tells a producer nothing.
+ */
+#include "bus-context.h"
+#include "bus-errors.h"
+#include "log.h"
+#include "manager-triggers-dbus.h"
+#include "strv.h"
+
+/* The trigger's producer_name: the caller's process name, as the bus reports it. Like a
+ * Perfetto producer's name, the caller chooses it; trusted_producer_uid is the trusted part. */
+static char *sender_name(sd_bus_message *m) {
+        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+        const char *comm = NULL;
+
+        if (sd_bus_query_sender_creds(m, SD_BUS_CREDS_COMM | SD_BUS_CREDS_AUGMENT, &creds) >= 0)
+                (void) sd_bus_creds_get_comm(creds, &comm);
+        return strdup(comm ?: "unknown");
+}
+
+static int activate_and_reply(Manager *m, BusRequest *req, bool all) {
+        _cleanup_strv_free_ char **names = NULL;
+        _cleanup_free_ char *producer = NULL;
+        int r;
+
+        r = sd_bus_message_rewind(req->message, /* complete= */ true);
+        if (r >= 0)
+                r = sd_bus_message_read_strv(req->message, &names);
+        if (r < 0)
+                return r;
+        producer = sender_name(req->message);
+        if (!producer)
+                return -ENOMEM;
+        (void) manager_activate_triggers(m, names, req->uid, all, producer);
+        return sd_bus_reply_method_return(req->message, NULL);
+}
+
+static void on_manage_result(BusRequest *req, int result) {
+        int r = activate_and_reply(req->context->manager, req, result > 0);
+
+        if (r < 0)
+                (void) sd_bus_reply_method_errnof(req->message, r, "Failed to activate the triggers: %m");
+}
+
+static void on_trigger_result(BusRequest *req, int result) {
+        _cleanup_(bus_request_freep) BusRequest *next = NULL;
+        int r;
+
+        if (result < 0)
+                return bus_request_reply_refusal(req, result, ACTION_TRIGGER, "Activating triggers");
+        /* polkit's answer frees @req: the second question goes in a request of its own. */
+        r = bus_request_new(req->message, &next);
+        if (r >= 0)
+                r = bus_request_authorize(req->context, &next, ACTION_MANAGE, /* interactive= */ false, on_manage_result);
+        if (r < 0)
+                (void) sd_bus_reply_method_errnof(req->message, r, "Failed to activate the triggers: %m");
+}
+
+static int check_names(sd_bus_message *message, sd_bus_error *error) {
+        _cleanup_strv_free_ char **names = NULL;
+        int r;
+
+        r = sd_bus_message_read_strv(message, &names);
+        if (r < 0)
+                return r;
+        if (strv_length(names) > SESSION_MAX_TRIGGERS)
+                return sd_bus_error_setf(error, TB_ERROR_REQUEST_TOO_LARGE, "%zu trigger names, at most %u.",
+                                         strv_length(names), SESSION_MAX_TRIGGERS);
+        STRV_FOREACH(n, names)
+                if (!session_trigger_name_valid(*n))
+                        return sd_bus_error_setf(error, TB_ERROR_INVALID_TRIGGER,
+                                                 "Trigger name '%.64s%s' is not 1 to %u bytes without control "
+                                                 "characters.", *n, strlen(*n) > 64 ? "..." : "",
+                                                 SESSION_TRIGGER_NAME_MAX);
+        return 0;
+}
+
+int method_activate_triggers(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        BusContext *c = ASSERT_PTR(userdata);
+        _cleanup_(bus_request_freep) BusRequest *req = NULL;
+        int r;
+
+        r = check_names(message, error);
+        if (r < 0)
+                return r;
+        r = bus_request_new(message, &req);
+        if (r < 0)
+                return r;
+        /* Root, whom polkit always allows, reaches every session without asking. */
+        if (req->uid == 0)
+                return activate_and_reply(c->manager, req, true);
+        return bus_request_authorize(c, &req, ACTION_TRIGGER, /* interactive= */ true, on_trigger_result);
+}
