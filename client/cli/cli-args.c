@@ -16,6 +16,8 @@
 void cli_args_done(Args *a) {
         a->events = strv_free(a->events);
         a->attributes = strv_free(a->attributes);
+        a->profile_pids = strv_free(a->profile_pids);
+        a->profile_cmdlines = strv_free(a->profile_cmdlines);
 }
 
 void cli_help(FILE *f) {
@@ -37,6 +39,9 @@ void cli_help(FILE *f) {
                 "  -s, --size SIZE        Stop when the file reaches SIZE; the trace is written as it goes\n"
                 "  EVENT                  group/name (sched/sched_switch), group/*, an atrace category\n"
                 "                         (sched, freq, idle, irq, disk, workq, memory, ...) or a bare name\n"
+                "      --profile[=HZ]     Sample call stacks on the CPUs, HZ a second (default 100): linux.perf\n"
+                "      --pid PID          With --profile: sample only process PID (repeatable)\n"
+                "      --cmdline NAME     With --profile: sample only the processes named NAME (repeatable)\n"
                 "\n"
                 "Detached sessions:\n"
                 "      --detach=KEY       Start, then leave the session recording without this client\n"
@@ -80,7 +85,7 @@ static int check_key(const char *option, const char *key) {
 }
 
 static bool light_config(const Args *a) {
-        return a->has_time || a->has_buffer || a->has_size || a->events;
+        return a->has_time || a->has_buffer || a->has_size || a->events || a->profile;
 }
 
 /* --query, --list-events, --stop-all and --stop-session stand alone. */
@@ -111,7 +116,7 @@ static int check_record(const Args *a) {
         if (!a->config_path && !light_config(a))
                 return cli_refuse("The TraceConfig is empty: name the events to record (e.g. sched/sched_switch), "
                                   "or pass -c FILE");
-        if (!a->config_path && !a->events)
+        if (!a->config_path && !a->events && !a->profile)
                 return cli_refuse("No events to record: name them (e.g. sched/sched_switch), or pass -c FILE");
         if (!a->output && !a->detach_key)
                 return cli_refuse("--out is required: -o FILE, or -o - for stdout");
@@ -130,6 +135,8 @@ static int check_record(const Args *a) {
 static int check_combinations(Args *a) {
         int r;
 
+        if ((r = cli_check_profile(a)) < 0)
+                return r;
         if (a->mode == MODE_QUERY || a->mode == MODE_LIST_EVENTS || a->mode == MODE_STOP_ALL ||
             a->mode == MODE_STOP_SESSION) {
                 static const char *const names[] = {
@@ -205,6 +212,7 @@ enum {
         ARG_TXT = 0x100, ARG_NO_CLOBBER, ARG_VERSION, ARG_DETACH, ARG_ATTACH, ARG_STOP, ARG_IS_DETACHED,
         ARG_QUERY, ARG_QUERY_RAW, ARG_LONG, ARG_JSON, ARG_LIST_EVENTS, ARG_STOP_ALL, ARG_STOP_SESSION,
         ARG_NO_ASK_PASSWORD, ARG_NOTIFY_FD, ARG_ANDROID_ONLY, ARG_TXT_LOSSY, ARG_ADD_ATTRIBUTE,
+        ARG_PROFILE, ARG_PID, ARG_CMDLINE,
 };
 
 static const struct option options[] = {
@@ -250,6 +258,9 @@ static const struct option options[] = {
         { "clone-by-name",   required_argument, NULL, ARG_ANDROID_ONLY },
         { "clone-for-bugreport", no_argument,   NULL, ARG_ANDROID_ONLY },
         { "txt-lossy",       no_argument,       NULL, ARG_TXT_LOSSY },
+        { "profile",         optional_argument, NULL, ARG_PROFILE },
+        { "pid",             required_argument, NULL, ARG_PID },
+        { "cmdline",         required_argument, NULL, ARG_CMDLINE },
         {}
 };
 
@@ -290,10 +301,19 @@ static bool parse_flag_option(Args *a, int c) {
 
 static const char *current_option;
 
+static int parse_profile_option(Args *a, int c, const char *arg) {
+        int r = c == ARG_PROFILE ? cli_parse_profile(a, arg) :
+                c == ARG_PID     ? cli_parse_profile_pid(a, arg) :
+                                   cli_parse_profile_cmdline(a, arg);
+        return r ?: 1;
+}
+
 /* Returns 1 to go on, 0 when the option ends parsing successfully, < 0 on error. */
 static int parse_option(Args *a, int c, const char *arg) {
         if (parse_flag_option(a, c))
                 return 1;
+        if (c == ARG_PROFILE || c == ARG_PID || c == ARG_CMDLINE)
+                return parse_profile_option(a, c, arg);
         switch (c) {
         case 'h':
                 a->mode = MODE_HELP;

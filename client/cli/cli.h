@@ -79,6 +79,12 @@ typedef struct Args {
         int notify_fd;               /* --notify-fd; -1: none */
         char **attributes;           /* --add-attribute key[=value], in order */
         bool query_raw;              /* --query-raw */
+
+        /* helper "perfclients" (cli-profile.c): --profile[=HZ], --pid, --cmdline */
+        bool profile;
+        uint32_t profile_hz;
+        char **profile_pids;         /* validated decimal pids, in order */
+        char **profile_cmdlines;
 } Args;
 
 /* cli-args.c */
@@ -193,6 +199,17 @@ int cli_print_query_raw(const SessionInfo *items, size_t n);
 void cli_print_session_extras(const SessionInfo *i);
 /* --query --json: the same as members ", \"unique_session_name\": ..., \"warnings\": [...]". */
 void cli_print_session_extras_json(const SessionInfo *i);
+
+/* cli-profile.c: --profile[=HZ] [--pid PID] [--cmdline NAME], a linux.perf CPU profile. */
+/* Perfetto's CPU-profiling docs sample at 100 Hz. */
+#define CLI_PROFILE_DEFAULT_HZ 100u
+int cli_parse_profile(Args *a, const char *arg);
+int cli_parse_profile_pid(Args *a, const char *arg);
+int cli_parse_profile_cmdline(Args *a, const char *arg);
+/* The refused combinations (printed): --pid/--cmdline without --profile, --profile with -c. */
+int cli_check_profile(const Args *a);
+/* The linux.perf data source of the light config, in text format. */
+void cli_profile_append_sources(FILE *f, const Args *a);
 
 /* cli-query.c */
 int run_is_detached(const Args *a);
