@@ -45,3 +45,6 @@
 #define TB_ERROR_REQUEST_TOO_LARGE      TB_ERROR_PREFIX "RequestTooLarge"
 /* A live session of the caller's has the config's unique_session_name. */
 #define TB_ERROR_SESSION_NAME_IN_USE    TB_ERROR_PREFIX "SessionNameInUse"
+/* perf (issue 24): a linux.perf scope names another user's process, and the caller
+ * does not hold org.tracebus.manage. */
+#define TB_ERROR_PROCESS_NOT_YOURS      TB_ERROR_PREFIX "ProcessNotYours"

@@ -7,6 +7,7 @@
 #include "manager-dbus.h"
 #include "manager-start-dbus.h"
 #include "output-fd.h"
+#include "perf-sampler.h"
 #include "session-dbus.h"
 #include "strv.h"
 #include "trace-dir.h"
@@ -145,10 +146,30 @@ static void start_and_reply(BusRequest *req) {
                               sd_bus_message_ref(req->message));
 }
 
+/* perf (issue 24): linux.perf's scope against what the caller may sample, once polkit
+ * said whether it holds org.tracebus.manage (perf-scope.c). */
+static void authorize_perf_and_start(BusRequest *req) {
+        pid_t pid = 0;
+        int r;
+
+        r = perf_scope_authorize(&req->start.config, req->uid, req->start.config.kernel_pointers_raw, &pid);
+        if (r == -EPERM) {
+                (void) sd_bus_reply_method_errorf(req->message, TB_ERROR_PROCESS_NOT_YOURS,
+                                                  "linux.perf: process %d is another user's; sampling it needs "
+                                                  "org.tracebus.manage", (int) pid);
+                return;
+        }
+        if (r < 0) {
+                (void) sd_bus_reply_method_errnof(req->message, r, "Failed to start tracing: %m");
+                return;
+        }
+        start_and_reply(req);
+}
+
 static void on_kernel_pointers_result(BusRequest *req, int result) {
         /* Refused, or polkit could not say: hashed addresses, like everyone who may only record. */
         req->start.config.kernel_pointers_raw = result > 0;
-        start_and_reply(req);
+        authorize_perf_and_start(req);
 }
 
 /* One more polkit question about a Start: the Start moves into a request of its own,
@@ -173,7 +194,7 @@ static int authorize_again(BusRequest *req, const char *action, bool interactive
 static int authorize_kernel_pointers(BusRequest *req) {
         if (req->uid == 0) {
                 req->start.config.kernel_pointers_raw = true;
-                start_and_reply(req);
+                authorize_perf_and_start(req);
                 return 0;
         }
         return authorize_again(req, ACTION_MANAGE, /* interactive= */ false, on_kernel_pointers_result);

@@ -103,7 +103,7 @@ const SourceRule session_config_source_rules[] = {
         { "linux.system_info", H, NULL },
         { "linux.sysfs_power", H, NULL },
         { "linux.systemd_journald", H, NULL },
-        { "linux.perf", N, "issue 24" },
+        { "linux.perf", H, NULL },
         { "linux.frozen_ftrace", N, NULL },
         { "linux.inode_file_map", N, NULL },
         { "perfetto.metatrace", N, NULL },

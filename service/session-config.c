@@ -58,6 +58,7 @@ void session_config_done(SessionConfig *c) {
         session_config_ftgraph_done(c);
         c->unique_session_name = mfree(c->unique_session_name);
         c->trace_filter = trace_filter_free(c->trace_filter);
+        session_config_perf_done(c);
 }
 
 int session_config_warn(SessionConfig *c, const char *fmt, ...) {
@@ -435,6 +436,9 @@ int session_config_load(const Tracebus__TraceConfig *tc, const char *root, Sessi
         if (!c.events)
                 c.buffer_size_kb = 0;
         r = session_config_load_sys_stats(tc, &c);
+        if (r < 0)
+                return r;
+        r = session_config_load_perf(tc, root, &c, ret_error);
         if (r < 0)
                 return r;
 

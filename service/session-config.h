@@ -143,7 +143,48 @@ typedef struct SessionConfig {
 
         /* helper "tracefilter": TraceConfig.trace_filter (service/session-config-filter.c). */
         TraceFilter *trace_filter;     /* NULL: none; the recorder's writer applies it */
+
+        /* helper "perf" (issue 24): linux.perf (service/session-config-perf.c, perf-*.c). */
+        bool perf;                       /* the data source is in the config */
+        uint32_t perf_target_buffer;
+        uint32_t perf_counter;           /* PerfEvents.Counter of the timebase; 0 for a tracepoint */
+        uint32_t perf_type;              /* perf_event_attr type and config */
+        uint64_t perf_event_config;
+        char *perf_tracepoint;           /* a tracepoint timebase's "group:name", NULL: a counter */
+        char *perf_tracepoint_filter;    /* its filter, NULL: none */
+        char *perf_timebase_name;        /* Timebase.name, NULL: none */
+        bool perf_freq;                  /* perf_interval is a frequency (Hz), else a period */
+        uint64_t perf_interval;
+        bool perf_callstacks;            /* callstack_sampling: samples with their callchain */
+        bool perf_kernel_frames;         /* asked for; kept only with org.tracebus.manage */
+        bool perf_user_frames;
+        bool perf_unwind_dwarf;          /* UNWIND_DWARF asked for (frame pointers used) */
+        int32_t *perf_target_pids, *perf_exclude_pids;
+        size_t perf_n_target_pids, perf_n_exclude_pids;
+        char **perf_target_cmdlines, **perf_exclude_cmdlines;
+        uint32_t perf_additional_cmdline_count;
+        uint32_t perf_process_shard_count;
+        uint32_t perf_ring_pages;        /* data pages per CPU, a power of two */
+        uint32_t perf_read_period_ms;
+        uint64_t perf_max_enqueued_kb;   /* samples read but not yet written */
+        uint32_t perf_max_memory_kb;     /* the sampler's interning tables and caches */
+        bool perf_manage;                /* the caller holds org.tracebus.manage (or is root) */
 } SessionConfig;
+
+/* perf (issue 24): linux.perf's defaults (Perfetto's) and caps. */
+#define PERF_DEFAULT_FREQUENCY 10u
+#define PERF_DEFAULT_RING_PAGES 128u
+#define PERF_MAX_RING_PAGES 1024u
+#define PERF_DEFAULT_READ_PERIOD_MS 100u
+#define PERF_DEFAULT_MAX_ENQUEUED_KB (8u * 1024u)
+#define PERF_DEFAULT_MAX_MEMORY_KB (64u * 1024u)
+#define PERF_MAX_SCOPE_ENTRIES 64u
+#define PERF_MAX_CMDLINE_LEN 256u
+#define PERF_MAX_FILTER_LEN 1024u
+/* service/session-config-perf.c: the linux.perf data source of @tc into @c; a tracepoint
+ * timebase is looked up under the tracefs @root. -EINVAL with *ret_error on a bad value. */
+int session_config_load_perf(const Tracebus__TraceConfig *tc, const char *root, SessionConfig *c, char **ret_error);
+void session_config_perf_done(SessionConfig *c);
 
 /* Perfetto's minimum proc_stats_poll_ms: a shorter one is raised, with a warning. */
 #define PROCESS_STATS_MIN_POLL_MS 100u

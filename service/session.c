@@ -84,6 +84,7 @@ static int on_recorder_done(sd_event_source *source, int fd, uint32_t revents, v
         s->sys_stats = sys_stats_unsubscribe(s->sys_stats);
         s->process_stats = process_stats_stop(s->process_stats);
         s->journald = journald_stop(s->journald);
+        s->perf = perf_sampler_stop(s->perf);
         end = recorder_join(s->recorder, &s->end_error);
         session_collect_warnings(s);
         s->end_reason = reason_for_recorder_end(s, end);
@@ -254,6 +255,8 @@ int session_new(sd_event *event, Poller *poller, uint64_t id, uid_t owner_uid, S
                 r = process_stats_start(poller, s->recorder, &s->config, owner_uid, &s->process_stats);
         if (r >= 0)
                 r = journald_start(poller, s->recorder, &s->config, owner_uid, &s->journald);
+        if (r >= 0)
+                r = perf_sampler_start(s->recorder, &s->config, owner_uid, &s->perf);
         if (r < 0) {
                 session_free(s);
                 return r;
@@ -278,6 +281,7 @@ Session *session_free(Session *s) {
         sys_stats_unsubscribe(s->sys_stats);
         process_stats_stop(s->process_stats);
         journald_stop(s->journald);
+        perf_sampler_stop(s->perf);
         recorder_free(s->recorder);
         trace_instance_free(s->instance);
         if (s->config.kprobes)
@@ -294,6 +298,7 @@ static void session_finish_stop(Session *s) {
         s->sys_stats = sys_stats_unsubscribe(s->sys_stats);
         s->process_stats = process_stats_stop(s->process_stats);
         s->journald = journald_stop(s->journald);
+        s->perf = perf_sampler_stop(s->perf);
         recorder_stop(s->recorder);
 }
 

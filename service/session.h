@@ -8,6 +8,7 @@
 
 #include "poller.h"
 #include "journald.h"
+#include "perf-sampler.h"
 #include "process-stats.h"
 #include "recorder.h"
 #include "session-config.h"
@@ -110,6 +111,8 @@ struct Session {
          * thread; its last call writes @final_fd (owned by @final_source) to wake the loop. */
         sd_event_source *final_source;
         int final_fd;
+        /* helper "perf" (issue 24): linux.perf's sampler (perf-sampler.c). */
+        PerfSampler *perf;
 };
 
 /* Session ids (manager_new_session_id()) are at most this: 48 random bits. */

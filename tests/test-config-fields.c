@@ -57,7 +57,8 @@ static void test_source_rules(void) {
         g_assert_cmpint(session_config_source_rule("linux.ftrace")->disposition, ==, FIELD_HONOURED);
         g_assert_cmpint(session_config_source_rule("android.surfaceflinger.layers")->disposition, ==,
                         FIELD_ANDROID_ONLY);
-        g_assert_cmpint(session_config_source_rule("linux.perf")->disposition, ==, FIELD_NOT_YET);
+        g_assert_cmpint(session_config_source_rule("linux.perf")->disposition, ==, FIELD_HONOURED);
+        g_assert_cmpint(session_config_source_rule("linux.inode_file_map")->disposition, ==, FIELD_NOT_YET);
         g_assert_null(session_config_source_rule("android."));
         g_assert_null(session_config_source_rule("linux.ftrace2"));
         g_assert_null(session_config_source_rule("linux.polled_state"));

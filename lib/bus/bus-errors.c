@@ -23,6 +23,7 @@ const sd_bus_error_map tracebus_error_map[] = {
         SD_BUS_ERROR_MAP(TB_ERROR_OUTPUT_REFUSED,      EPERM),
         SD_BUS_ERROR_MAP(TB_ERROR_REQUEST_TOO_LARGE,   EMSGSIZE),
         SD_BUS_ERROR_MAP(TB_ERROR_SESSION_NAME_IN_USE, EEXIST),
+        SD_BUS_ERROR_MAP(TB_ERROR_PROCESS_NOT_YOURS, EPERM),
         SD_BUS_ERROR_MAP_END
 };
 
@@ -52,6 +53,7 @@ static const struct {
         { TB_ERROR_OUTPUT_REFUSED,       "The service may not write into that output (a socket of another user)" },
         { TB_ERROR_REQUEST_TOO_LARGE,    "The request is larger than the service accepts" },
         { TB_ERROR_SESSION_NAME_IN_USE,  "Another of your sessions is running under that unique_session_name" },
+        { TB_ERROR_PROCESS_NOT_YOURS,    "Sampling another user's process needs the administrator's authorization" },
         { SD_BUS_ERROR_ACCESS_DENIED,    "Not authorized: polkit refused this action" },
         { SD_BUS_ERROR_INTERACTIVE_AUTHORIZATION_REQUIRED,
           "Authentication is required, but no authentication agent may ask for it" },

@@ -38,6 +38,7 @@ enum {
         TRACE_SEQUENCE_SYSTEM_INFO = 7,    /* linux.system_info */
         TRACE_SEQUENCE_POWER = 8,          /* linux.sysfs_power */
         TRACE_SEQUENCE_JOURNALD = 9,       /* linux.systemd_journald */
+        TRACE_SEQUENCE_PERF = 10,          /* linux.perf (perf, issue 24) */
         _TRACE_SEQUENCE_MAX,
 };
 

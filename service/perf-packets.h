@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include "perf-local.h"
+
+/* A sample as the kernel wrote it (PERF_SAMPLE_TID | TIME | CPU | PERIOD | CALLCHAIN). */
+typedef struct PerfRawSample {
+        uint16_t misc;                 /* PERF_RECORD_MISC_CPUMODE_MASK bits */
+        uint32_t pid, tid, cpu;
+        uint64_t time, period;
+        const uint64_t *ips;           /* leaf first, with PERF_CONTEXT_* markers */
+        size_t n_ips;
+} PerfRawSample;
+
+/* linux.perf's packets on TRACE_SEQUENCE_PERF: the TracePacketDefaults first, then each
+ * read pass's new InternedData (metadata) and PerfSamples (the data source's buffer). */
+typedef struct PerfWriter {
+        Recorder *rec;
+        const SessionConfig *config;
+        PerfScope scope;
+        PerfIntern intern;
+        int cpu;                       /* the ring being read */
+        uint8_t *queued;               /* framed as [u32 length][packet], this pass's samples */
+        size_t queued_len, queued_allocated;
+        uint64_t samples, skipped, dropped, lost;
+        bool warned_memory, warned_queue;
+} PerfWriter;
+
+int perf_writer_init(PerfWriter *w, Recorder *rec, const SessionConfig *config, uid_t owner_uid);
+int perf_writer_defaults(PerfWriter *w);
+void perf_writer_sample(PerfWriter *w, const PerfRawSample *s);
+void perf_writer_lost(PerfWriter *w, const PerfRawSample *s, uint64_t lost);
+void perf_writer_exec(PerfWriter *w, pid_t pid);
+void perf_writer_end_pass(PerfWriter *w);
+/* After the last pass: the counts as a warning when samples were lost or dropped. */
+void perf_writer_finish(PerfWriter *w);
+void perf_writer_done(PerfWriter *w);

@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Who linux.perf samples: the config's scope (target and exclude pids and cmdlines,
+ * additional_cmdline_count, process_shard_count) and the owner's rights. A caller with
+ * org.tracebus.record only is sampled processes whose real and effective uid are its
+ * own, read from /proc/PID/status when the pid is first seen in a read pass; so a
+ * process that execs a setuid binary or changes its uid is out of scope from the next
+ * pass on (or at once: its exec record drops the cached verdict).
+ */
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fd-util.h"
+#include "perf-local.h"
+#include "perf-sampler.h"
+#include "strv.h"
+
+#define PERF_MAX_PROCS_PER_PASS 4096u
+#define PERF_MAX_MAPS 4096u
+
+/* The real and effective uids of @pid; -ESRCH once it is gone. */
+static int read_uids(pid_t pid, uid_t *ret_real, uid_t *ret_effective) {
+        _cleanup_free_ char *text = NULL;
+        char path[64];
+        unsigned real, effective;
+        const char *line;
+
+        snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+        if (read_full_file(path, 16384, &text, NULL) < 0)
+                return -ESRCH;
+        line = strstr(text, "\nUid:");
+        if (!line || sscanf(line + 5, "%u %u", &real, &effective) != 2)
+                return -EIO;
+        *ret_real = real;
+        *ret_effective = effective;
+        return 0;
+}
+
+int perf_scope_authorize(SessionConfig *c, uid_t caller, bool manage, pid_t *ret_pid) {
+        c->perf_manage = manage || caller == 0;
+        if (!c->perf)
+                return 0;
+        if (!c->perf_manage && c->perf_kernel_frames) {
+                c->perf_kernel_frames = false;
+                int r = session_config_warn(c, "linux.perf: kernel_frames need org.tracebus.manage: user frames only");
+                if (r < 0)
+                        return r;
+        }
+        if (c->perf_manage)
+                return 0;
+        for (size_t i = 0; i < c->perf_n_target_pids; i++) {
+                uid_t real, effective;
+
+                if (read_uids(c->perf_target_pids[i], &real, &effective) < 0)
+                        continue;   /* gone: nothing of it can be sampled */
+                if (real != caller || effective != caller) {
+                        *ret_pid = c->perf_target_pids[i];
+                        return -EPERM;
+                }
+        }
+        return 0;
+}
+
+/* argv[0] of @pid and its base name, matched as Perfetto matches target_cmdline (a glob). */
+static bool cmdline_matches(pid_t pid, char **patterns) {
+        _cleanup_free_ char *text = NULL;
+        char path[64];
+        const char *base;
+
+        if ((!(patterns) || !(patterns)[0]))
+                return false;
+        snprintf(path, sizeof(path), "/proc/%d/cmdline", (int) pid);
+        if (read_full_file(path, 4096, &text, NULL) < 0 || !text[0])
+                return false;
+        base = strrchr(text, '/') ? strrchr(text, '/') + 1 : text;
+        STRV_FOREACH(p, patterns)
+                if (fnmatch(*p, text, 0) == 0 || fnmatch(*p, base, 0) == 0)
+                        return true;
+        return false;
+}
+
+static bool pid_listed(const int32_t *pids, size_t n, pid_t pid) {
+        for (size_t i = 0; i < n; i++)
+                if (pids[i] == pid)
+                        return true;
+        return false;
+}
+
+/* additional_cmdline_count: the first N other processes seen are sampled too. */
+static bool admit_additional(PerfScope *s, pid_t pid) {
+        const SessionConfig *c = s->config;
+
+        if (pid_listed(s->additional, s->n_additional, pid))
+                return true;
+        if (s->n_additional >= c->perf_additional_cmdline_count)
+                return false;
+        s->additional[s->n_additional++] = pid;
+        return true;
+}
+
+static bool owner_may_see(PerfScope *s, pid_t pid) {
+        uid_t real, effective;
+
+        if (s->manage)
+                return true;
+        if (pid <= 0 || read_uids(pid, &real, &effective) < 0)
+                return false;
+        return real == s->owner_uid && effective == s->owner_uid;
+}
+
+static bool judge(PerfScope *s, pid_t pid) {
+        const SessionConfig *c = s->config;
+        bool targeted = c->perf_n_target_pids > 0 || !(!(c->perf_target_cmdlines) || !(c->perf_target_cmdlines)[0]);
+
+        if (pid_listed(c->perf_exclude_pids, c->perf_n_exclude_pids, pid) ||
+            (pid > 0 && cmdline_matches(pid, c->perf_exclude_cmdlines)))
+                return false;
+        if (c->perf_process_shard_count > 0 && (uint32_t) pid % c->perf_process_shard_count != s->chosen_shard)
+                return false;
+        if (targeted && !pid_listed(c->perf_target_pids, c->perf_n_target_pids, pid) &&
+            !(pid > 0 && cmdline_matches(pid, c->perf_target_cmdlines)) && !admit_additional(s, pid))
+                return false;
+        return owner_may_see(s, pid);
+}
+
+PerfProcess *perf_scope_lookup(PerfScope *s, pid_t pid) {
+        PerfProcess *p;
+
+        for (size_t i = 0; i < s->n_procs; i++)
+                if (s->procs[i].pid == pid)
+                        return &s->procs[i];
+        if (s->n_procs >= PERF_MAX_PROCS_PER_PASS)
+                return NULL;
+        if (s->n_procs == s->allocated) {
+                size_t n = MAX(s->allocated * 2, (size_t) 16);
+                PerfProcess *q = reallocarray(s->procs, n, sizeof(*q));
+
+                if (!q)
+                        return NULL;
+                s->procs = q;
+                s->allocated = n;
+        }
+        p = &s->procs[s->n_procs++];
+        *p = (PerfProcess) { .pid = pid, .in_scope = judge(s, pid) };
+        return p;
+}
+
+static void free_maps(PerfProcess *p) {
+        for (size_t i = 0; i < p->n_maps; i++)
+                free(p->maps[i].path);
+        p->maps = mfree(p->maps);
+        p->n_maps = 0;
+}
+
+/* One line of /proc/PID/maps, if executable: "start-end perms offset maj:min inode path". */
+static int parse_map_line(const char *line, PerfMapping *ret) {
+        unsigned long long start, end, off, inode;
+        unsigned maj, min;
+        char perms[8];
+        int n = 0;
+
+        if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &maj, &min, &inode, &n) < 7 ||
+            perms[2] != 'x')
+                return 0;
+        *ret = (PerfMapping) { .start = start, .end = end, .pgoff = off, .dev = ((uint64_t) maj << 32) | min,
+                               .inode = inode };
+        ret->path = strdup(n > 0 && line[n] ? line + n : "");
+        return ret->path ? 1 : -ENOMEM;
+}
+
+/* start_offset: the offset of the file's first mapping (of any permission). */
+static uint64_t first_offset(const char *text, const PerfMapping *m) {
+        unsigned long long off, inode;
+        unsigned maj, min;
+
+        for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+                if (sscanf(l, "%*x-%*x %*s %llx %x:%x %llu", &off, &maj, &min, &inode) == 4 && inode == m->inode &&
+                    (((uint64_t) maj << 32) | min) == m->dev)
+                        return off;
+        return m->pgoff;
+}
+
+static void read_maps(PerfProcess *p) {
+        _cleanup_free_ char *text = NULL;
+        char path[64];
+
+        p->maps_read = true;
+        snprintf(path, sizeof(path), "/proc/%d/maps", (int) p->pid);
+        if (read_full_file(path, 4u * 1024u * 1024u, &text, NULL) < 0)
+                return;
+        for (const char *l = text; l && *l && p->n_maps < PERF_MAX_MAPS; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+                _cleanup_free_ char *line = strndup(l, strcspn(l, "\n"));
+                PerfMapping m, *q;
+
+                if (!line || parse_map_line(line, &m) <= 0)
+                        continue;
+                m.start_offset = m.inode ? first_offset(text, &m) : m.pgoff;
+                q = reallocarray(p->maps, p->n_maps + 1, sizeof(*q));
+                if (!q) {
+                        free(m.path);
+                        return;
+                }
+                p->maps = q;
+                p->maps[p->n_maps++] = m;
+        }
+}
+
+const PerfMapping *perf_scope_mapping(PerfScope *s, PerfProcess *p, uint64_t ip) {
+        if (!p->maps_read)
+                read_maps(p);
+        for (size_t i = 0; i < p->n_maps; i++)
+                if (ip >= p->maps[i].start && ip < p->maps[i].end)
+                        return &p->maps[i];
+        return NULL;
+}
+
+void perf_scope_forget(PerfScope *s, pid_t pid) {
+        for (size_t i = 0; i < s->n_procs; i++)
+                if (s->procs[i].pid == pid) {
+                        free_maps(&s->procs[i]);
+                        s->procs[i] = s->procs[--s->n_procs];
+                        return;
+                }
+}
+
+void perf_scope_new_pass(PerfScope *s) {
+        for (size_t i = 0; i < s->n_procs; i++)
+                free_maps(&s->procs[i]);
+        s->n_procs = 0;
+}
+
+void perf_scope_done(PerfScope *s) {
+        perf_scope_new_pass(s);
+        s->procs = mfree(s->procs);
+        s->allocated = 0;
+        s->additional = mfree(s->additional);
+}
