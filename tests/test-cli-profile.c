@@ -146,8 +146,21 @@ static void test_service_loads(void) {
         g_assert_cmpint(session_config_load(tc, tracefs_root, &sc, &error), ==, 0);
         g_assert_null(error);
         g_assert_true(sc.process_stats && !sc.process_initial_dump_off);
-        STRV_FOREACH(w, sc.warnings)
+        STRV_FOREACH(w, sc.warnings) {
                 g_test_message("warning: %s", *w);
+                /* Honoured, not skipped: the sampler gets it as written (a build without
+                 * DWARF unwinding says it falls back to frame pointers, and only that). */
+                if (!strstr(*w, "UNWIND_DWARF"))
+                        g_assert_null(strstr(*w, "linux.perf"));
+        }
+        g_assert_true(sc.perf && sc.perf_callstacks && sc.perf_user_frames && sc.perf_unwind_dwarf);
+        g_assert_false(sc.perf_kernel_frames);
+        g_assert_true(sc.perf_freq);
+        g_assert_cmpuint(sc.perf_interval, ==, 250);
+        g_assert_cmpuint(sc.perf_n_target_pids, ==, 0);
+        g_assert_nonnull(sc.perf_target_cmdlines);
+        g_assert_cmpstr(sc.perf_target_cmdlines[0], ==, "bash");
+        g_assert_null(sc.perf_target_cmdlines[1]);
 }
 
 int main(int argc, char *argv[]) {
