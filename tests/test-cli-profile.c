@@ -66,7 +66,7 @@ static void test_defaults(void) {
         g_assert_cmpint(pe->timebase->interval_case, ==, TRACEBUS__PERF_EVENTS__TIMEBASE__INTERVAL_FREQUENCY);
         g_assert_cmpuint(pe->timebase->frequency, ==, 100);
         g_assert_nonnull(pe->callstack_sampling);
-        /* System-wide: no scope, and the kernel's frames too (both need org.tracebus.manage). */
+        /* No scope: the kernel's frames are asked for too (kept with org.tracebus.manage). */
         g_assert_null(pe->callstack_sampling->scope);
         g_assert_true(pe->callstack_sampling->kernel_frames);
         g_assert_cmpint(pe->callstack_sampling->user_frames, ==,
@@ -95,7 +95,7 @@ static void test_scope(void) {
         g_assert_cmpint(s->target_pid[1], ==, 7);
         g_assert_cmpuint(s->n_target_cmdline, ==, 1);
         g_assert_cmpstr(s->target_cmdline[0], ==, "my \"app\"");
-        /* One's own processes: no kernel frames, so org.tracebus.record is enough. */
+        /* A scope: user frames only, all that org.tracebus.record may get. */
         g_assert_false(perf_config(&c)->callstack_sampling->kernel_frames);
         g_assert_cmpuint(c.parsed->duration_ms, ==, 3000);
         /* Events with a profile: the scheduling-blockages shape, ftrace beside perf. */

@@ -4,8 +4,10 @@
  * It adds to the light config the linux.perf data source written the way Perfetto's
  * CPU-profiling docs write it (SW_CPU_CLOCK as the timebase at HZ samples a second,
  * callstack_sampling with the scope and user frames), and a first scan of /proc so that
- * the sampled processes have names. The service decides who may sample what: a scope of
- * one's own processes needs org.tracebus.record, system-wide needs org.tracebus.manage.
+ * the sampled processes have names. The service decides who may sample what
+ * (service/perf-scope.c): with org.tracebus.record, only the caller's own processes (a
+ * --pid of another user's is refused); every process and the kernel's frames need
+ * org.tracebus.manage.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -90,8 +92,8 @@ static void append_scope(FILE *f, const Args *a) {
 }
 
 void cli_profile_append_sources(FILE *f, const Args *a) {
-        /* Kernel frames need org.tracebus.manage; so does a system-wide scope, which then
-         * asks for them too (where the time goes includes the kernel). */
+        /* Without a scope, where the time goes includes the kernel: its frames are asked
+         * for, and kept when the caller may manage (else dropped with a warning). */
         bool system_wide = !a->profile_pids && !a->profile_cmdlines;
 
         fputs("data_sources { config { name: \"linux.perf\" target_buffer: 0 perf_event_config {\n", f);

@@ -52,7 +52,7 @@ static const TbCategory categories[] = {
         { "markers", N_("Userspace markers"), N_("Text that programs write into trace_marker"),
           marker_events, FALSE },
         { "cpu_profile", N_("CPU profile"),
-          N_("Call stacks sampled 100 times a second on every CPU; the whole system needs an administrator"),
+          N_("Call stacks sampled 100 times a second on every CPU: your own programs, or all of them for an administrator"),
           no_events, FALSE, TB_COUNTERS_CPU_PROFILE | TB_COUNTERS_PROCESS_STATS },
 };
 
@@ -168,7 +168,8 @@ static void append_counters(GString *s, guint counters, guint target) {
                                           "    }\n  }\n}\n", target, TB_COUNTERS_PERIOD_MS);
 }
 
-/* System-wide, as the window offers no scope: org.tracebus.manage, kernel frames included. */
+/* No scope (the window offers none): the service samples the caller's own processes, or
+ * every process and the kernel's frames for one with org.tracebus.manage. */
 static void append_profile(GString *s, guint target) {
         g_string_append_printf(s, "data_sources {\n  config {\n    name: \"linux.perf\"\n    target_buffer: %u\n"
                                   "    perf_event_config {\n"
