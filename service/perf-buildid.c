@@ -70,7 +70,7 @@ static size_t read_notes(int fd, uint8_t out[static 64]) {
         return 0;
 }
 
-size_t perf_read_build_id(pid_t pid, const PerfMapping *m, uint8_t buf[static 64]) {
+size_t perf_read_build_id(pid_t pid, const PerfMap *m, uint8_t buf[static 64]) {
         _cleanup_close_ int fd = -EBADF;
         char path[96];
         struct stat st;

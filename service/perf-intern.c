@@ -144,7 +144,7 @@ static uint64_t intern_string(PerfIntern *in, U64Map *map, PerfPending *list, co
 }
 
 /* The build id's iid of the file of @m (0: none), read once per file (device, inode). */
-static uint64_t intern_build_id(PerfIntern *in, pid_t pid, const PerfMapping *m) {
+static uint64_t intern_build_id(PerfIntern *in, pid_t pid, const PerfMap *m) {
         uint64_t key = perf_hash(perf_hash(0, "B", 1), &m->dev, sizeof(m->dev)), iid;
         uint8_t id[64];
         size_t n;
@@ -161,8 +161,8 @@ static uint64_t intern_build_id(PerfIntern *in, pid_t pid, const PerfMapping *m)
         return iid;
 }
 
-static uint64_t intern_mapping(PerfIntern *in, pid_t pid, const PerfMapping *m) {
-        uint64_t key = perf_hash(0, m, offsetof(PerfMapping, path)), iid, path_iid;
+static uint64_t intern_mapping(PerfIntern *in, pid_t pid, const PerfMap *m) {
+        uint64_t key = perf_hash(0, m, offsetof(PerfMap, path)), iid, path_iid;
         Tracebus__Mapping *mp;
 
         key = perf_hash(key, m->path, strlen(m->path));
@@ -215,7 +215,7 @@ static uint64_t intern_frame(PerfIntern *in, uint64_t mapping_iid, uint64_t rel_
 
 /* A kernel address as a frame of the "[kernel.kallsyms]" mapping, named from kallsyms. */
 static uint64_t kernel_frame(PerfIntern *in, uint64_t ip) {
-        static const PerfMapping kernel = { .start = KERNEL_MAPPING_START, .end = UINT64_MAX,
+        static const PerfMap kernel = { .start = KERNEL_MAPPING_START, .end = UINT64_MAX,
                                             .path = (char *) KERNEL_MAPPING_PATH };
         uint64_t mapping = intern_mapping(in, 0, &kernel), name = 0;
         ssize_t sym = in->ksyms && ip >= KERNEL_MAPPING_START ? ksyms_lookup(in->ksyms, ip) : -1;
@@ -231,8 +231,8 @@ static uint64_t kernel_frame(PerfIntern *in, uint64_t ip) {
 
 /* A user address as a frame of its mapping: rel_pc is the offset into the file, as
  * Perfetto's (for the common ELF whose p_vaddr equals p_offset, load_bias 0). */
-static uint64_t user_frame(PerfIntern *in, PerfScope *scope, PerfProcess *p, uint64_t ip) {
-        const PerfMapping *m = perf_scope_mapping(scope, p, ip);
+static uint64_t user_frame(PerfIntern *in, PerfScope *scope, PerfProc *p, uint64_t ip) {
+        const PerfMap *m = perf_scope_mapping(scope, p, ip);
         uint64_t mapping;
 
         if (!m || (mapping = intern_mapping(in, p->pid, m)) == 0)
@@ -240,7 +240,7 @@ static uint64_t user_frame(PerfIntern *in, PerfScope *scope, PerfProcess *p, uin
         return intern_frame(in, mapping, ip - m->start + m->pgoff, 0);
 }
 
-uint64_t perf_intern_callstack(PerfIntern *in, PerfScope *scope, PerfProcess *p, const uint64_t *ips, size_t n) {
+uint64_t perf_intern_callstack(PerfIntern *in, PerfScope *scope, PerfProc *p, const uint64_t *ips, size_t n) {
         uint64_t frames[PERF_MAX_FRAMES], key = 0, iid;
         uint64_t context = PERF_CONTEXT_USER;
         size_t n_frames = 0;

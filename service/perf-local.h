@@ -28,19 +28,19 @@ uint64_t perf_hash(uint64_t h, const void *data, size_t n);
 #define PERF_SEQ_NEEDS_INCREMENTAL_STATE 2u
 
 /* One executable mapping of a process, from /proc/PID/maps. */
-typedef struct PerfMapping {
+typedef struct PerfMap {
         uint64_t start, end, pgoff, start_offset;
         uint64_t dev, inode;
         char *path;
-} PerfMapping;
+} PerfMap;
 
-typedef struct PerfProcess {
+typedef struct PerfProc {
         pid_t pid;
         bool in_scope;
         bool maps_read;
-        PerfMapping *maps;
+        PerfMap *maps;
         size_t n_maps;
-} PerfProcess;
+} PerfProc;
 
 /* Which processes a session samples. Verdicts are cached for one read pass: a process
  * that execs or changes its uid is judged again at the next pass (or at once, on its
@@ -50,15 +50,15 @@ typedef struct PerfScope {
         uid_t owner_uid;
         bool manage;
         uint32_t chosen_shard;
-        PerfProcess *procs;            /* this pass's, by pid */
+        PerfProc *procs;            /* this pass's, by pid */
         size_t n_procs, allocated;
         pid_t *additional;             /* pids admitted by additional_cmdline_count */
         size_t n_additional;
 } PerfScope;
 
-PerfProcess *perf_scope_lookup(PerfScope *s, pid_t pid);
+PerfProc *perf_scope_lookup(PerfScope *s, pid_t pid);
 /* The mapping of @pid's that holds @ip, reading its maps once per pass; NULL if none. */
-const PerfMapping *perf_scope_mapping(PerfScope *s, PerfProcess *p, uint64_t ip);
+const PerfMap *perf_scope_mapping(PerfScope *s, PerfProc *p, uint64_t ip);
 void perf_scope_forget(PerfScope *s, pid_t pid);
 void perf_scope_new_pass(PerfScope *s);
 void perf_scope_done(PerfScope *s);
@@ -84,11 +84,11 @@ typedef struct PerfIntern {
 
 /* The iid of the callstack of @ips (leaf first, PERF_CONTEXT_* markers included) of
  * process @p; 0 when none could be interned. */
-uint64_t perf_intern_callstack(PerfIntern *in, PerfScope *scope, PerfProcess *p, const uint64_t *ips, size_t n);
+uint64_t perf_intern_callstack(PerfIntern *in, PerfScope *scope, PerfProc *p, const uint64_t *ips, size_t n);
 /* Hands the pending InternedData to the recorder (metadata, never overwritten). */
 int perf_intern_flush(PerfIntern *in, Recorder *rec);
 void perf_intern_done(PerfIntern *in);
 
 /* Reads the GNU build id of the file mapped at @m of @pid (through /proc/PID/map_files,
  * never a path by name) into @buf; its length, 0 if none. */
-size_t perf_read_build_id(pid_t pid, const PerfMapping *m, uint8_t buf[static 64]);
+size_t perf_read_build_id(pid_t pid, const PerfMap *m, uint8_t buf[static 64]);

@@ -130,7 +130,7 @@ static void queue_packet(PerfWriter *w, Tracebus__TracePacket *packet) {
 void perf_writer_sample(PerfWriter *w, const PerfRawSample *s) {
         Tracebus__TracePacket packet = TRACEBUS__TRACE_PACKET__INIT;
         Tracebus__PerfSample ps = TRACEBUS__PERF_SAMPLE__INIT;
-        PerfProcess *p = perf_scope_lookup(&w->scope, (pid_t) s->pid);
+        PerfProc *p = perf_scope_lookup(&w->scope, (pid_t) s->pid);
 
         if (!p || !p->in_scope) {
                 w->skipped++;

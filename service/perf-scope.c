@@ -126,8 +126,8 @@ static bool judge(PerfScope *s, pid_t pid) {
         return owner_may_see(s, pid);
 }
 
-PerfProcess *perf_scope_lookup(PerfScope *s, pid_t pid) {
-        PerfProcess *p;
+PerfProc *perf_scope_lookup(PerfScope *s, pid_t pid) {
+        PerfProc *p;
 
         for (size_t i = 0; i < s->n_procs; i++)
                 if (s->procs[i].pid == pid)
@@ -136,7 +136,7 @@ PerfProcess *perf_scope_lookup(PerfScope *s, pid_t pid) {
                 return NULL;
         if (s->n_procs == s->allocated) {
                 size_t n = MAX(s->allocated * 2, (size_t) 16);
-                PerfProcess *q = reallocarray(s->procs, n, sizeof(*q));
+                PerfProc *q = reallocarray(s->procs, n, sizeof(*q));
 
                 if (!q)
                         return NULL;
@@ -144,11 +144,11 @@ PerfProcess *perf_scope_lookup(PerfScope *s, pid_t pid) {
                 s->allocated = n;
         }
         p = &s->procs[s->n_procs++];
-        *p = (PerfProcess) { .pid = pid, .in_scope = judge(s, pid) };
+        *p = (PerfProc) { .pid = pid, .in_scope = judge(s, pid) };
         return p;
 }
 
-static void free_maps(PerfProcess *p) {
+static void free_maps(PerfProc *p) {
         for (size_t i = 0; i < p->n_maps; i++)
                 free(p->maps[i].path);
         p->maps = mfree(p->maps);
@@ -156,7 +156,7 @@ static void free_maps(PerfProcess *p) {
 }
 
 /* One line of /proc/PID/maps, if executable: "start-end perms offset maj:min inode path". */
-static int parse_map_line(const char *line, PerfMapping *ret) {
+static int parse_map_line(const char *line, PerfMap *ret) {
         unsigned long long start, end, off, inode;
         unsigned maj, min;
         char perms[8];
@@ -165,14 +165,14 @@ static int parse_map_line(const char *line, PerfMapping *ret) {
         if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &maj, &min, &inode, &n) < 7 ||
             perms[2] != 'x')
                 return 0;
-        *ret = (PerfMapping) { .start = start, .end = end, .pgoff = off, .dev = ((uint64_t) maj << 32) | min,
+        *ret = (PerfMap) { .start = start, .end = end, .pgoff = off, .dev = ((uint64_t) maj << 32) | min,
                                .inode = inode };
         ret->path = strdup(n > 0 && line[n] ? line + n : "");
         return ret->path ? 1 : -ENOMEM;
 }
 
 /* start_offset: the offset of the file's first mapping (of any permission). */
-static uint64_t first_offset(const char *text, const PerfMapping *m) {
+static uint64_t first_offset(const char *text, const PerfMap *m) {
         unsigned long long off, inode;
         unsigned maj, min;
 
@@ -183,7 +183,7 @@ static uint64_t first_offset(const char *text, const PerfMapping *m) {
         return m->pgoff;
 }
 
-static void read_maps(PerfProcess *p) {
+static void read_maps(PerfProc *p) {
         _cleanup_free_ char *text = NULL;
         char path[64];
 
@@ -193,7 +193,7 @@ static void read_maps(PerfProcess *p) {
                 return;
         for (const char *l = text; l && *l && p->n_maps < PERF_MAX_MAPS; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
                 _cleanup_free_ char *line = strndup(l, strcspn(l, "\n"));
-                PerfMapping m, *q;
+                PerfMap m, *q;
 
                 if (!line || parse_map_line(line, &m) <= 0)
                         continue;
@@ -208,7 +208,7 @@ static void read_maps(PerfProcess *p) {
         }
 }
 
-const PerfMapping *perf_scope_mapping(PerfScope *s, PerfProcess *p, uint64_t ip) {
+const PerfMap *perf_scope_mapping(PerfScope *s, PerfProc *p, uint64_t ip) {
         if (!p->maps_read)
                 read_maps(p);
         for (size_t i = 0; i < p->n_maps; i++)

@@ -1,0 +1,566 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The per-process cache of perf-unwind.h: maps, Dwfl modules, ELF files and symbols. */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <sys/auxv.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+
+#include "fd-util.h"
+#include "perf-unwind-local.h"
+
+/* /proc/PID/maps of a process at vm.max_map_count (65530) is about 6 MiB. */
+#define PERF_MAPS_MAX_BYTES (16u * 1024u * 1024u)
+#define PERF_DEFAULT_DEBUG_DIRS "/usr/lib/debug"
+/* Larger than any real library or debug file; a sparse file must not be read whole. */
+#define PERF_MAX_FILE_BYTES (4ull << 30)
+#ifndef FUSE_SUPER_MAGIC
+#define FUSE_SUPER_MAGIC 0x65735546
+#endif
+
+static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+                    char **file_name, Elf **elfp);
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+                          const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+                          char **debuginfo_file_name);
+
+/* The vDSO is the kernel's: the service's own copy unwinds every process's. */
+static void copy_own_vdso(PerfUnwinder *u) {
+        const uint8_t *base = (const uint8_t *) getauxval(AT_SYSINFO_EHDR);
+        _cleanup_free_ char *maps = NULL;
+        size_t len;
+
+        if (!base || read_full_file("/proc/self/maps", PERF_MAPS_MAX_BYTES, &maps, &len) < 0)
+                return;
+        for (char *line = maps; line; line = strchr(line, '\n')) {
+                uint64_t start, end;
+                line += *line == '\n';
+                if (sscanf(line, "%" SCNx64 "-%" SCNx64, &start, &end) == 2 && start == (uintptr_t) base) {
+                        u->vdso = malloc(end - start);
+                        if (u->vdso) {
+                                memcpy(u->vdso, base, end - start);
+                                u->vdso_len = end - start;
+                        }
+                        return;
+                }
+        }
+}
+
+int perf_unwinder_new(uint64_t max_memory_kb, PerfUnwinder **ret) {
+        _cleanup_(perf_unwinder_freep) PerfUnwinder *u = NULL;
+        int r;
+
+        elf_version(EV_CURRENT);
+        u = calloc(1, sizeof(*u));
+        if (!u)
+                return -ENOMEM;
+        u->max_bytes = max_memory_kb * 1024;
+        u->callbacks = (Dwfl_Callbacks) {
+                .find_elf = find_elf,
+                .find_debuginfo = find_debuginfo,
+                .debuginfo_path = &u->debug_path,
+        };
+        r = perf_unwinder_set_debug_dirs(u, PERF_DEFAULT_DEBUG_DIRS);
+        if (r < 0)
+                return r;
+        copy_own_vdso(u);
+        *ret = TAKE_PTR(u);
+        return 0;
+}
+
+PerfUnwinder *perf_unwinder_free(PerfUnwinder *u) {
+        if (!u)
+                return NULL;
+        free(u->debug_path);
+        free(u->vdso);
+        return mfree(u);
+}
+
+int perf_unwinder_set_debug_dirs(PerfUnwinder *u, const char *dirs) {
+        char *path;
+
+        /* "": the main file's directory, ".debug" under it, then the absolute dirs,
+         * searched for debuglinks and .build-id/xx/rest.debug (dwfl's convention). */
+        if (asprintf(&path, ":.debug:%s", dirs) < 0)
+                return -ENOMEM;
+        free_and_replace(u->debug_path, path);
+        return 0;
+}
+
+uint64_t perf_unwinder_memory_used(const PerfUnwinder *u) {
+        return u->used_bytes;
+}
+
+bool perf_unwinder_take_memory_exceeded(PerfUnwinder *u) {
+        bool r = u->exceeded;
+        u->exceeded = false;
+        return r;
+}
+
+/* Accounts @size bytes of a file about to be held; false (and flagged) over the cap. */
+static bool charge(PerfProcess *p, uint64_t size) {
+        PerfUnwinder *u = p->unwinder;
+
+        if (u->max_bytes > 0 && u->used_bytes + size > u->max_bytes) {
+                u->exceeded = true;
+                return false;
+        }
+        u->used_bytes += size;
+        p->bytes += size;
+        return true;
+}
+
+static void uncharge(PerfProcess *p, uint64_t size) {
+        p->unwinder->used_bytes -= size;
+        p->bytes -= size;
+}
+
+/* Drops what was read of the process and gives its bytes back to the cap. */
+static void drop_caches(PerfProcess *p) {
+        p->names = mfree(p->names);
+        for (size_t i = 0; i < p->cap_copies; i++)
+                free(p->copies[i].copy);
+        p->copies = mfree(p->copies);
+        p->n_copies = p->cap_copies = 0;
+        if (p->dwfl)
+                dwfl_end(p->dwfl);
+        p->dwfl = NULL;
+        if (p->backend_elf)
+                elf_end(p->backend_elf);
+        p->backend_elf = NULL;
+        p->attached = p->attach_failed = false;
+        p->unwinder->used_bytes -= p->bytes;
+        p->bytes = 0;
+}
+
+PerfProcess *perf_process_free(PerfProcess *p) {
+        if (!p)
+                return NULL;
+        drop_caches(p);
+        free(p->modules);
+        free(p->maps);
+        free(p->info);
+        free(p->maps_text);
+        return mfree(p);
+}
+
+/* Splits maps text in place: each mapping's path points into @text. */
+static int parse_maps(PerfProcess *p, char *text) {
+        size_t n = 0, cap = 0;
+
+        for (char *line = text, *next; line && *line; line = next) {
+                uint64_t start, end, pgoff, inode;
+                char perms[5];
+                int off = 0;
+
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = '\0';
+                if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %*x:%*x %" SCNu64 " %n",
+                           &start, &end, perms, &pgoff, &inode, &off) < 5 || off == 0)
+                        continue;
+                if (n == cap) {
+                        cap = MAX(cap * 2, 64u);
+                        PerfMapping *m = reallocarray(p->maps, cap, sizeof(*m));
+                        if (!m)
+                                return -ENOMEM;
+                        p->maps = m;
+                        PerfMapInfo *info = reallocarray(p->info, cap, sizeof(*info));
+                        if (!info)
+                                return -ENOMEM;
+                        p->info = info;
+                }
+                /* Anonymous memory has no file offset (maps may show the vma's page index). */
+                p->maps[n] = (PerfMapping) { .start = start, .end = end, .pgoff = inode ? pgoff : 0, .path = line + off };
+                p->info[n] = (PerfMapInfo) { .inode = inode, .exec = perms[2] == 'x' };
+                n++;
+        }
+        p->n_maps = n;
+        return 0;
+}
+
+static bool same_file(const PerfProcess *p, size_t a, size_t b) {
+        return p->info[a].inode == p->info[b].inode && streq(p->maps[a].path, p->maps[b].path);
+}
+
+/* One module a run of mappings of one file that starts at offset 0 (where the ELF
+ * header is: dwfl derives the load bias from it) and has code; and the vDSO. */
+static int report_modules(PerfProcess *p) {
+        size_t n = 0;
+
+        p->modules = calloc(MAX(p->n_maps, 1u), sizeof(PerfModule));
+        if (!p->modules)
+                return -ENOMEM;
+        for (size_t i = 0, j; i < p->n_maps; i = j) {
+                bool exec = p->info[i].exec;
+
+                for (j = i + 1; j < p->n_maps && same_file(p, i, j) && p->maps[j].start == p->maps[j - 1].end; j++)
+                        exec = exec || p->info[j].exec;
+                bool vdso = streq(p->maps[i].path, "[vdso]");
+                if (!exec || (!vdso && (p->maps[i].path[0] != '/' || p->maps[i].pgoff != 0)))
+                        continue;
+                Dwfl_Module *mod = dwfl_report_module(p->dwfl, p->maps[i].path,
+                                                      p->maps[i].start, p->maps[j - 1].end);
+                if (!mod)
+                        continue;       /* overlaps another: its frames go unnamed */
+                p->modules[n] = (PerfModule) {
+                        .process = p, .first = i, .n = j - i, .inode = p->info[i].inode,
+                };
+                void **userdata;
+                dwfl_module_info(mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
+                *userdata = &p->modules[n++];
+        }
+        p->n_modules = n;
+        return dwfl_report_end(p->dwfl, NULL, NULL) == 0 ? 0 : -EIO;
+}
+
+int perf_process_reload_maps(PerfProcess *p) {
+        _cleanup_free_ char *text = NULL;
+        char path[64];
+        size_t len;
+        int r;
+
+        drop_caches(p);
+        p->modules = mfree(p->modules);
+        p->maps = mfree(p->maps);
+        p->info = mfree(p->info);
+        p->maps_text = mfree(p->maps_text);
+        p->n_maps = p->n_modules = 0;
+
+        snprintf(path, sizeof(path), "/proc/%d/maps", (int) p->pid);
+        r = read_full_file(path, PERF_MAPS_MAX_BYTES, &text, &len);
+        if (r == -ENOENT)
+                return -ESRCH;
+        if (r < 0)
+                return r;
+        r = parse_maps(p, text);
+        if (r < 0)
+                return r;
+        p->maps_text = TAKE_PTR(text);
+        if (!charge(p, len + 1 + p->n_maps * (sizeof(PerfMapping) + sizeof(PerfMapInfo) + sizeof(PerfModule))))
+                return -ENOBUFS;
+        p->dwfl = dwfl_begin(&p->unwinder->callbacks);
+        if (!p->dwfl)
+                return -ENOMEM;
+        return report_modules(p);
+}
+
+int perf_process_new(PerfUnwinder *u, pid_t pid, PerfProcess **ret) {
+        _cleanup_(perf_process_freep) PerfProcess *p = NULL;
+        int r;
+
+        p = calloc(1, sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        p->unwinder = u;
+        p->pid = pid;
+        r = perf_process_reload_maps(p);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(p);
+        return 0;
+}
+
+size_t perf_process_mappings(const PerfProcess *p, const PerfMapping **ret) {
+        *ret = p->maps;
+        return p->n_maps;
+}
+
+/* @path as the process sees it, as an O_PATH fd: resolved inside its root, so that a
+ * symlink of its own cannot lead to the service's files (openat2's RESOLVE_IN_ROOT). */
+static int open_in_root(pid_t pid, const char *path) {
+        struct open_how how = {
+                .flags = O_PATH | O_CLOEXEC,
+                .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+        };
+        _cleanup_close_ int root = -EBADF;
+        char root_path[64];
+        int fd;
+
+        snprintf(root_path, sizeof(root_path), "/proc/%d/root", (int) pid);
+        root = open(root_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root < 0)
+                return negative_errno();
+        fd = syscall(SYS_openat2, root, path, &how, sizeof(how));
+        return fd < 0 ? negative_errno() : fd;
+}
+
+/* Whether the service may read the file at @fd: a regular file under the size ceiling,
+ * not on FUSE (its daemon, maybe the sampled user's own, could stall the open and the
+ * reads, and with them the sampler). Asked of an O_PATH fd: no open reached FUSE yet. */
+static bool file_readable(int fd, struct stat *st) {
+        struct statfs sfs;
+
+        return fstat(fd, st) >= 0 && S_ISREG(st->st_mode) && (uint64_t) st->st_size <= PERF_MAX_FILE_BYTES &&
+               fstatfs(fd, &sfs) >= 0 && sfs.f_type != FUSE_SUPER_MAGIC;
+}
+
+/* The mapped file itself, checked, then opened for reading: /proc/PID/map_files (the
+ * very inode, even deleted or in another mount namespace; root only), else the path in
+ * the process's root if its inode is the mapped one (st_dev is not compared: btrfs
+ * subvolumes show another in maps). Never a path anyone passed. */
+static int open_mapped_file(const PerfModule *m, struct stat *st) {
+        const PerfProcess *p = m->process;
+        const PerfMapping *first = &p->maps[m->first];
+        _cleanup_close_ int fd = -EBADF;
+        char path[96];
+
+        snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int) p->pid, first->start, first->end);
+        fd = open(path, O_PATH | O_CLOEXEC);
+        if (fd < 0) {
+                fd = open_in_root(p->pid, first->path);
+                if (fd < 0)
+                        return fd;
+        }
+        if (!file_readable(fd, st) || st->st_ino != m->inode)
+                return -ESTALE;
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        int r = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        return r < 0 ? negative_errno() : r;
+}
+
+/* dwfl's find_elf: the module's file mapped whole (the fd is closed: only the debug
+ * files dwfl opens itself keep one), charged to the memory cap. */
+static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+                    char **file_name, Elf **elfp) {
+        PerfModule *m = *userdata;
+        PerfProcess *p = m->process;
+        _cleanup_close_ int fd = -EBADF;
+        struct stat st;
+        Elf *elf;
+
+        if (streq(modname, "[vdso]")) {
+                if (p->unwinder->vdso)
+                        *elfp = elf_memory((char *) p->unwinder->vdso, p->unwinder->vdso_len);
+                return -1;
+        }
+        fd = open_mapped_file(m, &st);
+        if (fd < 0 || !charge(p, st.st_size))
+                return -1;
+        elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+        /* Without a whole mapping libelf reads lazily from the fd: read it all now. */
+        if (!elf || elf_kind(elf) != ELF_K_ELF || elf_cntl(elf, ELF_C_FDREAD) < 0) {
+                if (elf)
+                        elf_end(elf);
+                uncharge(p, st.st_size);
+                return -1;
+        }
+        elf_cntl(elf, ELF_C_FDDONE);
+        /* Debuglinks are looked up next to this name, in the process's own root. */
+        if (asprintf(file_name, "/proc/%d/root%s", (int) p->pid, modname) < 0)
+                *file_name = NULL;
+        *elfp = elf;
+        return -1;
+}
+
+/* dwfl's own search (build id, then debuglink, in the debug dirs), charged to the cap. */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+                          const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+                          char **debuginfo_file_name) {
+        PerfModule *m = *userdata;
+        struct stat st;
+        int fd;
+
+        if (!m)
+                return -1;
+        fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name,
+                                          debuglink_file, debuglink_crc, debuginfo_file_name);
+        if (fd < 0)
+                return fd;
+        if (!file_readable(fd, &st) || !charge(m->process, st.st_size)) {
+                safe_close(fd);
+                free(*debuginfo_file_name);
+                *debuginfo_file_name = NULL;
+                return -1;
+        }
+        return fd;
+}
+
+/* Perfetto's load_bias: p_vaddr - p_offset of the first executable PT_LOAD. */
+static uint64_t elf_load_bias(Elf *elf) {
+        size_t n;
+
+        if (elf_getphdrnum(elf, &n) < 0)
+                return 0;
+        for (size_t i = 0; i < n; i++) {
+                GElf_Phdr ph;
+                if (gelf_getphdr(elf, i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X))
+                        return ph.p_vaddr - ph.p_offset;
+        }
+        return 0;
+}
+
+/* Copies the module's build id and load bias to its mappings, once it has an ELF. */
+static void describe_module(Dwfl_Module *mod, PerfModule *m, Elf *elf) {
+        const unsigned char *bits = NULL;
+        GElf_Addr vaddr;
+        int len;
+
+        if (m->described)
+                return;
+        m->described = true;
+        len = dwfl_module_build_id(mod, &bits, &vaddr);
+        uint64_t bias = elf_load_bias(elf);
+        for (size_t i = m->first; i < m->first + m->n; i++) {
+                PerfMapping *pm = &m->process->maps[i];
+                pm->load_bias = bias;
+                if (len > 0) {
+                        pm->build_id = bits;
+                        pm->build_id_len = len;
+                }
+        }
+}
+
+static const PerfMapping *find_mapping(const PerfProcess *p, uint64_t pc) {
+        size_t lo = 0, hi = p->n_maps;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (pc < p->maps[mid].start)
+                        hi = mid;
+                else if (pc >= p->maps[mid].end)
+                        lo = mid + 1;
+                else
+                        return &p->maps[mid];
+        }
+        return NULL;
+}
+
+static PerfNameCopy *copy_slot(PerfNameCopy *table, size_t cap, const char *source) {
+        size_t i = ((uintptr_t) source * 0x9e3779b97f4a7c15ull) >> 32;
+
+        for (;; i++)
+                if (!table[i & (cap - 1)].source || table[i & (cap - 1)].source == source)
+                        return &table[i & (cap - 1)];
+}
+
+static int grow_copies(PerfProcess *p) {
+        size_t cap = MAX(p->cap_copies * 2, 64u);
+        PerfNameCopy *table;
+
+        if (!charge(p, (cap - p->cap_copies) * sizeof(PerfNameCopy)))
+                return -ENOBUFS;
+        table = calloc(cap, sizeof(*table));
+        if (!table) {
+                uncharge(p, (cap - p->cap_copies) * sizeof(PerfNameCopy));
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < p->cap_copies; i++)
+                if (p->copies[i].source)
+                        *copy_slot(table, cap, p->copies[i].source) = p->copies[i];
+        free(p->copies);
+        p->copies = table;
+        p->cap_copies = cap;
+        return 0;
+}
+
+/* libdw names a versioned .dynsym entry "clock_gettime@@GLIBC_2.17": a trace names the
+ * function. Over the memory cap, the versioned name stays. */
+static const char *plain_name(PerfProcess *p, const char *name) {
+        const char *at = name ? strchr(name, '@') : NULL;
+        PerfNameCopy *slot;
+
+        if (!at || at == name)
+                return name;
+        if ((p->n_copies + 1) * 2 > p->cap_copies && grow_copies(p) < 0)
+                return name;
+        slot = copy_slot(p->copies, p->cap_copies, name);
+        if (slot->source)
+                return slot->copy;
+        if (!charge(p, at - name + 1))
+                return name;
+        slot->copy = strndup(name, at - name);
+        if (!slot->copy) {
+                uncharge(p, at - name + 1);
+                return name;
+        }
+        slot->source = name;
+        p->n_copies++;
+        return slot->copy;
+}
+
+/* Names @lookup without the cache; ret->rel_base makes the rel_pc of any pc named there. */
+static void name_uncached(PerfProcess *p, uint64_t lookup, PerfNameSlot *ret) {
+        Dwfl_Module *mod;
+        Dwarf_Addr bias;
+        Elf *elf;
+
+        *ret = (PerfNameSlot) { .lookup = lookup, .mapping = find_mapping(p, lookup) };
+        if (!ret->mapping)
+                return;
+        ret->rel_base = ret->mapping->start - ret->mapping->pgoff;
+        mod = p->dwfl ? dwfl_addrmodule(p->dwfl, lookup) : NULL;
+        if (!mod)
+                return;
+        /* A module's ELF may reach past its files' mappings (a .bss): not its code. */
+        void **userdata;
+        dwfl_module_info(mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
+        PerfModule *m = *userdata;
+        size_t index = ret->mapping - p->maps;
+        if (!m || index < m->first || index >= m->first + m->n)
+                return;
+        elf = dwfl_module_getelf(mod, &bias);
+        if (!elf)
+                return;
+        GElf_Off offset;
+        GElf_Sym sym;
+        describe_module(mod, m, elf);
+        ret->rel_base = bias;
+        ret->function = plain_name(p, dwfl_module_addrinfo(mod, lookup, &offset, &sym, NULL, NULL, NULL));
+}
+
+void perf_process_name_frame(PerfProcess *p, uint64_t pc, uint64_t lookup, PerfFrame *f) {
+        const size_t size = (size_t) 1 << PERF_NAME_CACHE_BITS;
+        PerfNameSlot *slot, fresh;
+
+        /* The cache is charged to the cap like the files; without room, no cache. */
+        if (!p->names && charge(p, size * sizeof(PerfNameSlot))) {
+                p->names = calloc(size, sizeof(PerfNameSlot));
+                if (!p->names)
+                        uncharge(p, size * sizeof(PerfNameSlot));
+        }
+        slot = p->names ? &p->names[(lookup * 0x9e3779b97f4a7c15ull) >> (64 - PERF_NAME_CACHE_BITS)] : &fresh;
+        /* An empty slot holds lookup 0, which names nothing: it is computed every time. */
+        if (!p->names || slot->lookup != lookup || lookup == 0)
+                name_uncached(p, lookup, slot);
+        *f = (PerfFrame) {
+                .pc = pc,
+                .rel_pc = pc - slot->rel_base,
+                .function = slot->function,
+                .mapping = slot->mapping,
+        };
+}
+
+int perf_symbolize(PerfProcess *p, uint64_t pc, bool return_address, PerfFrame *ret) {
+        perf_process_name_frame(p, pc, return_address && pc > 0 ? pc - 1 : pc, ret);
+        return 0;
+}
+
+/* For the unwinder's reads outside the stack copy: the module's file bytes at @addr. */
+bool perf_process_read_file_word(PerfProcess *p, uint64_t addr, uint64_t *ret) {
+        Dwfl_Module *mod = p->dwfl ? dwfl_addrmodule(p->dwfl, addr) : NULL;
+        Dwarf_Addr bias;
+        Elf *elf = mod ? dwfl_module_getelf(mod, &bias) : NULL;
+        size_t n, size;
+        const char *raw;
+
+        if (!elf || elf_getphdrnum(elf, &n) < 0 || !(raw = elf_rawfile(elf, &size)))
+                return false;
+        uint64_t vaddr = addr - bias;
+        for (size_t i = 0; i < n; i++) {
+                GElf_Phdr ph;
+                if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD)
+                        continue;
+                if (vaddr < ph.p_vaddr || vaddr + 8 > ph.p_vaddr + ph.p_filesz)
+                        continue;
+                uint64_t off = ph.p_offset + (vaddr - ph.p_vaddr);
+                if (off + 8 > size)
+                        return false;
+                memcpy(ret, raw + off, 8);
+                return true;
+        }
+        return false;
+}

@@ -1,0 +1,390 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * service/perf-unwind.c against real samples of this very thread: the kernel's
+ * frame-pointer callchains and libdw's DWARF unwinding of the copied stacks name
+ * the test's own call chain in order; anonymous code and unmapped addresses give
+ * unnamed frames; a stripped library is named from its separate debug file found
+ * by build id or .gnu_debuglink; the memory cap leaves files out and says so.
+ */
+#include <dlfcn.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "perf-chain.h"
+#include "perf-self-sample.h"
+#include "perf-unwind.h"
+
+static uint64_t dw_spins = 20000, fp_spins = 20000;
+
+/* Under valgrind the code that runs is its translation: samples name none of ours. */
+static gboolean on_valgrind(void) {
+        g_autofree char *maps = NULL;
+
+        return g_file_get_contents("/proc/self/maps", &maps, NULL, NULL) && strstr(maps, "/vgpreload_");
+}
+
+/* Samples @chain_a's run for about 300 ms of CPU; FALSE (skipped) without perf. */
+static gboolean sample_chain(PerfSelfSampler *s, uint64_t (*chain_a)(uint64_t)) {
+        if (on_valgrind()) {
+                g_test_skip("under valgrind the sampled code is its translation");
+                return FALSE;
+        }
+        int r = perf_self_open(s, 1000000, 8192);
+        if (r < 0) {
+                if (g_getenv("CI"))
+                        g_error("perf_event_open: %s", g_strerror(-r));
+                g_autofree char *why = g_strdup_printf("perf_event_open: %s", g_strerror(-r));
+                g_test_skip(why);
+                return FALSE;
+        }
+        g_assert_cmpint(perf_self_enable(s, 1), ==, 0);
+        gint64 until = g_get_monotonic_time() + 300000;
+        while (g_get_monotonic_time() < until)
+                chain_a(chain_a == dw_chain_a ? dw_spins : fp_spins);
+        g_assert_cmpint(perf_self_enable(s, 0), ==, 0);
+        g_assert_cmpint(perf_self_read(s), ==, 0);
+        g_test_message("%zu samples, %zu lost", s->n_samples, s->lost);
+        g_assert_cmpuint(s->n_samples, >, 20);
+        return TRUE;
+}
+
+/* Whether @names has prefix_chain_d, _c, _b, _a in a row from @first. */
+static gboolean chain_in_order(const char *const *names, size_t n, size_t first, const char *prefix) {
+        static const char *const order[] = { "chain_d", "chain_c", "chain_b", "chain_a" };
+
+        if (first + G_N_ELEMENTS(order) > n)
+                return FALSE;
+        for (size_t i = 0; i < G_N_ELEMENTS(order); i++) {
+                g_autofree char *want = g_strconcat(prefix, order[i], NULL);
+                if (g_strcmp0(names[first + i], want) != 0)
+                        return FALSE;
+        }
+        return TRUE;
+}
+
+static PerfProcess *self_process(PerfUnwinder **u) {
+        PerfProcess *p = NULL;
+
+        g_assert_cmpint(perf_unwinder_new(0, u), ==, 0);
+        g_assert_cmpint(perf_process_new(*u, getpid(), &p), ==, 0);
+        return p;
+}
+
+static void test_dwarf(void) {
+        PerfSelfSampler s;
+        PerfUnwinder *u = NULL;
+        size_t leaf = 0, whole = 0, vdso = 0;
+
+        if (!sample_chain(&s, dw_chain_a))
+                return;
+        PerfProcess *p = self_process(&u);
+        for (size_t i = 0; i < s.n_samples; i++) {
+                PerfFrame frames[64];
+                const char *names[64];
+                size_t n = 0;
+
+                g_assert_cmpint(perf_unwind_dwarf(p, s.samples[i].regs, perf_self_regs_mask(),
+                                                  s.samples[i].stack, s.samples[i].stack_len,
+                                                  frames, G_N_ELEMENTS(frames), &n), ==, 0);
+                g_assert_cmpuint(n, >=, 1);
+                g_assert_cmpuint(frames[0].pc, ==, s.samples[i].ip);
+                /* The vDSO (g_get_monotonic_time's clock) is unwound with the service's copy. */
+                if (frames[0].mapping && g_str_equal(frames[0].mapping->path, "[vdso]")) {
+                        vdso++;
+                        gboolean through = FALSE;
+                        for (size_t k = 1; k < n; k++)
+                                through = through || g_strcmp0(frames[k].function, "g_get_monotonic_time") == 0;
+                        g_assert_true(through);
+                }
+                if (g_strcmp0(frames[0].function, "dw_chain_d") != 0)
+                        continue;
+                leaf++;
+                for (size_t k = 0; k < n; k++)
+                        names[k] = frames[k].function;
+                whole += chain_in_order(names, n, 0, "dw_");
+                g_assert_nonnull(frames[0].mapping);
+                g_assert_cmpuint(frames[0].mapping->build_id_len, ==, 20);
+        }
+        g_test_message("DWARF: %zu of %zu samples in dw_chain_d unwound to dw_chain_a, %zu in the vDSO",
+                       whole, leaf, vdso);
+        g_assert_cmpuint(leaf, >, 10);
+        /* CFI covers prologues and epilogues too: every sample unwinds. */
+        g_assert_cmpuint(whole, ==, leaf);
+        perf_process_free(p);
+        perf_unwinder_free(u);
+        perf_self_close(&s);
+}
+
+static void test_frame_pointers(void) {
+        PerfSelfSampler s;
+        PerfUnwinder *u = NULL;
+        size_t leaf = 0, whole = 0;
+
+        if (!sample_chain(&s, fp_chain_a))
+                return;
+        PerfProcess *p = self_process(&u);
+        for (size_t i = 0; i < s.n_samples; i++) {
+                const PerfSelfSample *x = &s.samples[i];
+                const char *names[PERF_SELF_MAX_CHAIN];
+                PerfFrame f;
+
+                g_assert_cmpuint(x->n_chain, >=, 1);
+                for (size_t k = 0; k < x->n_chain; k++) {
+                        g_assert_cmpint(perf_symbolize(p, x->chain[k], k > 0, &f), ==, 0);
+                        names[k] = f.function;
+                }
+                if (g_strcmp0(names[0], "fp_chain_d") != 0)
+                        continue;
+                leaf++;
+                whole += chain_in_order(names, x->n_chain, 0, "fp_");
+        }
+        g_test_message("frame pointers: %zu of %zu samples in fp_chain_d walked to fp_chain_a", whole, leaf);
+        g_assert_cmpuint(leaf, >, 10);
+        /* A sample in the prologue (before rbp is pushed) skips the caller. */
+        g_assert_cmpuint(whole * 10, >=, leaf * 9);
+        perf_process_free(p);
+        perf_unwinder_free(u);
+        perf_self_close(&s);
+}
+
+/* JIT-like anonymous code, an unmapped address, a garbage stack: unnamed, no crash. */
+static void test_unknown_code(void) {
+        PerfUnwinder *u = NULL;
+        PerfProcess *p;
+        PerfFrame f, frames[16];
+        size_t n;
+        long page = sysconf(_SC_PAGESIZE);
+        uint8_t *jit = mmap(NULL, page, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        uint8_t garbage[4096];
+
+        g_assert_true(jit != MAP_FAILED);
+        memset(jit, 0xc3, page);
+        p = self_process(&u);
+        g_assert_cmpint(perf_symbolize(p, (uintptr_t) jit + 16, false, &f), ==, 0);
+        g_assert_null(f.function);
+        g_assert_nonnull(f.mapping);
+        g_assert_cmpuint(f.mapping->start, ==, (uintptr_t) jit);
+        g_assert_cmpstr(f.mapping->path, ==, "");
+        g_assert_null(f.mapping->build_id);
+        g_assert_cmpuint(f.rel_pc, ==, 16);
+
+        g_assert_cmpint(perf_symbolize(p, 0x10, true, &f), ==, 0);
+        g_assert_null(f.function);
+        g_assert_null(f.mapping);
+
+        for (size_t i = 0; i < sizeof(garbage); i++)
+                garbage[i] = g_test_rand_int_range(0, 256);
+        uint64_t regs[17] = {};
+        for (size_t i = 0; i < G_N_ELEMENTS(regs); i++)
+                regs[i] = g_test_rand_int();
+        regs[7] = (uintptr_t) garbage;          /* SP (bit 7), the copy's own address */
+        regs[8] = (uintptr_t) jit + 16;         /* IP */
+        g_assert_cmpint(perf_unwind_dwarf(p, regs, perf_self_regs_mask(), garbage, sizeof(garbage),
+                                          frames, G_N_ELEMENTS(frames), &n), ==, 0);
+        g_assert_cmpuint(n, >=, 1);
+        g_assert_null(frames[0].function);
+        g_assert_cmpuint(frames[0].pc, ==, (uintptr_t) jit + 16);
+
+        /* No IP: refused, not guessed. */
+        g_assert_cmpint(perf_unwind_dwarf(p, regs, perf_self_regs_mask() & ~(1ull << 8), garbage,
+                                          sizeof(garbage), frames, G_N_ELEMENTS(frames), &n), ==, -EINVAL);
+        perf_process_free(p);
+        perf_unwinder_free(u);
+        munmap(jit, page);
+}
+
+/* The memory cap: the maps, the name cache and the files count; a file that would
+ * cross it is left out (unnamed frames) and the caller is told; freeing gives back. */
+static void test_memory_cap(void) {
+        PerfUnwinder *u = NULL;
+        PerfProcess *p = self_process(&u);
+        PerfFrame f;
+
+        uint64_t maps_bytes = perf_unwinder_memory_used(u);
+        g_assert_cmpuint(maps_bytes, >, 0);
+        g_assert_cmpint(perf_symbolize(p, (uintptr_t) dw_chain_a, false, &f), ==, 0);
+        g_assert_cmpstr(f.function, ==, "dw_chain_a");
+        /* The test binary's file and the cache of names are held now. */
+        g_assert_cmpuint(perf_unwinder_memory_used(u), >, maps_bytes + 32 * 1024 + 8192);
+        g_assert_false(perf_unwinder_take_memory_exceeded(u));
+        perf_process_free(p);
+        g_assert_cmpuint(perf_unwinder_memory_used(u), ==, 0);
+        perf_unwinder_free(u);
+
+        /* Not even the maps fit. */
+        g_assert_cmpint(perf_unwinder_new(1, &u), ==, 0);
+        g_assert_cmpint(perf_process_new(u, getpid(), &p), ==, -ENOBUFS);
+        g_assert_true(perf_unwinder_take_memory_exceeded(u));
+        g_assert_cmpuint(perf_unwinder_memory_used(u), ==, 0);
+        perf_unwinder_free(u);
+
+        /* The maps and the cache fit, the binary's file does not. */
+        g_assert_cmpint(perf_unwinder_new((maps_bytes + 32 * 1024 + 4096) / 1024 + 1, &u), ==, 0);
+        g_assert_cmpint(perf_process_new(u, getpid(), &p), ==, 0);
+        g_assert_cmpint(perf_symbolize(p, (uintptr_t) dw_chain_a, false, &f), ==, 0);
+        g_assert_null(f.function);
+        g_assert_nonnull(f.mapping);
+        g_assert_true(perf_unwinder_take_memory_exceeded(u));
+        g_assert_false(perf_unwinder_take_memory_exceeded(u));
+        g_assert_cmpuint(perf_unwinder_memory_used(u), <=, (maps_bytes + 32 * 1024 + 4096) + 1024);
+        perf_process_free(p);
+        g_assert_cmpuint(perf_unwinder_memory_used(u), ==, 0);
+        perf_unwinder_free(u);
+}
+
+/* libdw names libc's clock_gettime "clock_gettime@@GLIBC_2.17": traces get the name. */
+static void test_versioned_name(void) {
+        PerfUnwinder *u = NULL;
+        PerfProcess *p = self_process(&u);
+        PerfFrame f, again;
+
+        g_assert_cmpint(perf_symbolize(p, (uintptr_t) clock_gettime, false, &f), ==, 0);
+        g_assert_nonnull(f.function);
+        g_assert_null(strchr(f.function, '@'));
+        g_assert_true(g_str_has_suffix(f.function, "clock_gettime"));
+        g_assert_true(g_str_has_suffix(f.mapping->path, "/libc.so.6"));
+        /* The copy is made once: the same pointer for the same symbol. */
+        g_assert_cmpint(perf_symbolize(p, (uintptr_t) clock_gettime + 1, false, &again), ==, 0);
+        g_assert_true(again.function == f.function);
+        perf_process_free(p);
+        g_assert_cmpuint(perf_unwinder_memory_used(u), ==, 0);
+        perf_unwinder_free(u);
+}
+
+/* Another process (a forked child: the same addresses), read only through /proc; gone: ESRCH. */
+static void test_other_process(void) {
+        PerfUnwinder *u = NULL;
+        PerfProcess *p = NULL;
+        PerfFrame f;
+        int pipefd[2];
+        char c;
+
+        g_assert_cmpint(pipe(pipefd), ==, 0);
+        pid_t child = fork();
+        g_assert_cmpint(child, >=, 0);
+        if (child == 0) {
+                close(pipefd[1]);
+                (void) !read(pipefd[0], &c, 1);
+                _exit(0);
+        }
+        close(pipefd[0]);
+        g_assert_cmpint(perf_unwinder_new(0, &u), ==, 0);
+        g_assert_cmpint(perf_process_new(u, child, &p), ==, 0);
+        g_assert_cmpint(perf_symbolize(p, (uintptr_t) fp_chain_a + 1, true, &f), ==, 0);
+        g_assert_cmpstr(f.function, ==, "fp_chain_a");
+        g_assert_true(g_str_has_suffix(f.mapping->path, "/test-perf-unwind"));
+        close(pipefd[1]);
+        g_assert_cmpint(waitpid(child, NULL, 0), ==, child);
+        g_assert_cmpint(perf_process_reload_maps(p), ==, -ESRCH);
+        perf_process_free(p);
+        g_assert_cmpint(perf_process_new(u, child, &p), ==, -ESRCH);
+        perf_unwinder_free(u);
+}
+
+static void run(const char *const *argv) {
+        g_autoptr(GError) error = NULL;
+        int status;
+
+        g_assert_true(g_spawn_sync(NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL,
+                                   NULL, NULL, &status, &error));
+        g_assert_no_error(error);
+        g_assert_true(g_spawn_check_wait_status(status, NULL));
+}
+
+/* Names @hidden (a static function of the loaded library) and @entry (exported). */
+static void name_library(const char *debug_dirs, uintptr_t entry, uintptr_t hidden,
+                         const char **ret_entry, const char **ret_hidden, GString *build_id) {
+        PerfUnwinder *u = NULL;
+        PerfProcess *p = NULL;
+        PerfFrame f;
+
+        g_assert_cmpint(perf_unwinder_new(0, &u), ==, 0);
+        if (debug_dirs)
+                g_assert_cmpint(perf_unwinder_set_debug_dirs(u, debug_dirs), ==, 0);
+        g_assert_cmpint(perf_process_new(u, getpid(), &p), ==, 0);
+        g_assert_cmpint(perf_symbolize(p, entry, false, &f), ==, 0);
+        *ret_entry = g_intern_string(f.function);
+        g_assert_nonnull(f.mapping);
+        g_string_truncate(build_id, 0);
+        for (size_t i = 0; i < f.mapping->build_id_len; i++)
+                g_string_append_printf(build_id, "%02x", f.mapping->build_id[i]);
+        g_assert_cmpint(perf_symbolize(p, hidden, false, &f), ==, 0);
+        *ret_hidden = g_intern_string(f.function);
+        perf_process_free(p);
+        perf_unwinder_free(u);
+}
+
+static void *load(const char *path, uintptr_t *entry, uintptr_t *hidden) {
+        void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        uintptr_t (*fn)(void);
+
+        g_assert_nonnull(h);
+        fn = (uintptr_t (*)(void)) dlsym(h, "perf_debug_lib_entry");
+        g_assert_nonnull(fn);
+        *entry = (uintptr_t) fn;
+        *hidden = fn();
+        return h;
+}
+
+/* A stripped library: its static function is named only once the debug file is found,
+ * by build id in a debug dir or by its .gnu_debuglink next to it. */
+static void test_debug_file(void) {
+        g_autofree char *objcopy = g_find_program_in_path("objcopy");
+        g_autofree char *lib = g_build_filename(g_getenv("TRACEBUS_BUILD_DIR"), "tests", "perf-debug-lib.so", NULL);
+        g_autofree char *tmp = g_dir_make_tmp("tb-unwind-XXXXXX", NULL);
+        g_autofree char *debug = g_build_filename(tmp, "lib.debug", NULL);
+        g_autofree char *stripped = g_build_filename(tmp, "stripped.so", NULL);
+        g_autofree char *linked = g_build_filename(tmp, "linked.so", NULL);
+        g_autoptr(GString) build_id = g_string_new(NULL);
+        const char *entry_name, *hidden_name;
+        uintptr_t entry, hidden;
+
+        if (!objcopy) {
+                if (g_getenv("CI"))
+                        g_error("objcopy (binutils) is not installed");
+                g_test_skip("objcopy (binutils) is not installed");
+                return;
+        }
+        run((const char *const[]) { objcopy, "--only-keep-debug", lib, debug, NULL });
+        run((const char *const[]) { objcopy, "--strip-all", lib, stripped, NULL });
+        run((const char *const[]) { objcopy, "--strip-all", "--add-gnu-debuglink", debug, lib, linked, NULL });
+
+        void *h = load(stripped, &entry, &hidden);
+        name_library(NULL, entry, hidden, &entry_name, &hidden_name, build_id);
+        g_assert_cmpstr(entry_name, ==, "perf_debug_lib_entry");          /* .dynsym */
+        g_assert_cmpstr(hidden_name, !=, "perf_debug_lib_hidden");        /* stripped */
+        g_assert_cmpuint(build_id->len, ==, 40);
+
+        g_autofree char *dir = g_strdup_printf("%s/debug/.build-id/%.2s", tmp, build_id->str);
+        g_autofree char *by_id = g_strdup_printf("%s/%s.debug", dir, build_id->str + 2);
+        g_autofree char *dirs = g_strdup_printf("/nonexistent:%s/debug", tmp);
+        g_assert_cmpint(g_mkdir_with_parents(dir, 0755), ==, 0);
+        run((const char *const[]) { "cp", debug, by_id, NULL });
+        name_library(dirs, entry, hidden, &entry_name, &hidden_name, build_id);
+        g_assert_cmpstr(hidden_name, ==, "perf_debug_lib_hidden");
+        dlclose(h);
+
+        h = load(linked, &entry, &hidden);
+        name_library(NULL, entry, hidden, &entry_name, &hidden_name, build_id);
+        g_assert_cmpstr(entry_name, ==, "perf_debug_lib_entry");
+        g_assert_cmpstr(hidden_name, ==, "perf_debug_lib_hidden");
+        dlclose(h);
+        run((const char *const[]) { "rm", "-rf", tmp, NULL });
+}
+
+int main(int argc, char **argv) {
+        g_test_init(&argc, &argv, NULL);
+        g_test_add_func("/perf-unwind/dwarf", test_dwarf);
+        g_test_add_func("/perf-unwind/frame-pointers", test_frame_pointers);
+        g_test_add_func("/perf-unwind/unknown-code", test_unknown_code);
+        g_test_add_func("/perf-unwind/memory-cap", test_memory_cap);
+        g_test_add_func("/perf-unwind/versioned-name", test_versioned_name);
+        g_test_add_func("/perf-unwind/other-process", test_other_process);
+        g_test_add_func("/perf-unwind/debug-file", test_debug_file);
+        return g_test_run();
+}

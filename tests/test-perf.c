@@ -1,0 +1,396 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Bus suite, linux.perf (issue 24): the real service samples tests/perf-target (main ->
+ * tb_fa -> tb_fb -> tb_fc -> tb_spin, built with frame pointers) and the trace holds
+ * PerfSamples whose interned callstacks name, through each frame's mapping and rel_pc
+ * (symbolized here with nm), the chain in order; the packets read field by field, also
+ * through protoc against protos/ (Perfetto v58's numbers). tbuser samples only its own
+ * processes: a scope naming tbother's process is refused (ProcessNotYours), a
+ * system-wide session shows none of tbother's samples, and kernel frames need
+ * org.tracebus.manage (tbadmin), whose session shows them named from kallsyms.
+ */
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli-util.h"
+#include "recorder.h"
+#include "system-bus.h"
+#include "tb-client.h"
+
+#define SEQ_PERF 10u
+#define CHAIN_LEN 5
+
+static const char *const chain[CHAIN_LEN] = { "main", "tb_fa", "tb_fb", "tb_fc", "tb_spin" };
+
+/* perf-target-fp as @user for @seconds; its pid once it spins. */
+static pid_t spawn_target(const char *user, const char *seconds) {
+        g_autofree char *exe = g_build_filename(tb_bus()->build_dir, "tests", "perf-target-fp", NULL);
+        struct passwd *pw = getpwnam(user);
+        char line[64] = "";
+        int fds[2];
+        pid_t pid;
+
+        g_assert_nonnull(pw);
+        g_assert_cmpint(pipe(fds), ==, 0);
+        fflush(NULL);
+        pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0) {
+                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+                dup2(fds[1], STDOUT_FILENO);
+                if (setgroups(0, NULL) < 0 || setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0)
+                        _exit(2);
+                execl(exe, exe, seconds, (char *) NULL);
+                _exit(127);
+        }
+        close(fds[1]);
+        g_assert_cmpint(read(fds[0], line, sizeof(line) - 1), >, 0);
+        close(fds[0]);
+        g_assert_true(g_str_has_prefix(line, "ready "));
+        return pid;
+}
+
+static void stop_target(pid_t pid) {
+        (void) kill(pid, SIGKILL);
+        (void) waitpid(pid, NULL, 0);
+}
+
+typedef struct {
+        GHashTable *frames, *mappings, *callstacks, *paths, *names;   /* iid -> message */
+        GPtrArray *samples;                                           /* TracePacket */
+        const Tracebus__TracePacket *defaults;
+        guint n_lost_packets;
+} Perf;
+
+static void perf_clear(Perf *p) {
+        g_clear_pointer(&p->frames, g_hash_table_unref);
+        g_clear_pointer(&p->mappings, g_hash_table_unref);
+        g_clear_pointer(&p->callstacks, g_hash_table_unref);
+        g_clear_pointer(&p->paths, g_hash_table_unref);
+        g_clear_pointer(&p->names, g_hash_table_unref);
+        g_clear_pointer(&p->samples, g_ptr_array_unref);
+}
+
+#define PUT(table, list, n) \
+        for (size_t k = 0; k < (n); k++) \
+                g_hash_table_insert((table), GSIZE_TO_POINTER((list)[k]->iid), (gpointer) (list)[k])
+/* InternedStrings (bytes, not NUL-terminated) as strings of their own. */
+#define PUT_STRINGS(table, list, n) \
+        for (size_t k = 0; k < (n); k++) \
+                g_hash_table_insert((table), GSIZE_TO_POINTER((list)[k]->iid), \
+                                    g_strndup((const char *) (list)[k]->str.data, (list)[k]->str.len))
+
+static void perf_collect(const Trace *t, Perf *p) {
+        *p = (Perf) { g_hash_table_new(NULL, NULL), g_hash_table_new(NULL, NULL), g_hash_table_new(NULL, NULL),
+                      g_hash_table_new_full(NULL, NULL, NULL, g_free), g_hash_table_new_full(NULL, NULL, NULL, g_free),
+                      g_ptr_array_new() };
+        for (guint i = 0; i < t->pkts->len; i++) {
+                const Tracebus__TracePacket *pk = PKT(t, i)->p;
+                const Tracebus__InternedData *d = pk->interned_data;
+
+                if (pk->trusted_packet_sequence_id != SEQ_PERF)
+                        continue;
+                if (!p->defaults) {
+                        p->defaults = pk;
+                        expect(pk->trace_packet_defaults && pk->has_sequence_flags &&
+                               (pk->sequence_flags & SEQ_INCREMENTAL_STATE_CLEARED),
+                               "the first packet on sequence 10 is not the defaults with SEQ_INCREMENTAL_STATE_CLEARED");
+                }
+                if (d) {
+                        PUT(p->frames, d->frames, d->n_frames);
+                        PUT(p->mappings, d->mappings, d->n_mappings);
+                        PUT(p->callstacks, d->callstacks, d->n_callstacks);
+                        PUT_STRINGS(p->paths, d->mapping_paths, d->n_mapping_paths);
+                        PUT_STRINGS(p->names, d->function_names, d->n_function_names);
+                        /* Interned before use: the samples so far cannot name these. */
+                }
+                if (pk->perf_sample && pk->perf_sample->has_kernel_records_lost)
+                        p->n_lost_packets++;
+                else if (pk->perf_sample)
+                        g_ptr_array_add(p->samples, (gpointer) pk);
+        }
+}
+
+typedef struct {
+        guint64 start, size;
+        char *name;
+} Sym;
+
+/* The function symbols of @exe (nm -S): "ADDR SIZE T NAME". */
+static GArray *read_symbols(const char *exe) {
+        g_autofree char *cmd = g_strdup_printf("nm -S --defined-only %s", exe), *out = NULL;
+        g_auto(GStrv) lines = NULL;
+        GArray *syms = g_array_new(FALSE, FALSE, sizeof(Sym));
+
+        g_assert_true(g_spawn_command_line_sync(cmd, &out, NULL, NULL, NULL));
+        lines = g_strsplit(out, "\n", -1);
+        for (char **l = lines; *l; l++) {
+                g_auto(GStrv) f = g_strsplit(*l, " ", -1);
+                Sym s;
+
+                if (g_strv_length(f) != 4 || (f[2][0] != 'T' && f[2][0] != 't'))
+                        continue;
+                s = (Sym) { g_ascii_strtoull(f[0], NULL, 16), g_ascii_strtoull(f[1], NULL, 16), g_strdup(f[3]) };
+                g_array_append_val(syms, s);
+        }
+        return syms;
+}
+
+static const char *symbolize(GArray *syms, guint64 pc) {
+        for (guint i = 0; i < syms->len; i++) {
+                const Sym *s = &g_array_index(syms, Sym, i);
+                if (pc >= s->start && pc < s->start + s->size)
+                        return s->name;
+        }
+        return NULL;
+}
+
+static const char *mapping_path(const Perf *p, guint64 mapping_iid) {
+        const Tracebus__Mapping *m = g_hash_table_lookup(p->mappings, GSIZE_TO_POINTER(mapping_iid));
+
+        if (!m || m->n_path_string_ids != 1)
+                return NULL;
+        return g_hash_table_lookup(p->paths, GSIZE_TO_POINTER(m->path_string_ids[0]));
+}
+
+/* The frames of @sample's callstack as names, root first: a perf-target frame by nm,
+ * a kernel frame by its interned name ("k:NAME"), others "?". */
+static GPtrArray *frame_names(const Perf *p, const Tracebus__PerfSample *ps, GArray *syms, const char *exe) {
+        const Tracebus__Callstack *cs = g_hash_table_lookup(p->callstacks, GSIZE_TO_POINTER(ps->callstack_iid));
+        GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+
+        expect(!ps->has_callstack_iid || cs, "callstack %" G_GUINT64_FORMAT " is not interned", ps->callstack_iid);
+        for (size_t i = 0; cs && i < cs->n_frame_ids; i++) {
+                const Tracebus__Frame *f = g_hash_table_lookup(p->frames, GSIZE_TO_POINTER(cs->frame_ids[i]));
+                const char *path = f ? mapping_path(p, f->mapping_id) : NULL;
+                const char *n;
+
+                expect(f && path, "frame %" G_GUINT64_FORMAT " or its mapping is not interned", cs->frame_ids[i]);
+                if (!f || !path)
+                        continue;
+                n = g_hash_table_lookup(p->names, GSIZE_TO_POINTER(f->function_name_id));
+                if (g_str_equal(path, "[kernel.kallsyms]"))
+                        g_ptr_array_add(names, g_strdup_printf("k:%s", n ?: "?"));
+                else if (g_str_equal(path, exe))
+                        g_ptr_array_add(names, g_strdup(symbolize(syms, f->rel_pc) ?: "?"));
+                else
+                        g_ptr_array_add(names, g_strdup("?"));
+        }
+        return names;
+}
+
+/* Whether @names holds main, tb_fa, tb_fb, tb_fc, tb_spin one after the other. */
+static bool has_chain(GPtrArray *names) {
+        for (guint i = 0; i + CHAIN_LEN <= names->len; i++) {
+                guint k = 0;
+
+                while (k < CHAIN_LEN && g_str_equal(g_ptr_array_index(names, i + k), chain[k]))
+                        k++;
+                if (k == CHAIN_LEN)
+                        return true;
+        }
+        return false;
+}
+
+static char *perf_config(const char *scope, bool kernel_frames, guint hz) {
+        return g_strdup_printf("duration_ms: 60000\n"
+                               "buffers { size_kb: 16384 }\n"
+                               "data_sources { config { name: \"linux.perf\" perf_event_config {\n"
+                               "  timebase { frequency: %u counter: SW_CPU_CLOCK timestamp_clock: PERF_CLOCK_BOOTTIME }\n"
+                               "  callstack_sampling { %s kernel_frames: %s user_frames: UNWIND_FRAME_POINTER }\n"
+                               "  ring_buffer_pages: 64 ring_buffer_read_period_ms: 50\n"
+                               "} } }\n", hz, scope, kernel_frames ? "true" : "false");
+}
+
+static void record(Rec *r, Trace *t, Perf *p, guint ms) {
+        g_autoptr(GHashTable) st = NULL;
+
+        g_usleep(ms * 1000);
+        st = rec_stop(r);
+        trace_load(r->out, false, t);
+        perf_collect(t, p);
+}
+
+static void check_protoc(const char *path) {
+        g_autofree char *text = protoc_decode_trace(path);
+        const char *const want[] = { "trace_packet_defaults {", "perf_sample_defaults {", "frequency: 1000",
+                                     "counter: SW_CPU_CLOCK", "perf_sample {", "cpu_mode: MODE_USER", "timebase_count: ",
+                                     "callstack_iid: ", "callstacks {", "frame_ids: ", "frames {", "rel_pc: ",
+                                     "mappings {", "build_id: ", "path_string_ids: ", "mapping_paths {", "build_ids {",
+                                     "trusted_packet_sequence_id: 10", NULL };
+
+        for (const char *const *w = want; *w; w++)
+                expect(strstr(text, *w), "protoc's decoding of %s has no \"%s\"", path, *w);
+}
+
+/* tbuser profiles its own perf-target: every sample is of it, in user mode, and nearly
+ * every callstack holds the chain in order; kernel frames were asked for and dropped. */
+static void test_perf_own_process(void) {
+        g_autofree char *exe = g_build_filename(tb_bus()->build_dir, "tests", "perf-target-fp", NULL);
+        g_autoptr(GArray) syms = read_symbols(exe);
+        pid_t mine = spawn_target("tbuser", "30"), other = spawn_target("tbother", "30");
+        g_autofree char *scope = g_strdup_printf("scope { target_pid: %d }", (int) mine);
+        g_autofree char *cfg = perf_config(scope, true, 1000), *warnings = NULL;
+        g_auto(Trace) t = { 0 };
+        g_auto(Rec) r = { 0 };
+        Perf p = { 0 };
+        guint full = 0, build_ids = 0;
+        guint64 t0;
+
+        rec_start(&r, "tbuser", "perf-own.pftrace", cfg);
+        t0 = boottime();
+        warnings = rec_get(&r, "Warnings");
+        expect(warnings && strstr(warnings, "kernel_frames need org.tracebus.manage"),
+               "tbuser's Warnings do not say kernel frames were dropped: %s", warnings);
+        record(&r, &t, &p, 1500);
+        stop_target(mine);
+        stop_target(other);
+
+        expect(p.defaults && p.defaults->trace_packet_defaults && p.defaults->trace_packet_defaults->perf_sample_defaults &&
+               p.defaults->trace_packet_defaults->perf_sample_defaults->timebase &&
+               p.defaults->trace_packet_defaults->perf_sample_defaults->timebase->frequency == 1000 &&
+               p.defaults->trace_packet_defaults->perf_sample_defaults->timebase->counter ==
+               TRACEBUS__PERF_EVENTS__COUNTER__SW_CPU_CLOCK, "no PerfSampleDefaults with the 1000 Hz SW_CPU_CLOCK timebase");
+        note("%u samples of pid %d\n", p.samples->len, (int) mine);
+        expect(p.samples->len >= 50, "only %u samples of a process spinning 1.5 s at 1000 Hz", p.samples->len);
+        for (guint i = 0; i < p.samples->len; i++) {
+                const Tracebus__TracePacket *pk = g_ptr_array_index(p.samples, i);
+                const Tracebus__PerfSample *ps = pk->perf_sample;
+                g_autoptr(GPtrArray) names = NULL;
+
+                expect(ps->pid == (guint) mine && ps->tid == (guint) mine, "a sample of pid %u tid %u", ps->pid, ps->tid);
+                expect(ps->has_cpu && ps->cpu < (guint) sysconf(_SC_NPROCESSORS_CONF), "sample cpu %u", ps->cpu);
+                expect(ps->cpu_mode == TRACEBUS__PROFILING__CPU_MODE__MODE_USER, "cpu_mode %d", ps->cpu_mode);
+                expect(ps->has_timebase_count && ps->timebase_count > 0, "no timebase_count");
+                expect(pk->has_timestamp && pk->timestamp >= t0 - 1000000000ull && pk->timestamp <= boottime(),
+                       "sample timestamp %" G_GUINT64_FORMAT " out of the session", pk->timestamp);
+                expect(pk->has_sequence_flags && pk->sequence_flags == 2, "sample sequence_flags %u", pk->sequence_flags);
+                names = frame_names(&p, ps, syms, exe);
+                for (guint k = 0; k < names->len; k++)
+                        expect(!g_str_has_prefix(g_ptr_array_index(names, k), "k:"), "a kernel frame in tbuser's trace");
+                if (!has_chain(names) && i % 100 == 0) {
+                        g_autofree char *joined = NULL;
+
+                        g_ptr_array_add(names, NULL);
+                        joined = g_strjoinv(" > ", (char **) names->pdata);
+                        note("a sample without the chain: %s\n", joined);
+                        g_ptr_array_remove_index(names, names->len - 1);
+                }
+                full += has_chain(names);
+        }
+        GHashTableIter it;
+        gpointer v;
+        g_hash_table_iter_init(&it, p.mappings);
+        while (g_hash_table_iter_next(&it, NULL, &v))
+                build_ids += ((Tracebus__Mapping *) v)->has_build_id &&
+                             g_strcmp0(mapping_path(&p, ((Tracebus__Mapping *) v)->iid), exe) == 0;
+        note("%u of %u callstacks hold main > tb_fa > tb_fb > tb_fc > tb_spin\n", full, p.samples->len);
+        expect(full * 10 >= p.samples->len * 9, "only %u of %u samples show the whole chain in order", full, p.samples->len);
+        expect(build_ids > 0, "perf-target's mapping has no build_id");
+
+        check_protoc(r.out);
+        perf_clear(&p);
+        verdict();
+}
+
+static guint count_pid(const Perf *p, pid_t pid) {
+        guint n = 0;
+
+        for (guint i = 0; i < p->samples->len; i++)
+                n += ((const Tracebus__TracePacket *) g_ptr_array_index(p->samples, i))->perf_sample->pid == (guint) pid;
+        return n;
+}
+
+/* Samples in kernel mode, and named kernel frames, of @p. */
+static void count_kernel(const Perf *p, guint *ret_kernel_mode, guint *ret_named) {
+        GHashTableIter it;
+        gpointer v;
+
+        *ret_kernel_mode = *ret_named = 0;
+        for (guint i = 0; i < p->samples->len; i++)
+                *ret_kernel_mode += ((const Tracebus__TracePacket *) g_ptr_array_index(p->samples, i))->perf_sample->cpu_mode ==
+                                    TRACEBUS__PROFILING__CPU_MODE__MODE_KERNEL;
+        g_hash_table_iter_init(&it, p->frames);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+                const Tracebus__Frame *f = v;
+
+                *ret_named += g_strcmp0(mapping_path(p, f->mapping_id), "[kernel.kallsyms]") == 0 &&
+                              g_hash_table_lookup(p->names, GSIZE_TO_POINTER(f->function_name_id)) != NULL;
+        }
+}
+
+/* A scope naming tbother's process is refused for tbuser, allowed for tbadmin; tbuser's
+ * system-wide session shows only its own processes and no kernel; tbadmin's shows
+ * tbother's process and kernel frames named from kallsyms. */
+static void test_perf_scope(void) {
+        pid_t mine = spawn_target("tbuser", "30"), other = spawn_target("tbother", "30"), dd;
+        g_autofree char *scope = g_strdup_printf("scope { target_pid: %d }", (int) other);
+        g_autofree char *cfg_other = perf_config(scope, false, 1000), *cfg_all = perf_config("", true, 1000);
+        g_autofree char *err = NULL, *full = NULL, *out = NULL;
+        ClientSpec spec = { .user = "tbuser", .op = OP_START, .config = cfg_other, .output_fd = -1 };
+        g_auto(Trace) tu = { 0 }, ta = { 0 };
+        g_auto(Rec) ru = { 0 }, ra = { 0 };
+        Perf pu = { 0 }, pa = { 0 };
+        guint kernel_u, named_u, kernel_a, named_a;
+
+        err = client_run_full(&spec, &out, &full);
+        expect(g_strcmp0(err, TB_ERROR_PROCESS_NOT_YOURS) == 0, "tbuser's scope of tbother's pid: %s, not ProcessNotYours",
+               full ? full : "accepted");
+        rec_start(&ru, "tbuser", "perf-all-user.pftrace", cfg_all);
+        rec_start(&ra, "tbadmin", "perf-all-admin.pftrace", cfg_all);
+        /* Time in the kernel for tbadmin's kernel frames: a copy loop of root's. */
+        dd = fork();
+        g_assert_cmpint(dd, >=, 0);
+        if (dd == 0) {
+                execlp("timeout", "timeout", "2", "dd", "if=/dev/zero", "of=/dev/null", "bs=4k", "status=none", (char *) NULL);
+                _exit(127);
+        }
+        g_usleep(1500 * 1000);
+        record(&ru, &tu, &pu, 0);
+        record(&ra, &ta, &pa, 0);
+        (void) waitpid(dd, NULL, 0);
+        stop_target(mine);
+        stop_target(other);
+
+        note("tbuser's system-wide trace: %u samples of its pid, %u of tbother's; tbadmin's: %u and %u\n",
+             count_pid(&pu, mine), count_pid(&pu, other), count_pid(&pa, mine), count_pid(&pa, other));
+        expect(count_pid(&pu, mine) > 0, "tbuser's system-wide session has no sample of its own process");
+        expect(count_pid(&pu, other) == 0, "tbuser's session has %u samples of tbother's process", count_pid(&pu, other));
+        expect(count_pid(&pa, other) > 0 && count_pid(&pa, mine) > 0, "tbadmin's session lacks a user's process");
+        for (guint i = 0; i < pu.samples->len; i++) {
+                guint pid = ((const Tracebus__TracePacket *) g_ptr_array_index(pu.samples, i))->perf_sample->pid;
+                g_autofree char *status = g_strdup_printf("/proc/%u/status", pid), *text = NULL;
+                g_autofree char *uid_line = g_strdup_printf("\nUid:\t%u\t", getpwnam("tbuser")->pw_uid);
+
+                /* The processes still alive: each of tbuser's. */
+                if (pid != (guint) mine && g_file_get_contents(status, &text, NULL, NULL))
+                        expect(strstr(text, uid_line),
+                               "tbuser's trace has a sample of pid %u, not tbuser's", pid);
+        }
+        count_kernel(&pu, &kernel_u, &named_u);
+        count_kernel(&pa, &kernel_a, &named_a);
+        note("kernel-mode samples: tbuser %u, tbadmin %u; named kernel frames: tbuser %u, tbadmin %u\n", kernel_u,
+             kernel_a, named_u, named_a);
+        expect(kernel_u == 0 && named_u == 0, "tbuser's trace shows the kernel");
+        expect(kernel_a > 0 && named_a > 0, "tbadmin's trace has no named kernel frame");
+        perf_clear(&pu);
+        perf_clear(&pa);
+        verdict();
+}
+
+RECORDER_WRAP(test_perf_own_process)
+RECORDER_WRAP(test_perf_scope)
+
+int main(int argc, char **argv) {
+        g_test_init(&argc, &argv, NULL);
+        tb_require_system_bus_environment();
+        RECORDER_CASE("perf-own-process", test_perf_own_process);
+        RECORDER_CASE("perf-scope", test_perf_scope);
+        return tb_test_run(TB_START_SERVICE);
+}
