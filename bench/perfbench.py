@@ -174,6 +174,19 @@ class ProfileBench:
                   bytes_per_sample=tr['file_bytes'] / n, warnings=res.get('warnings', []))
         return tr
 
+    def unwind_cost(self):
+        """Helper "unwind"'s bench/perf-unwind-bench: the service's own naming (frame-pointer
+        callchains) and DWARF unwinding per sample, cold and warm, on its known call chain."""
+        tool = os.path.join(self.a.build_dir, 'bench', 'perf-unwind-bench')
+        if not os.path.exists(tool):
+            log('profile: %s not built (it needs -Dtests=true): no unwinding cost' % tool)
+            return None
+        r = subprocess.run([tool, '--seconds', '1'], capture_output=True, text=True)
+        if r.returncode != 0:
+            log('profile: perf-unwind-bench failed: ' + r.stderr.strip())
+            return None
+        return json.loads(r.stdout.strip().splitlines()[-1])
+
     def run(self, rates, modes, pairs):
         """For each rate and mode: floor, perf record, tracebus, @pairs times; the median
         pair by the workload's CPU ratio under tracebus (else perf) is kept."""
@@ -195,7 +208,7 @@ class ProfileBench:
                 row = dict(runs[len(runs) // 2])
                 row['ratios'] = {k: [r[k]['cpu_ratio'] for r in runs] for k in ('perf', 'tracebus')}
                 rows.append(row)
-        return {'threads': self.threads, 'work': self.work, 'rows': rows}
+        return {'threads': self.threads, 'work': self.work, 'rows': rows, 'unwind': self.unwind_cost()}
 
 
 def print_profile(p):
@@ -221,3 +234,14 @@ def print_profile(p):
         '%d Hz %s: perf %s, tracebus %s' % (r['hz'], r['mode'], ', '.join('%.3f' % v for v in r['ratios']['perf']),
                                             ', '.join('%.3f' % v for v in r['ratios']['tracebus']))
         for r in p['rows']))
+    u = p.get('unwind')
+    if u:
+        print('Unwinding cost per sample in the service (bench/perf-unwind-bench, %d-byte stack copies, thread CPU):' %
+              u['stack_bytes'])
+        print('| user frames | samples | cold us/sample | warm us/sample | frames/sample | named/sample |')
+        print('|---|---|---|---|---|---|')
+        for k, name in (('frame_pointers', 'frame-pointer callchain, named'), ('dwarf', 'DWARF (libdw), named')):
+            x = u[k]
+            print('| %s | %d | %.1f | %.2f | %.2f | %.2f |' % (name, x['samples'], x['cold_ns_per_sample'] / 1e3,
+                                                           x['warm_ns_per_sample'] / 1e3, x['frames_per_sample'],
+                                                           x['named_frames_per_sample']))
