@@ -10,6 +10,7 @@
 
 #include "pb-wire.h"
 #include "preview-model.h"
+#include "trace-reader.h"
 #include "trace-writer.h"
 
 #define SEQ_A TRACE_SEQUENCE_FTRACE
@@ -284,11 +285,47 @@ static void test_torn(void) {
         g_assert_cmpuint(p->perf.n_skipped, ==, 0);
 }
 
+/* The hand-encoded fixture, read back with the project's own v58 messages (protos/trace.proto,
+ * which the service writes with): every field where Perfetto numbers it. */
+static void test_fixture_is_v58(void) {
+        g_autoptr(GBytes) bytes = profile_trace();
+        Tracebus__TracePacket *pk = NULL;
+        const Tracebus__InternedData *id;
+        TraceRawPacket raw;
+        TraceReader r;
+
+        trace_reader_init(&r, g_bytes_get_data(bytes, NULL), g_bytes_get_size(bytes), 0);
+        g_assert_cmpint(trace_reader_next(&r, &raw), ==, 1);
+        g_assert_cmpint(trace_packet_unpack(&raw, &pk), ==, 0);
+        g_assert_cmpuint(pk->trusted_packet_sequence_id, ==, SEQ_A);
+        g_assert_nonnull(pk->perf_sample);
+        g_assert_cmpuint(pk->perf_sample->callstack_iid, ==, 1);
+        g_assert_cmpuint(pk->perf_sample->pid, ==, 4242);
+        g_assert_cmpint(pk->perf_sample->cpu_mode, ==, TRACEBUS__PROFILING__CPU_MODE__MODE_USER);
+        id = pk->interned_data;
+        g_assert_nonnull(id);
+        g_assert_cmpuint(id->n_function_names, ==, 3);
+        g_assert_cmpuint(id->function_names[2]->iid, ==, 3);
+        g_assert_cmpuint(id->n_mapping_paths, ==, 3);
+        g_assert_cmpuint(id->n_mappings, ==, 1);
+        g_assert_cmpuint(id->mappings[0]->n_path_string_ids, ==, 3);
+        g_assert_cmpuint(id->mappings[0]->path_string_ids[2], ==, 3);
+        g_assert_cmpuint(id->n_frames, ==, 5);
+        g_assert_cmpuint(id->frames[3]->mapping_id, ==, 1);
+        g_assert_cmpuint(id->frames[3]->function_name_id, ==, 0);
+        g_assert_cmpuint(id->n_callstacks, ==, 2);
+        g_assert_cmpuint(id->callstacks[1]->n_frame_ids, ==, 4);
+        g_assert_cmpuint(id->callstacks[1]->frame_ids[3], ==, 4);
+        tracebus__trace_packet__free_unpacked(pk, NULL);
+        trace_reader_done(&r);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/preview/profile/top-functions", test_top_functions);
         g_test_add_func("/preview/profile/top-limit", test_top_limit);
         g_test_add_func("/preview/profile/none", test_no_profile);
         g_test_add_func("/preview/profile/torn", test_torn);
+        g_test_add_func("/preview/profile/fixture-v58", test_fixture_is_v58);
         return g_test_run();
 }
