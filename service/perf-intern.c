@@ -15,6 +15,7 @@
 #include "ksyms-cache.h"
 #include "log.h"
 #include "perf-local.h"
+#include "perf-unwind.h"
 
 #define KERNEL_MAPPING_START UINT64_C(0xffff800000000000)
 #define KERNEL_MAPPING_PATH "[kernel.kallsyms]"
@@ -161,7 +162,8 @@ static uint64_t intern_build_id(PerfIntern *in, pid_t pid, const PerfMap *m) {
         return iid;
 }
 
-static uint64_t intern_mapping(PerfIntern *in, pid_t pid, const PerfMap *m) {
+static uint64_t intern_mapping_with(PerfIntern *in, pid_t pid, const PerfMap *m, const uint8_t *build_id,
+                                    size_t build_id_len, uint64_t load_bias) {
         uint64_t key = perf_hash(0, m, offsetof(PerfMap, path)), iid, path_iid;
         Tracebus__Mapping *mp;
 
@@ -186,9 +188,16 @@ static uint64_t intern_mapping(PerfIntern *in, pid_t pid, const PerfMap *m) {
         mp->end = m->end;
         mp->exact_offset = m->pgoff;
         mp->start_offset = m->start_offset;
-        mp->build_id = intern_build_id(in, pid, m);
+        mp->build_id = build_id_len > 0 ? intern_string(in, &in->build_ids, &in->p_build_ids, build_id, build_id_len)
+                                         : intern_build_id(in, pid, m);
         mp->has_build_id = mp->build_id != 0;
+        mp->load_bias = load_bias;
+        mp->has_load_bias = load_bias != 0;
         return iid;
+}
+
+static uint64_t intern_mapping(PerfIntern *in, pid_t pid, const PerfMap *m) {
+        return intern_mapping_with(in, pid, m, NULL, 0, 0);
 }
 
 static uint64_t intern_frame(PerfIntern *in, uint64_t mapping_iid, uint64_t rel_pc, uint64_t name_iid) {
@@ -229,42 +238,135 @@ static uint64_t kernel_frame(PerfIntern *in, uint64_t ip) {
         return intern_frame(in, mapping, ip - KERNEL_MAPPING_START, name);
 }
 
-/* A user address as a frame of its mapping: rel_pc is the offset into the file, as
- * Perfetto's (for the common ELF whose p_vaddr equals p_offset, load_bias 0). */
-static uint64_t user_frame(PerfIntern *in, PerfScope *scope, PerfProc *p, uint64_t ip) {
-        const PerfMap *m = perf_scope_mapping(scope, p, ip);
+static void unwind_procs_clear(PerfIntern *in) {
+        for (size_t i = 0; i < in->n_unwind_procs; i++)
+                perf_process_free(in->unwind_procs[i]);
+        in->n_unwind_procs = 0;
+        u64map_done(&in->unwind_index);
+}
+
+/* perf-unwind.c's process @pid: made once, kept until it execs (or the table fills:
+ * then all are dropped, which a long system-wide session of short processes needs). */
+static PerfProcess *unwind_process(PerfIntern *in, pid_t pid) {
+        uint64_t index;
+
+        if (!in->unwinder)
+                return NULL;
+        if (u64map_get(&in->unwind_index, (uint64_t) pid, &index))
+                return index ? in->unwind_procs[index - 1] : NULL;
+        if (in->n_unwind_procs >= PERF_MAX_UNWIND_PROCS)
+                unwind_procs_clear(in);
+        if (!in->unwind_procs && !(in->unwind_procs = calloc(PERF_MAX_UNWIND_PROCS, sizeof(PerfProcess *))))
+                return NULL;
+        if (perf_process_new(in->unwinder, pid, &in->unwind_procs[in->n_unwind_procs]) < 0) {
+                (void) u64map_put(&in->unwind_index, (uint64_t) pid, 0);
+                return NULL;
+        }
+        (void) u64map_put(&in->unwind_index, (uint64_t) pid, ++in->n_unwind_procs);
+        return in->unwind_procs[in->n_unwind_procs - 1];
+}
+
+void perf_intern_forget(PerfIntern *in, pid_t pid) {
+        uint64_t index;
+
+        if (u64map_get(&in->unwind_index, (uint64_t) pid, &index) && index > 0) {
+                PerfProcess *pp = in->unwind_procs[index - 1];
+
+                if (perf_process_reload_maps(pp) < 0)
+                        (void) u64map_put(&in->unwind_index, (uint64_t) pid, 0);
+        }
+}
+
+/* A frame named by perf-unwind.c: its mapping (with the build id it read), the ELF's
+ * address as rel_pc, the function. 0 when it has no mapping. */
+static uint64_t named_frame(PerfIntern *in, pid_t pid, const PerfFrame *f) {
+        const PerfMapping *um = f->mapping;
+        PerfMap m = { .start = um->start, .end = um->end, .pgoff = um->pgoff, .start_offset = um->pgoff,
+                      .path = (char *) um->path };
+        uint64_t mapping, name = 0;
+
+        mapping = intern_mapping_with(in, pid, &m, um->build_id, um->build_id_len, um->load_bias);
+        if (mapping == 0)
+                return 0;
+        if (f->function)
+                name = intern_string(in, &in->names, &in->p_names, f->function, strlen(f->function));
+        return intern_frame(in, mapping, f->rel_pc, name);
+}
+
+/* A user address as a frame of its mapping, named by perf-unwind.c when it can; else
+ * rel_pc is the offset into the file (for the common ELF whose p_vaddr equals
+ * p_offset, load_bias 0). */
+static uint64_t user_frame(PerfIntern *in, PerfScope *scope, PerfProc *p, uint64_t ip, bool return_address) {
+        PerfProcess *pp = unwind_process(in, p->pid);
+        const PerfMap *m;
         uint64_t mapping;
+        PerfFrame f;
+
+        if (pp && perf_symbolize(pp, ip, return_address, &f) >= 0 && f.mapping)
+                return named_frame(in, p->pid, &f);
+        m = perf_scope_mapping(scope, p, ip);
 
         if (!m || (mapping = intern_mapping(in, p->pid, m)) == 0)
                 return 0;
         return intern_frame(in, mapping, ip - m->start + m->pgoff, 0);
 }
 
-uint64_t perf_intern_callstack(PerfIntern *in, PerfScope *scope, PerfProc *p, const uint64_t *ips, size_t n) {
+/* UNWIND_DWARF: the user frames from the copied stack (perf-unwind-dwarf.c), leaf
+ * first, into @frames; how many. 0 when there is no copy or it unwinds to nothing. */
+static size_t dwarf_frames(PerfIntern *in, PerfProc *p, const PerfStack *st, uint64_t *frames, size_t max) {
+        PerfFrame unwound[PERF_MAX_FRAMES];
+        PerfProcess *pp;
+        size_t n = 0, n_frames = 0;
+
+        if (!st->regs || !p || !(pp = unwind_process(in, p->pid)))
+                return 0;
+        if (perf_unwind_dwarf(pp, st->regs, st->regs_mask, st->stack, st->stack_len, unwound,
+                              MIN(max, (size_t) PERF_MAX_FRAMES), &n) < 0)
+                return 0;
+        for (size_t i = 0; i < n; i++) {
+                uint64_t f = unwound[i].mapping ? named_frame(in, p->pid, &unwound[i]) : 0;
+
+                if (f != 0)
+                        frames[n_frames++] = f;
+        }
+        return n_frames;
+}
+
+/* The frames of @st, leaf first: the kernel's callchain, whose user part DWARF
+ * unwinding replaces when it found more. */
+static size_t collect_frames(PerfIntern *in, PerfScope *scope, PerfProc *p, const PerfStack *st, uint64_t *frames) {
+        uint64_t context = PERF_CONTEXT_USER, user[PERF_MAX_FRAMES];
+        size_t n_frames = 0, n_user = 0, n_dwarf;
+
+        for (size_t i = 0; i < st->n_ips && n_frames + n_user < PERF_MAX_FRAMES; i++) {
+                uint64_t f;
+
+                if (st->ips[i] >= (uint64_t) PERF_CONTEXT_MAX) {
+                        context = st->ips[i];
+                        continue;
+                }
+                if (context == PERF_CONTEXT_KERNEL && (f = kernel_frame(in, st->ips[i])) != 0)
+                        frames[n_frames++] = f;
+                /* The first user entry is where the sample hit; the others are return addresses. */
+                else if (context == PERF_CONTEXT_USER && p && (f = user_frame(in, scope, p, st->ips[i], n_user > 0)) != 0)
+                        user[n_user++] = f;
+        }
+        n_dwarf = dwarf_frames(in, p, st, frames + n_frames, PERF_MAX_FRAMES - n_frames);
+        if (n_dwarf > n_user)
+                return n_frames + n_dwarf;
+        memcpy(frames + n_frames, user, n_user * sizeof(uint64_t));
+        return n_frames + n_user;
+}
+
+uint64_t perf_intern_callstack(PerfIntern *in, PerfScope *scope, PerfProc *p, const PerfStack *st) {
         uint64_t frames[PERF_MAX_FRAMES], key = 0, iid;
-        uint64_t context = PERF_CONTEXT_USER;
-        size_t n_frames = 0;
+        size_t n_frames;
         Tracebus__Callstack *cs;
 
         if (in->full)
                 return 0;
-        for (size_t i = 0; i < n && n_frames < PERF_MAX_FRAMES; i++) {
-                uint64_t f;
-
-                if (ips[i] >= (uint64_t) PERF_CONTEXT_MAX) {
-                        context = ips[i];
-                        continue;
-                }
-                if (context == PERF_CONTEXT_KERNEL)
-                        f = kernel_frame(in, ips[i]);
-                else if (context == PERF_CONTEXT_USER && p)
-                        f = user_frame(in, scope, p, ips[i]);
-                else
-                        f = 0;
-                /* Root first, as Callstack.frame_ids are. */
-                if (f != 0)
-                        frames[n_frames++] = f;
-        }
+        n_frames = collect_frames(in, scope, p, st, frames);
+        /* Root first, as Callstack.frame_ids are. */
         if (n_frames == 0)
                 return 0;
         for (size_t i = 0; i < n_frames / 2; i++) {
@@ -378,5 +480,8 @@ void perf_intern_done(PerfIntern *in) {
         u64map_done(&in->build_ids);
         if (in->ksyms)
                 ksyms_cache_put(TAKE_PTR(in->ksyms));
+        unwind_procs_clear(in);
+        free(in->unwind_procs);
+        perf_unwinder_free(in->unwinder);
         *in = (PerfIntern) {};
 }

@@ -25,6 +25,7 @@ void u64map_done(U64Map *m);
 uint64_t perf_hash(uint64_t h, const void *data, size_t n);
 
 #define PERF_MAX_FRAMES 256u
+#define PERF_MAX_UNWIND_PROCS 256u
 #define PERF_SEQ_NEEDS_INCREMENTAL_STATE 2u
 
 /* One executable mapping of a process, from /proc/PID/maps. */
@@ -74,6 +75,12 @@ typedef struct PerfIntern {
         U64Map names, mappings, frames, callstacks, paths, build_ids;
         uint64_t next_iid;
         Ksyms *ksyms;                  /* kernel frames only */
+        /* perf-unwind.c's (helper "unwind") per-process ELF caches, which name user
+         * frames: kept across passes (opening the files is the cost), by pid. */
+        struct PerfUnwinder *unwinder;
+        U64Map unwind_index;           /* pid -> index in unwind_procs + 1 */
+        struct PerfProcess **unwind_procs;
+        size_t n_unwind_procs;
         /* New entries for the next InternedData: InternedStrings (names, paths, build
          * ids), Frames, Mappings, Callstacks, their data owned. */
         PerfPending p_names, p_paths, p_build_ids, p_frames, p_mappings, p_callstacks;
@@ -84,7 +91,17 @@ typedef struct PerfIntern {
 
 /* The iid of the callstack of @ips (leaf first, PERF_CONTEXT_* markers included) of
  * process @p; 0 when none could be interned. */
-uint64_t perf_intern_callstack(PerfIntern *in, PerfScope *scope, PerfProc *p, const uint64_t *ips, size_t n);
+typedef struct PerfStack {
+        const uint64_t *ips;           /* the kernel's callchain, leaf first, with PERF_CONTEXT_* markers */
+        size_t n_ips;
+        const uint64_t *regs;          /* UNWIND_DWARF: BP, SP, IP of user mode (NULL: none) */
+        uint64_t regs_mask;
+        const uint8_t *stack;          /* ... and the copy of the user stack from SP */
+        size_t stack_len;
+} PerfStack;
+uint64_t perf_intern_callstack(PerfIntern *in, PerfScope *scope, PerfProc *p, const PerfStack *st);
+/* Drops what perf-unwind.c cached of @pid (it exec'd). */
+void perf_intern_forget(PerfIntern *in, pid_t pid);
 /* Hands the pending InternedData to the recorder (metadata, never overwritten). */
 int perf_intern_flush(PerfIntern *in, Recorder *rec);
 void perf_intern_done(PerfIntern *in);

@@ -17,6 +17,7 @@
 #include "ksyms-cache.h"
 #include "log.h"
 #include "perf-packets.h"
+#include "perf-unwind.h"
 #include "time-util.h"
 
 static int submit(PerfWriter *w, Tracebus__TracePacket *packet, bool meta) {
@@ -39,6 +40,9 @@ int perf_writer_init(PerfWriter *w, Recorder *rec, const SessionConfig *c, uid_t
             !(w->scope.additional = calloc(c->perf_additional_cmdline_count, sizeof(pid_t))))
                 return -ENOMEM;
         w->intern.max_bytes = (size_t) c->perf_max_memory_kb * 1024u;
+        /* Naming user frames (perf-unwind.c): its files count against the same cap. */
+        if (c->perf_user_frames && perf_unwinder_new(c->perf_max_memory_kb, &w->intern.unwinder) < 0)
+                w->intern.unwinder = NULL;
         if (c->perf_kernel_frames && c->perf_manage) {
                 int r = ksyms_cache_get(/* retain= */ false, &w->intern.ksyms);
                 if (r < 0) {
@@ -143,8 +147,8 @@ void perf_writer_sample(PerfWriter *w, const PerfRawSample *s) {
         /* The kernel's PERF_RECORD_MISC_* modes are Profiling.CpuMode's values. */
         ps.cpu_mode = s->misc & PERF_RECORD_MISC_CPUMODE_MASK;
         ps.timebase_count = s->period;
-        if (s->n_ips > 0) {
-                ps.callstack_iid = perf_intern_callstack(&w->intern, &w->scope, p->pid > 0 ? p : NULL, s->ips, s->n_ips);
+        if (s->stack.n_ips > 0 || s->stack.regs) {
+                ps.callstack_iid = perf_intern_callstack(&w->intern, &w->scope, p->pid > 0 ? p : NULL, &s->stack);
                 ps.has_callstack_iid = ps.callstack_iid != 0;
                 if (w->intern.full && !w->warned_memory) {
                         w->warned_memory = true;
@@ -180,6 +184,7 @@ void perf_writer_lost(PerfWriter *w, const PerfRawSample *s, uint64_t lost) {
 void perf_writer_exec(PerfWriter *w, pid_t pid) {
         /* A new program, perhaps setuid: judged again at its next sample. */
         perf_scope_forget(&w->scope, pid);
+        perf_intern_forget(&w->intern, pid);
 }
 
 void perf_writer_end_pass(PerfWriter *w) {

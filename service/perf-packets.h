@@ -8,8 +8,7 @@ typedef struct PerfRawSample {
         uint16_t misc;                 /* PERF_RECORD_MISC_CPUMODE_MASK bits */
         uint32_t pid, tid, cpu;
         uint64_t time, period;
-        const uint64_t *ips;           /* leaf first, with PERF_CONTEXT_* markers */
-        size_t n_ips;
+        PerfStack stack;               /* callchain, and for UNWIND_DWARF the user registers and stack */
 } PerfRawSample;
 
 /* linux.perf's packets on TRACE_SEQUENCE_PERF: the TracePacketDefaults first, then each

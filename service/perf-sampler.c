@@ -8,6 +8,7 @@
  * with its own capabilities and decides itself what the caller may see.
  */
 #include <poll.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,14 @@
 #include "perf-packets.h"
 #include "perf-sampler.h"
 
+/* x86-64's PERF_REG_X86_BP, SP and IP (6, 7, 8): what libdw's unwinder starts from. */
+#define PERF_DWARF_REGS ((UINT64_C(1) << 6) | (UINT64_C(1) << 7) | (UINT64_C(1) << 8))
+#define PERF_DWARF_NREGS 3u
+/* Stack copied per sample: enough for a few dozen frames, 8 KiB of ring per sample. */
+#define PERF_DWARF_STACK_BYTES 8192u
+
 struct PerfSampler {
+        bool dwarf;                    /* samples carry REGS_USER and STACK_USER */
         Recorder *rec;
         const SessionConfig *config;
         int n_cpus;
@@ -63,6 +71,14 @@ static void sampler_attr(const SessionConfig *c, struct perf_event_attr *attr) {
                 .exclude_callchain_kernel = !c->perf_kernel_frames,
                 .exclude_callchain_user = !c->perf_user_frames,
         };
+#if defined(__x86_64__)
+        /* UNWIND_DWARF: the user registers and a copy of the stack, for perf-unwind-dwarf.c. */
+        if (c->perf_callstacks && c->perf_unwind_dwarf) {
+                attr->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+                attr->sample_regs_user = PERF_DWARF_REGS;
+                attr->sample_stack_user = PERF_DWARF_STACK_BYTES;
+        }
+#endif
         if (c->perf_freq)
                 attr->sample_freq = c->perf_interval;
         else
@@ -90,6 +106,47 @@ static int open_cpu(PerfSampler *s, int cpu) {
         return 0;
 }
 
+/* The sample's CALLCHAIN, then for UNWIND_DWARF its REGS_USER (abi, then BP, SP, IP
+ * when abi is not 0) and STACK_USER (size, the bytes, dyn_size: how many are valid). */
+static int parse_stack(PerfSampler *s, const uint8_t *p, const uint8_t *end, PerfStack *st) {
+        uint64_t nr, abi, size, dyn;
+
+        if (end - p < 8)
+                return -EBADMSG;
+        memcpy(&nr, p, 8);
+        p += 8;
+        if (nr > (uint64_t) (end - p) / 8)
+                return -EBADMSG;
+        st->ips = (const uint64_t *) p;
+        st->n_ips = nr;
+        p += nr * 8;
+        if (!s->dwarf)
+                return 0;
+        if (end - p < 8)
+                return -EBADMSG;
+        memcpy(&abi, p, 8);
+        p += 8;
+        if (abi != 0) {
+                if (end - p < (ptrdiff_t) (PERF_DWARF_NREGS * 8))
+                        return -EBADMSG;
+                st->regs = (const uint64_t *) p;
+                st->regs_mask = PERF_DWARF_REGS;
+                p += PERF_DWARF_NREGS * 8;
+        }
+        if (end - p < 8)
+                return -EBADMSG;
+        memcpy(&size, p, 8);
+        p += 8;
+        if (size == 0 || size > (uint64_t) (end - p) || (uint64_t) (end - p) - size < 8) {
+                st->regs = NULL;   /* no stack: nothing to unwind */
+                return 0;
+        }
+        memcpy(&dyn, p + size, 8);
+        st->stack = p;
+        st->stack_len = MIN(dyn, size);
+        return 0;
+}
+
 /* One record of the ring, copied out whole when it wraps around the end. */
 static void handle_record(PerfSampler *s, const struct perf_event_header *h) {
         const uint8_t *p = (const uint8_t *) (h + 1), *end = (const uint8_t *) h + h->size;
@@ -104,16 +161,8 @@ static void handle_record(PerfSampler *s, const struct perf_event_header *h) {
                 memcpy(&sample.cpu, p + 16, 4);
                 memcpy(&sample.period, p + 24, 8);
                 p += 32;
-                if (s->config->perf_callstacks && end - p >= 8) {
-                        uint64_t nr;
-
-                        memcpy(&nr, p, 8);
-                        p += 8;
-                        if (nr > (uint64_t) (end - p) / 8)
-                                return;
-                        sample.ips = (const uint64_t *) p;
-                        sample.n_ips = nr;
-                }
+                if (s->config->perf_callstacks && parse_stack(s, p, end, &sample.stack) < 0)
+                        return;
                 perf_writer_sample(&s->writer, &sample);
                 break;
         case PERF_RECORD_LOST: {
@@ -246,6 +295,9 @@ int perf_sampler_start(Recorder *rec, const SessionConfig *config, uid_t owner_u
                 return -ENOMEM;
         *s = (PerfSampler) { .rec = rec, .config = config, .stop_fd = -EBADF, .page_size = (size_t) getpagesize() };
         s->ring_bytes = s->page_size * config->perf_ring_pages;
+#if defined(__x86_64__)
+        s->dwarf = config->perf_callstacks && config->perf_unwind_dwarf;
+#endif
         r = perf_writer_init(&s->writer, rec, config, owner_uid);
         if (r >= 0)
                 r = open_events(s);

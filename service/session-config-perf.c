@@ -289,10 +289,11 @@ static int load_frames(const Tracebus__PerfEventConfig *pc, SessionConfig *c) {
         c->perf_unwind_dwarf = c->perf_user_frames && (!cs || !cs->has_user_frames ||
                 cs->user_frames == TRACEBUS__PERF_EVENT_CONFIG__UNWIND_MODE__UNWIND_DWARF ||
                 cs->user_frames == TRACEBUS__PERF_EVENT_CONFIG__UNWIND_MODE__UNWIND_UNKNOWN);
+#if !defined(__x86_64__)
         if (c->perf_unwind_dwarf)
-                return session_config_warn(c, PERF_SOURCE ": user_frames UNWIND_DWARF: user frames come from the "
-                                           "kernel's frame-pointer callchain (code built without frame pointers "
-                                           "shows its leaf frame only)");
+                return session_config_warn(c, PERF_SOURCE ": user_frames UNWIND_DWARF is x86-64 only here: user "
+                                           "frames come from the kernel's frame-pointer callchain");
+#endif
         return 0;
 }
 

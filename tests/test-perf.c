@@ -29,8 +29,8 @@
 static const char *const chain[CHAIN_LEN] = { "main", "tb_fa", "tb_fb", "tb_fc", "tb_spin" };
 
 /* perf-target-fp as @user for @seconds; its pid once it spins. */
-static pid_t spawn_target(const char *user, const char *seconds) {
-        g_autofree char *exe = g_build_filename(tb_bus()->build_dir, "tests", "perf-target-fp", NULL);
+static pid_t spawn_target_exe(const char *user, const char *name, const char *seconds) {
+        g_autofree char *exe = g_build_filename(tb_bus()->build_dir, "tests", name, NULL);
         struct passwd *pw = getpwnam(user);
         char line[64] = "";
         int fds[2];
@@ -54,6 +54,10 @@ static pid_t spawn_target(const char *user, const char *seconds) {
         close(fds[0]);
         g_assert_true(g_str_has_prefix(line, "ready "));
         return pid;
+}
+
+static pid_t spawn_target(const char *user, const char *seconds) {
+        return spawn_target_exe(user, "perf-target-fp", seconds);
 }
 
 static void stop_target(pid_t pid) {
@@ -177,8 +181,14 @@ static GPtrArray *frame_names(const Perf *p, const Tracebus__PerfSample *ps, GAr
                 n = g_hash_table_lookup(p->names, GSIZE_TO_POINTER(f->function_name_id));
                 if (g_str_equal(path, "[kernel.kallsyms]"))
                         g_ptr_array_add(names, g_strdup_printf("k:%s", n ?: "?"));
-                else if (g_str_equal(path, exe))
-                        g_ptr_array_add(names, g_strdup(symbolize(syms, f->rel_pc) ?: "?"));
+                else if (g_str_equal(path, exe)) {
+                        /* The service names the frame (perf-unwind.c): as nm does at its rel_pc. */
+                        const char *by_nm = symbolize(syms, f->rel_pc);
+
+                        expect(n && g_strcmp0(n, by_nm) == 0, "frame at rel_pc 0x%" G_GINT64_MODIFIER "x named %s, "
+                               "nm says %s", f->rel_pc, n, by_nm);
+                        g_ptr_array_add(names, g_strdup(n ?: "?"));
+                }
                 else
                         g_ptr_array_add(names, g_strdup("?"));
         }
@@ -198,14 +208,18 @@ static bool has_chain(GPtrArray *names) {
         return false;
 }
 
-static char *perf_config(const char *scope, bool kernel_frames, guint hz) {
+static char *perf_config_unwind(const char *scope, bool kernel_frames, guint hz, const char *unwind) {
         return g_strdup_printf("duration_ms: 60000\n"
                                "buffers { size_kb: 16384 }\n"
                                "data_sources { config { name: \"linux.perf\" perf_event_config {\n"
                                "  timebase { frequency: %u counter: SW_CPU_CLOCK timestamp_clock: PERF_CLOCK_BOOTTIME }\n"
-                               "  callstack_sampling { %s kernel_frames: %s user_frames: UNWIND_FRAME_POINTER }\n"
-                               "  ring_buffer_pages: 64 ring_buffer_read_period_ms: 50\n"
-                               "} } }\n", hz, scope, kernel_frames ? "true" : "false");
+                               "  callstack_sampling { %s kernel_frames: %s user_frames: %s }\n"
+                               "  ring_buffer_pages: 256 ring_buffer_read_period_ms: 50\n"
+                               "} } }\n", hz, scope, kernel_frames ? "true" : "false", unwind);
+}
+
+static char *perf_config(const char *scope, bool kernel_frames, guint hz) {
+        return perf_config_unwind(scope, kernel_frames, hz, "UNWIND_FRAME_POINTER");
 }
 
 static void record(Rec *r, Trace *t, Perf *p, guint ms) {
@@ -229,21 +243,24 @@ static void check_protoc(const char *path) {
                 expect(strstr(text, *w), "protoc's decoding of %s has no \"%s\"", path, *w);
 }
 
-/* tbuser profiles its own perf-target: every sample is of it, in user mode, and nearly
- * every callstack holds the chain in order; kernel frames were asked for and dropped. */
-static void test_perf_own_process(void) {
-        g_autofree char *exe = g_build_filename(tb_bus()->build_dir, "tests", "perf-target-fp", NULL);
+/* tbuser profiles its own perf-target (@name, by pid or by cmdline, unwound by
+ * @unwind): every sample is of it, in user mode, and nearly every callstack holds the
+ * chain in order, named by the service as nm names it; kernel frames were asked for
+ * and dropped. */
+static void profile_chain(const char *name, const char *unwind, bool by_cmdline) {
+        g_autofree char *exe = g_build_filename(tb_bus()->build_dir, "tests", name, NULL);
         g_autoptr(GArray) syms = read_symbols(exe);
-        pid_t mine = spawn_target("tbuser", "30"), other = spawn_target("tbother", "30");
-        g_autofree char *scope = g_strdup_printf("scope { target_pid: %d }", (int) mine);
-        g_autofree char *cfg = perf_config(scope, true, 1000), *warnings = NULL;
+        pid_t mine = spawn_target_exe("tbuser", name, "30"), other = spawn_target_exe("tbother", name, "30");
+        g_autofree char *scope = by_cmdline ? g_strdup_printf("scope { target_cmdline: \"%s\" }", name)
+                                            : g_strdup_printf("scope { target_pid: %d }", (int) mine);
+        g_autofree char *cfg = perf_config_unwind(scope, true, 1000, unwind), *warnings = NULL;
         g_auto(Trace) t = { 0 };
         g_auto(Rec) r = { 0 };
         Perf p = { 0 };
         guint full = 0, build_ids = 0;
         guint64 t0;
 
-        rec_start(&r, "tbuser", "perf-own.pftrace", cfg);
+        rec_start(&r, "tbuser", by_cmdline ? "perf-own-cmdline.pftrace" : "perf-own.pftrace", cfg);
         t0 = boottime();
         warnings = rec_get(&r, "Warnings");
         expect(warnings && strstr(warnings, "kernel_frames need org.tracebus.manage"),
@@ -290,14 +307,28 @@ static void test_perf_own_process(void) {
         while (g_hash_table_iter_next(&it, NULL, &v))
                 build_ids += ((Tracebus__Mapping *) v)->has_build_id &&
                              g_strcmp0(mapping_path(&p, ((Tracebus__Mapping *) v)->iid), exe) == 0;
-        note("%u of %u callstacks hold main > tb_fa > tb_fb > tb_fc > tb_spin\n", full, p.samples->len);
+        note("%s, %s: %u of %u callstacks hold main > tb_fa > tb_fb > tb_fc > tb_spin\n", name, unwind, full,
+             p.samples->len);
         expect(full * 10 >= p.samples->len * 9, "only %u of %u samples show the whole chain in order", full, p.samples->len);
         expect(build_ids > 0, "perf-target's mapping has no build_id");
 
         check_protoc(r.out);
         perf_clear(&p);
+}
+
+static void test_perf_own_process(void) {
+        profile_chain("perf-target-fp", "UNWIND_FRAME_POINTER", false);
         verdict();
 }
+
+/* Without frame pointers, by its cmdline: the chain comes from DWARF unwinding of the
+ * copied stack (perf-unwind-dwarf.c). */
+static void test_perf_dwarf(void) {
+        profile_chain("perf-target-nofp", "UNWIND_DWARF", true);
+        verdict();
+}
+
+
 
 static guint count_pid(const Perf *p, pid_t pid) {
         guint n = 0;
@@ -384,13 +415,92 @@ static void test_perf_scope(void) {
         verdict();
 }
 
+/* max_daemon_memory_kb: past it, samples go on without callstacks, with a warning. */
+static void test_perf_memory_cap(void) {
+        pid_t mine = spawn_target("tbuser", "30");
+        g_autofree char *cfg = g_strdup_printf("duration_ms: 60000\n"
+                                               "data_sources { config { name: \"linux.perf\" perf_event_config {\n"
+                                               "  timebase { frequency: 1000 counter: SW_CPU_CLOCK }\n"
+                                               "  callstack_sampling { scope { target_pid: %d } user_frames: UNWIND_DWARF }\n"
+                                               "  max_daemon_memory_kb: 1\n"
+                                               "} } }\n", (int) mine);
+        g_autofree char *warnings = NULL;
+        g_auto(Trace) t = { 0 };
+        g_auto(Rec) r = { 0 };
+        Perf p = { 0 };
+        guint with_stack = 0;
+
+        rec_start(&r, "tbuser", "perf-memory-cap.pftrace", cfg);
+        g_usleep(1500 * 1000);
+        warnings = rec_get(&r, "Warnings");
+        record(&r, &t, &p, 0);
+        stop_target(mine);
+        for (guint i = 0; i < p.samples->len; i++)
+                with_stack += ((const Tracebus__TracePacket *) g_ptr_array_index(p.samples, i))->perf_sample->has_callstack_iid;
+        note("memory cap: %u samples, %u with a callstack\n", p.samples->len, with_stack);
+        expect(warnings && strstr(warnings, "max_daemon_memory_kb"), "no warning of the memory cap: %s", warnings);
+        expect(p.samples->len > 0 && with_stack == 0, "%u of %u samples have callstacks past the cap", with_stack,
+               p.samples->len);
+        perf_clear(&p);
+        verdict();
+}
+
+/* The shape of Perfetto's CPU-profiling docs config: linux.perf by cmdline with kernel
+ * frames and a monotonic timestamp_clock, beside linux.process_stats and linux.ftrace,
+ * one DISCARD buffer; as root. */
+static void test_perf_docs_config(void) {
+        g_autofree char *exe = g_build_filename(tb_bus()->build_dir, "tests", "perf-target-fp", NULL);
+        g_autoptr(GArray) syms = read_symbols(exe);
+        pid_t target = spawn_target("tbuser", "30");
+        const char *cfg = "buffers { size_kb: 65536 fill_policy: DISCARD }\n"
+                "data_sources { config { name: \"linux.perf\" perf_event_config {\n"
+                "  timebase { counter: SW_CPU_CLOCK frequency: 100 timestamp_clock: PERF_CLOCK_MONOTONIC }\n"
+                "  callstack_sampling { scope { target_cmdline: \"perf-target-fp\" } kernel_frames: true }\n"
+                "} } }\n"
+                "data_sources { config { name: \"linux.process_stats\" process_stats_config { "
+                "scan_all_processes_on_start: true } } }\n"
+                "data_sources { config { name: \"linux.ftrace\" ftrace_config { ftrace_events: \"sched/sched_switch\" } } }\n"
+                "duration_ms: 60000\n";
+        g_autofree char *warnings = NULL;
+        g_auto(Trace) t = { 0 };
+        g_auto(Rec) r = { 0 };
+        Perf p = { 0 };
+        guint full = 0;
+
+        rec_start(&r, "root", "perf-docs.pftrace", cfg);
+        warnings = rec_get(&r, "Warnings");
+        record(&r, &t, &p, 2000);
+        stop_target(target);
+        for (guint i = 0; i < p.samples->len; i++) {
+                const Tracebus__PerfSample *ps = ((const Tracebus__TracePacket *) g_ptr_array_index(p.samples, i))->perf_sample;
+                g_autoptr(GPtrArray) names = frame_names(&p, ps, syms, exe);
+
+                expect(ps->pid == (guint) target, "a sample of pid %u outside target_cmdline", ps->pid);
+                full += has_chain(names);
+        }
+        note("docs config: %u samples, %u with the chain, %" G_GUINT64_FORMAT " ftrace events\n", p.samples->len, full,
+             n_events(&t));
+        expect(p.samples->len >= 20 && full * 10 >= p.samples->len * 9, "%u of %u samples with the chain", full,
+               p.samples->len);
+        expect(n_events(&t) > 0, "no ftrace events beside the samples");
+        expect(warnings && strstr(warnings, "timestamp_clock"), "no warning of PERF_CLOCK_MONOTONIC: %s", warnings);
+        perf_clear(&p);
+        verdict();
+}
+
 RECORDER_WRAP(test_perf_own_process)
+RECORDER_WRAP(test_perf_docs_config)
+RECORDER_WRAP(test_perf_memory_cap)
 RECORDER_WRAP(test_perf_scope)
+RECORDER_WRAP(test_perf_dwarf)
 
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         tb_require_system_bus_environment();
         RECORDER_CASE("perf-own-process", test_perf_own_process);
         RECORDER_CASE("perf-scope", test_perf_scope);
+        RECORDER_CASE("perf-dwarf", test_perf_dwarf);
+        RECORDER_CASE("perf-memory-cap", test_perf_memory_cap);
+        RECORDER_CASE("perf-docs-config", test_perf_docs_config);
         return tb_test_run(TB_START_SERVICE);
 }
