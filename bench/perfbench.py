@@ -143,16 +143,22 @@ class ProfileBench:
 
     def config(self, hz, mode):
         frames = 'UNWIND_FRAME_POINTER' if mode == 'fp' else 'UNWIND_DWARF'
+        # The rings `tracebus --profile` asks for (client/cli/cli-profile.c): a 50 ms read
+        # period's DWARF samples twice over, 128 to 1024 pages.
+        pages = 128
+        while pages < hz * 50 // 1000 * 8704 * 2 // 4096 and pages < 1024:
+            pages *= 2
         path = os.path.join(self.tmp, 'profile-%s-%d.pbtxt' % (mode, hz))
         with open(path, 'w') as f:
             f.write('duration_ms: 0\nwrite_into_file: true\nfile_write_period_ms: 1000\n'
                     'buffers { size_kb: 65536 }\n'
                     'data_sources { config { name: "linux.perf" perf_event_config {\n'
                     '  timebase { counter: SW_CPU_CLOCK frequency: %d }\n'
+                    '  ring_buffer_pages: %d ring_buffer_read_period_ms: 50\n'
                     '  callstack_sampling { scope { target_cmdline: "%s" } kernel_frames: false user_frames: %s }\n'
                     '} } }\n'
                     'data_sources { config { name: "linux.process_stats" '
-                    'process_stats_config { scan_all_processes_on_start: true } } }\n' % (hz, WORKLOAD, frames))
+                    'process_stats_config { scan_all_processes_on_start: true } } }\n' % (hz, pages, WORKLOAD, frames))
         return path
 
     def tracebus(self, hz, mode):

@@ -65,6 +65,9 @@ static void test_defaults(void) {
         g_assert_cmpint(pe->timebase->counter, ==, TRACEBUS__PERF_EVENTS__COUNTER__SW_CPU_CLOCK);
         g_assert_cmpint(pe->timebase->interval_case, ==, TRACEBUS__PERF_EVENTS__TIMEBASE__INTERVAL_FREQUENCY);
         g_assert_cmpuint(pe->timebase->frequency, ==, 100);
+        /* 100 Hz of DWARF samples fit Perfetto's default rings, read every 50 ms. */
+        g_assert_cmpuint(pe->ring_buffer_pages, ==, 128);
+        g_assert_cmpuint(pe->ring_buffer_read_period_ms, ==, 50);
         g_assert_nonnull(pe->callstack_sampling);
         /* No scope: the kernel's frames are asked for too (kept with org.tracebus.manage). */
         g_assert_null(pe->callstack_sampling->scope);
@@ -88,6 +91,8 @@ static void test_scope(void) {
         g_assert_cmpint(PARSE(&c, "--profile=4000", "-t", "3s", "--pid", "42", "--cmdline", "my \"app\"",
                               "--pid", "7", "sched/sched_switch", "-o", "/dev/null"), ==, 0);
         g_assert_cmpuint(perf_config(&c)->timebase->frequency, ==, 4000);
+        /* 4 kHz: 200 samples of 8.5 KiB a read, twice over: the service's cap of 1024 pages. */
+        g_assert_cmpuint(perf_config(&c)->ring_buffer_pages, ==, 1024);
         s = perf_config(&c)->callstack_sampling->scope;
         g_assert_nonnull(s);
         g_assert_cmpuint(s->n_target_pid, ==, 2);
@@ -157,6 +162,9 @@ static void test_service_loads(void) {
         g_assert_false(sc.perf_kernel_frames);
         g_assert_true(sc.perf_freq);
         g_assert_cmpuint(sc.perf_interval, ==, 250);
+        /* 250 Hz: 12 samples a read, twice over, 51 pages: Perfetto's 128 kept, as given. */
+        g_assert_cmpuint(sc.perf_ring_pages, ==, 128);
+        g_assert_cmpuint(sc.perf_read_period_ms, ==, 50);
         g_assert_cmpuint(sc.perf_n_target_pids, ==, 0);
         g_assert_nonnull(sc.perf_target_cmdlines);
         g_assert_cmpstr(sc.perf_target_cmdlines[0], ==, "bash");

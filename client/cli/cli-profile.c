@@ -11,6 +11,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "strv.h"
@@ -91,6 +92,20 @@ static void append_scope(FILE *f, const Args *a) {
         fputs(" }\n", f);
 }
 
+/* DWARF unwinding copies 8 KiB of stack a sample (plus its registers and header): the
+ * rings must hold a read period's samples twice over, or the kernel drops records. In
+ * powers of two from Perfetto's default of 128 pages up to the service's cap. */
+static uint32_t ring_pages(uint32_t hz) {
+        long page = sysconf(_SC_PAGESIZE);
+        uint64_t need = (uint64_t) hz * CLI_PROFILE_READ_PERIOD_MS / 1000u * CLI_PROFILE_SAMPLE_BYTES * 2u /
+                        (uint64_t) (page > 0 ? page : 4096);
+        uint32_t pages = CLI_PROFILE_MIN_RING_PAGES;
+
+        while (pages < need && pages < CLI_PROFILE_MAX_RING_PAGES)
+                pages *= 2;
+        return pages;
+}
+
 void cli_profile_append_sources(FILE *f, const Args *a) {
         /* Without a scope, where the time goes includes the kernel: its frames are asked
          * for, and kept when the caller may manage (else dropped with a warning). */
@@ -98,6 +113,8 @@ void cli_profile_append_sources(FILE *f, const Args *a) {
 
         fputs("data_sources { config { name: \"linux.perf\" target_buffer: 0 perf_event_config {\n", f);
         fprintf(f, "  timebase { counter: SW_CPU_CLOCK frequency: %" PRIu32 " }\n", a->profile_hz);
+        fprintf(f, "  ring_buffer_pages: %" PRIu32 " ring_buffer_read_period_ms: %u\n", ring_pages(a->profile_hz),
+                CLI_PROFILE_READ_PERIOD_MS);
         fputs("  callstack_sampling {\n", f);
         append_scope(f, a);
         /* DWARF: Debian's packages are built without frame pointers. */
