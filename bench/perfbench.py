@@ -144,9 +144,9 @@ class ProfileBench:
     def config(self, hz, mode):
         frames = 'UNWIND_FRAME_POINTER' if mode == 'fp' else 'UNWIND_DWARF'
         # The rings `tracebus --profile` asks for (client/cli/cli-profile.c): a 50 ms read
-        # period's DWARF samples twice over, 128 to 1024 pages.
+        # period's DWARF samples four times over, 128 to 1024 pages.
         pages = 128
-        while pages < hz * 50 // 1000 * 8704 * 2 // 4096 and pages < 1024:
+        while pages < hz * 50 // 1000 * 8704 * 4 // 4096 and pages < 1024:
             pages *= 2
         path = os.path.join(self.tmp, 'profile-%s-%d.pbtxt' % (mode, hz))
         with open(path, 'w') as f:

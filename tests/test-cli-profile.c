@@ -91,7 +91,7 @@ static void test_scope(void) {
         g_assert_cmpint(PARSE(&c, "--profile=4000", "-t", "3s", "--pid", "42", "--cmdline", "my \"app\"",
                               "--pid", "7", "sched/sched_switch", "-o", "/dev/null"), ==, 0);
         g_assert_cmpuint(perf_config(&c)->timebase->frequency, ==, 4000);
-        /* 4 kHz: 200 samples of 8.5 KiB a read, twice over: the service's cap of 1024 pages. */
+        /* 4 kHz: 200 samples of 8.5 KiB a read, four times over: the service's cap of 1024 pages. */
         g_assert_cmpuint(perf_config(&c)->ring_buffer_pages, ==, 1024);
         s = perf_config(&c)->callstack_sampling->scope;
         g_assert_nonnull(s);
@@ -105,6 +105,15 @@ static void test_scope(void) {
         g_assert_cmpuint(c.parsed->duration_ms, ==, 3000);
         /* Events with a profile: the scheduling-blockages shape, ftrace beside perf. */
         g_assert_nonnull(source(c.parsed, "linux.ftrace"));
+}
+
+/* 1 kHz: 50 DWARF samples a read, four times over: 425 pages, so 512. */
+static void test_rings(void) {
+        _cleanup_(cli_config_done) CliConfig c = {};
+
+        g_assert_cmpint(PARSE(&c, "--profile=1000", "-o", "/dev/null"), ==, 0);
+        g_assert_cmpuint(perf_config(&c)->ring_buffer_pages, ==, 512);
+        g_assert_cmpuint(perf_config(&c)->ring_buffer_read_period_ms, ==, 50);
 }
 
 static void test_refused(void) {
@@ -162,7 +171,7 @@ static void test_service_loads(void) {
         g_assert_false(sc.perf_kernel_frames);
         g_assert_true(sc.perf_freq);
         g_assert_cmpuint(sc.perf_interval, ==, 250);
-        /* 250 Hz: 12 samples a read, twice over, 51 pages: Perfetto's 128 kept, as given. */
+        /* 250 Hz: 12 samples a read, four times over, 102 pages: Perfetto's 128 kept. */
         g_assert_cmpuint(sc.perf_ring_pages, ==, 128);
         g_assert_cmpuint(sc.perf_read_period_ms, ==, 50);
         g_assert_cmpuint(sc.perf_n_target_pids, ==, 0);
@@ -178,6 +187,7 @@ int main(int argc, char *argv[]) {
         make_tracefs();
         g_test_add_func("/cli-profile/defaults", test_defaults);
         g_test_add_func("/cli-profile/scope", test_scope);
+        g_test_add_func("/cli-profile/rings", test_rings);
         g_test_add_func("/cli-profile/refused", test_refused);
         g_test_add_func("/cli-profile/service-loads", test_service_loads);
         r = g_test_run();

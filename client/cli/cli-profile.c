@@ -93,11 +93,12 @@ static void append_scope(FILE *f, const Args *a) {
 }
 
 /* DWARF unwinding copies 8 KiB of stack a sample (plus its registers and header): the
- * rings must hold a read period's samples twice over, or the kernel drops records. In
+ * rings must hold a read period's samples four times over (a process's first samples wait
+ * while its files are opened and their unwind tables read), or the kernel drops records. In
  * powers of two from Perfetto's default of 128 pages up to the service's cap. */
 static uint32_t ring_pages(uint32_t hz) {
         long page = sysconf(_SC_PAGESIZE);
-        uint64_t need = (uint64_t) hz * CLI_PROFILE_READ_PERIOD_MS / 1000u * CLI_PROFILE_SAMPLE_BYTES * 2u /
+        uint64_t need = (uint64_t) hz * CLI_PROFILE_READ_PERIOD_MS / 1000u * CLI_PROFILE_SAMPLE_BYTES * 4u /
                         (uint64_t) (page > 0 ? page : 4096);
         uint32_t pages = CLI_PROFILE_MIN_RING_PAGES;
 

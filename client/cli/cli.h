@@ -204,7 +204,7 @@ void cli_print_session_extras_json(const SessionInfo *i);
 /* Perfetto's CPU-profiling docs sample at 100 Hz. */
 #define CLI_PROFILE_DEFAULT_HZ 100u
 /* The rings, sized for DWARF's stack copies (cli-profile.c): read every 50 ms, a sample
- * taken as 8.5 KiB, 128 to 1024 pages a CPU (the service's cap). */
+ * taken as 8.5 KiB, four reads' worth, 128 to 1024 pages a CPU (the service's cap). */
 #define CLI_PROFILE_READ_PERIOD_MS 50u
 #define CLI_PROFILE_SAMPLE_BYTES 8704u
 #define CLI_PROFILE_MIN_RING_PAGES 128u
