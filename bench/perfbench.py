@@ -213,6 +213,7 @@ class ProfileBench:
                 runs.sort(key=lambda r: r[key]['cpu_ratio'])
                 row = dict(runs[len(runs) // 2])
                 row['ratios'] = {k: [r[k]['cpu_ratio'] for r in runs] for k in ('perf', 'tracebus')}
+                row['lost_each'] = {k: [r[k]['lost'] for r in runs] for k in ('perf', 'tracebus')}
                 rows.append(row)
         return {'threads': self.threads, 'work': self.work, 'rows': rows, 'unwind': self.unwind_cost()}
 
@@ -239,6 +240,10 @@ def print_profile(p):
     print('(workload CPU ratios of each pair: %s)' % '; '.join(
         '%d Hz %s: perf %s, tracebus %s' % (r['hz'], r['mode'], ', '.join('%.3f' % v for v in r['ratios']['perf']),
                                             ', '.join('%.3f' % v for v in r['ratios']['tracebus']))
+        for r in p['rows']))
+    print('(lost in each pair: %s)' % '; '.join(
+        '%d Hz %s: perf %s, tracebus %s' % (r['hz'], r['mode'], ', '.join(str(v) for v in r['lost_each']['perf']),
+                                            ', '.join(str(v) for v in r['lost_each']['tracebus']))
         for r in p['rows']))
     u = p.get('unwind')
     if u:
