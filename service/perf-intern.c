@@ -304,6 +304,12 @@ static uint64_t user_frame(PerfIntern *in, PerfScope *scope, PerfProc *p, uint64
 
         if (pp && perf_symbolize(pp, ip, return_address, &f) >= 0 && f.mapping)
                 return named_frame(in, p->pid, &f);
+        /* A pc outside the maps read: mapped since (dlopen, JIT). Read again, once a pass. */
+        if (pp && !p->unwind_reloaded) {
+                p->unwind_reloaded = true;
+                if (perf_process_reload_maps(pp) >= 0 && perf_symbolize(pp, ip, return_address, &f) >= 0 && f.mapping)
+                        return named_frame(in, p->pid, &f);
+        }
         m = perf_scope_mapping(scope, p, ip);
 
         if (!m || (mapping = intern_mapping(in, p->pid, m)) == 0)

@@ -39,6 +39,7 @@ typedef struct PerfProc {
         pid_t pid;
         bool in_scope;
         bool maps_read;
+        bool unwind_reloaded;          /* perf-unwind.c's maps read again this pass (a pc outside them) */
         PerfMap *maps;
         size_t n_maps;
 } PerfProc;

@@ -187,7 +187,26 @@ void perf_writer_exec(PerfWriter *w, pid_t pid) {
         perf_intern_forget(&w->intern, pid);
 }
 
+/* What perf-unwind.c left out since the last pass, told once each. */
+static void warn_unwinder(PerfWriter *w) {
+        PerfUnwinder *u = w->intern.unwinder;
+
+        if (!u)
+                return;
+        if (perf_unwinder_take_memory_exceeded(u) && !w->warned_memory) {
+                w->warned_memory = true;
+                (void) recorder_warn(w->rec, "linux.perf: max_daemon_memory_kb (%u KiB) reached: some user frames "
+                                     "are not named or unwound", w->config->perf_max_memory_kb);
+        }
+        if (perf_unwinder_take_files_denied(u) && !w->warned_files) {
+                w->warned_files = true;
+                (void) recorder_warn(w->rec, "linux.perf: the kernel refused the service some processes' files "
+                                     "(no CAP_SYS_PTRACE): their frames have no names");
+        }
+}
+
 void perf_writer_end_pass(PerfWriter *w) {
+        warn_unwinder(w);
         flush_queue(w);
         perf_scope_new_pass(&w->scope);
 }

@@ -22,7 +22,7 @@ typedef struct PerfWriter {
         uint8_t *queued;               /* framed as [u32 length][packet], this pass's samples */
         size_t queued_len, queued_allocated;
         uint64_t samples, skipped, dropped, lost;
-        bool warned_memory, warned_queue;
+        bool warned_memory, warned_files;
 } PerfWriter;
 
 int perf_writer_init(PerfWriter *w, Recorder *rec, const SessionConfig *config, uid_t owner_uid);

@@ -13,6 +13,7 @@ struct PerfUnwinder {
         uint64_t max_bytes;             /* 0: no cap */
         uint64_t used_bytes;            /* file bytes held by all processes */
         bool exceeded;                  /* a file was left out since the last take */
+        bool denied;                    /* a file was refused by the kernel since then */
         char *debug_path;               /* dwfl's debuginfo_path: ":.debug:" + the dirs */
         Dwfl_Callbacks callbacks;       /* points at debug_path; shared by every Dwfl */
         uint8_t *vdso;                  /* a copy of the service's vDSO: the kernel's, */
@@ -48,6 +49,8 @@ typedef struct PerfModule {
         PerfProcess *process;
         size_t first, n;                /* in PerfProcess.maps */
         uint64_t inode;
+        Dwfl_Module *mod;
+        uint64_t bytes;                 /* its files' share of PerfProcess.bytes */
         bool described;                 /* build id and load bias copied to the mappings */
 } PerfModule;
 
@@ -84,6 +87,10 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(PerfProcess *, perf_process_free);
 static inline bool streq(const char *a, const char *b) {
         return strcmp(a, b) == 0;
 }
+
+/* Accounts @size bytes about to be held; false (and flagged) over the cap. */
+bool perf_process_charge(PerfProcess *p, uint64_t size);
+void perf_process_uncharge(PerfProcess *p, uint64_t size);
 
 /* Fills @f for @pc, looked up as @lookup (pc - 1 for a return address). */
 void perf_process_name_frame(PerfProcess *p, uint64_t pc, uint64_t lookup, PerfFrame *f);

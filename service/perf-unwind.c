@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The per-process cache of perf-unwind.h: maps, Dwfl modules, ELF files and symbols. */
+/* The per-process cache of perf-unwind.h: maps, Dwfl modules, ELF and debug files. */
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -100,8 +100,13 @@ bool perf_unwinder_take_memory_exceeded(PerfUnwinder *u) {
         return r;
 }
 
-/* Accounts @size bytes of a file about to be held; false (and flagged) over the cap. */
-static bool charge(PerfProcess *p, uint64_t size) {
+bool perf_unwinder_take_files_denied(PerfUnwinder *u) {
+        bool r = u->denied;
+        u->denied = false;
+        return r;
+}
+
+bool perf_process_charge(PerfProcess *p, uint64_t size) {
         PerfUnwinder *u = p->unwinder;
 
         if (u->max_bytes > 0 && u->used_bytes + size > u->max_bytes) {
@@ -113,18 +118,23 @@ static bool charge(PerfProcess *p, uint64_t size) {
         return true;
 }
 
-static void uncharge(PerfProcess *p, uint64_t size) {
+void perf_process_uncharge(PerfProcess *p, uint64_t size) {
         p->unwinder->used_bytes -= size;
         p->bytes -= size;
 }
 
-/* Drops what was read of the process and gives its bytes back to the cap. */
-static void drop_caches(PerfProcess *p) {
+/* The caches of names point into the maps and the modules: dropped with them. */
+static void flush_names(PerfProcess *p) {
         p->names = mfree(p->names);
         for (size_t i = 0; i < p->cap_copies; i++)
                 free(p->copies[i].copy);
         p->copies = mfree(p->copies);
         p->n_copies = p->cap_copies = 0;
+}
+
+/* Drops what was read of the process and gives its bytes back to the cap. */
+static void drop_caches(PerfProcess *p) {
+        flush_names(p);
         if (p->dwfl)
                 dwfl_end(p->dwfl);
         p->dwfl = NULL;
@@ -207,7 +217,7 @@ static int report_modules(PerfProcess *p) {
                 if (!mod)
                         continue;       /* overlaps another: its frames go unnamed */
                 p->modules[n] = (PerfModule) {
-                        .process = p, .first = i, .n = j - i, .inode = p->info[i].inode,
+                        .process = p, .first = i, .n = j - i, .inode = p->info[i].inode, .mod = mod,
                 };
                 void **userdata;
                 dwfl_module_info(mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
@@ -217,18 +227,24 @@ static int report_modules(PerfProcess *p) {
         return dwfl_report_end(p->dwfl, NULL, NULL) == 0 ? 0 : -EIO;
 }
 
-int perf_process_reload_maps(PerfProcess *p) {
+/* dwfl kept the modules reported again with the same file and range, their ELF files
+ * loaded: their bytes stay charged (without a cap check: they are held already). */
+static void carry_modules(PerfProcess *p, const PerfModule *old, size_t n_old) {
+        for (size_t i = 0; i < p->n_modules; i++)
+                for (size_t k = 0; k < n_old; k++)
+                        if (old[k].mod == p->modules[i].mod && old[k].bytes > 0) {
+                                p->modules[i].bytes = old[k].bytes;
+                                p->unwinder->used_bytes += old[k].bytes;
+                                p->bytes += old[k].bytes;
+                                break;
+                        }
+}
+
+static int read_maps(PerfProcess *p) {
         _cleanup_free_ char *text = NULL;
         char path[64];
         size_t len;
         int r;
-
-        drop_caches(p);
-        p->modules = mfree(p->modules);
-        p->maps = mfree(p->maps);
-        p->info = mfree(p->info);
-        p->maps_text = mfree(p->maps_text);
-        p->n_maps = p->n_modules = 0;
 
         snprintf(path, sizeof(path), "/proc/%d/maps", (int) p->pid);
         r = read_full_file(path, PERF_MAPS_MAX_BYTES, &text, &len);
@@ -240,12 +256,42 @@ int perf_process_reload_maps(PerfProcess *p) {
         if (r < 0)
                 return r;
         p->maps_text = TAKE_PTR(text);
-        if (!charge(p, len + 1 + p->n_maps * (sizeof(PerfMapping) + sizeof(PerfMapInfo) + sizeof(PerfModule))))
-                return -ENOBUFS;
-        p->dwfl = dwfl_begin(&p->unwinder->callbacks);
+        return perf_process_charge(p, len + 1 + p->n_maps * (sizeof(PerfMapping) + sizeof(PerfMapInfo) + sizeof(PerfModule)))
+                ? 0 : -ENOBUFS;
+}
+
+int perf_process_reload_maps(PerfProcess *p) {
+        _cleanup_free_ PerfModule *old = TAKE_PTR(p->modules);
+        size_t n_old = p->n_modules;
+        int r;
+
+        /* Everything is given back, then what dwfl keeps is charged again. */
+        flush_names(p);
+        p->unwinder->used_bytes -= p->bytes;
+        p->bytes = 0;
+        p->maps = mfree(p->maps);
+        p->info = mfree(p->info);
+        p->maps_text = mfree(p->maps_text);
+        p->n_maps = p->n_modules = 0;
+
+        r = read_maps(p);
+        if (r < 0) {
+                drop_caches(p);
+                return r;
+        }
+        if (!p->dwfl)
+                p->dwfl = dwfl_begin(&p->unwinder->callbacks);
+        else
+                dwfl_report_begin(p->dwfl);
         if (!p->dwfl)
                 return -ENOMEM;
-        return report_modules(p);
+        r = report_modules(p);
+        if (r < 0) {
+                drop_caches(p);
+                return r;
+        }
+        carry_modules(p, old, n_old);
+        return 0;
 }
 
 int perf_process_new(PerfUnwinder *u, pid_t pid, PerfProcess **ret) {
@@ -312,6 +358,8 @@ static int open_mapped_file(const PerfModule *m, struct stat *st) {
         fd = open(path, O_PATH | O_CLOEXEC);
         if (fd < 0) {
                 fd = open_in_root(p->pid, first->path);
+                if (fd == -EACCES || fd == -EPERM)
+                        p->unwinder->denied = true;
                 if (fd < 0)
                         return fd;
         }
@@ -338,16 +386,17 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwar
                 return -1;
         }
         fd = open_mapped_file(m, &st);
-        if (fd < 0 || !charge(p, st.st_size))
+        if (fd < 0 || !perf_process_charge(p, st.st_size))
                 return -1;
         elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
         /* Without a whole mapping libelf reads lazily from the fd: read it all now. */
         if (!elf || elf_kind(elf) != ELF_K_ELF || elf_cntl(elf, ELF_C_FDREAD) < 0) {
                 if (elf)
                         elf_end(elf);
-                uncharge(p, st.st_size);
+                perf_process_uncharge(p, st.st_size);
                 return -1;
         }
+        m->bytes += st.st_size;
         elf_cntl(elf, ELF_C_FDDONE);
         /* Debuglinks are looked up next to this name, in the process's own root. */
         if (asprintf(file_name, "/proc/%d/root%s", (int) p->pid, modname) < 0)
@@ -370,197 +419,12 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
                                           debuglink_file, debuglink_crc, debuginfo_file_name);
         if (fd < 0)
                 return fd;
-        if (!file_readable(fd, &st) || !charge(m->process, st.st_size)) {
+        if (!file_readable(fd, &st) || !perf_process_charge(m->process, st.st_size)) {
                 safe_close(fd);
                 free(*debuginfo_file_name);
                 *debuginfo_file_name = NULL;
                 return -1;
         }
+        m->bytes += st.st_size;
         return fd;
-}
-
-/* Perfetto's load_bias: p_vaddr - p_offset of the first executable PT_LOAD. */
-static uint64_t elf_load_bias(Elf *elf) {
-        size_t n;
-
-        if (elf_getphdrnum(elf, &n) < 0)
-                return 0;
-        for (size_t i = 0; i < n; i++) {
-                GElf_Phdr ph;
-                if (gelf_getphdr(elf, i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X))
-                        return ph.p_vaddr - ph.p_offset;
-        }
-        return 0;
-}
-
-/* Copies the module's build id and load bias to its mappings, once it has an ELF. */
-static void describe_module(Dwfl_Module *mod, PerfModule *m, Elf *elf) {
-        const unsigned char *bits = NULL;
-        GElf_Addr vaddr;
-        int len;
-
-        if (m->described)
-                return;
-        m->described = true;
-        len = dwfl_module_build_id(mod, &bits, &vaddr);
-        uint64_t bias = elf_load_bias(elf);
-        for (size_t i = m->first; i < m->first + m->n; i++) {
-                PerfMapping *pm = &m->process->maps[i];
-                pm->load_bias = bias;
-                if (len > 0) {
-                        pm->build_id = bits;
-                        pm->build_id_len = len;
-                }
-        }
-}
-
-static const PerfMapping *find_mapping(const PerfProcess *p, uint64_t pc) {
-        size_t lo = 0, hi = p->n_maps;
-
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (pc < p->maps[mid].start)
-                        hi = mid;
-                else if (pc >= p->maps[mid].end)
-                        lo = mid + 1;
-                else
-                        return &p->maps[mid];
-        }
-        return NULL;
-}
-
-static PerfNameCopy *copy_slot(PerfNameCopy *table, size_t cap, const char *source) {
-        size_t i = ((uintptr_t) source * 0x9e3779b97f4a7c15ull) >> 32;
-
-        for (;; i++)
-                if (!table[i & (cap - 1)].source || table[i & (cap - 1)].source == source)
-                        return &table[i & (cap - 1)];
-}
-
-static int grow_copies(PerfProcess *p) {
-        size_t cap = MAX(p->cap_copies * 2, 64u);
-        PerfNameCopy *table;
-
-        if (!charge(p, (cap - p->cap_copies) * sizeof(PerfNameCopy)))
-                return -ENOBUFS;
-        table = calloc(cap, sizeof(*table));
-        if (!table) {
-                uncharge(p, (cap - p->cap_copies) * sizeof(PerfNameCopy));
-                return -ENOMEM;
-        }
-        for (size_t i = 0; i < p->cap_copies; i++)
-                if (p->copies[i].source)
-                        *copy_slot(table, cap, p->copies[i].source) = p->copies[i];
-        free(p->copies);
-        p->copies = table;
-        p->cap_copies = cap;
-        return 0;
-}
-
-/* libdw names a versioned .dynsym entry "clock_gettime@@GLIBC_2.17": a trace names the
- * function. Over the memory cap, the versioned name stays. */
-static const char *plain_name(PerfProcess *p, const char *name) {
-        const char *at = name ? strchr(name, '@') : NULL;
-        PerfNameCopy *slot;
-
-        if (!at || at == name)
-                return name;
-        if ((p->n_copies + 1) * 2 > p->cap_copies && grow_copies(p) < 0)
-                return name;
-        slot = copy_slot(p->copies, p->cap_copies, name);
-        if (slot->source)
-                return slot->copy;
-        if (!charge(p, at - name + 1))
-                return name;
-        slot->copy = strndup(name, at - name);
-        if (!slot->copy) {
-                uncharge(p, at - name + 1);
-                return name;
-        }
-        slot->source = name;
-        p->n_copies++;
-        return slot->copy;
-}
-
-/* Names @lookup without the cache; ret->rel_base makes the rel_pc of any pc named there. */
-static void name_uncached(PerfProcess *p, uint64_t lookup, PerfNameSlot *ret) {
-        Dwfl_Module *mod;
-        Dwarf_Addr bias;
-        Elf *elf;
-
-        *ret = (PerfNameSlot) { .lookup = lookup, .mapping = find_mapping(p, lookup) };
-        if (!ret->mapping)
-                return;
-        ret->rel_base = ret->mapping->start - ret->mapping->pgoff;
-        mod = p->dwfl ? dwfl_addrmodule(p->dwfl, lookup) : NULL;
-        if (!mod)
-                return;
-        /* A module's ELF may reach past its files' mappings (a .bss): not its code. */
-        void **userdata;
-        dwfl_module_info(mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
-        PerfModule *m = *userdata;
-        size_t index = ret->mapping - p->maps;
-        if (!m || index < m->first || index >= m->first + m->n)
-                return;
-        elf = dwfl_module_getelf(mod, &bias);
-        if (!elf)
-                return;
-        GElf_Off offset;
-        GElf_Sym sym;
-        describe_module(mod, m, elf);
-        ret->rel_base = bias;
-        ret->function = plain_name(p, dwfl_module_addrinfo(mod, lookup, &offset, &sym, NULL, NULL, NULL));
-}
-
-void perf_process_name_frame(PerfProcess *p, uint64_t pc, uint64_t lookup, PerfFrame *f) {
-        const size_t size = (size_t) 1 << PERF_NAME_CACHE_BITS;
-        PerfNameSlot *slot, fresh;
-
-        /* The cache is charged to the cap like the files; without room, no cache. */
-        if (!p->names && charge(p, size * sizeof(PerfNameSlot))) {
-                p->names = calloc(size, sizeof(PerfNameSlot));
-                if (!p->names)
-                        uncharge(p, size * sizeof(PerfNameSlot));
-        }
-        slot = p->names ? &p->names[(lookup * 0x9e3779b97f4a7c15ull) >> (64 - PERF_NAME_CACHE_BITS)] : &fresh;
-        /* An empty slot holds lookup 0, which names nothing: it is computed every time. */
-        if (!p->names || slot->lookup != lookup || lookup == 0)
-                name_uncached(p, lookup, slot);
-        *f = (PerfFrame) {
-                .pc = pc,
-                .rel_pc = pc - slot->rel_base,
-                .function = slot->function,
-                .mapping = slot->mapping,
-        };
-}
-
-int perf_symbolize(PerfProcess *p, uint64_t pc, bool return_address, PerfFrame *ret) {
-        perf_process_name_frame(p, pc, return_address && pc > 0 ? pc - 1 : pc, ret);
-        return 0;
-}
-
-/* For the unwinder's reads outside the stack copy: the module's file bytes at @addr. */
-bool perf_process_read_file_word(PerfProcess *p, uint64_t addr, uint64_t *ret) {
-        Dwfl_Module *mod = p->dwfl ? dwfl_addrmodule(p->dwfl, addr) : NULL;
-        Dwarf_Addr bias;
-        Elf *elf = mod ? dwfl_module_getelf(mod, &bias) : NULL;
-        size_t n, size;
-        const char *raw;
-
-        if (!elf || elf_getphdrnum(elf, &n) < 0 || !(raw = elf_rawfile(elf, &size)))
-                return false;
-        uint64_t vaddr = addr - bias;
-        for (size_t i = 0; i < n; i++) {
-                GElf_Phdr ph;
-                if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD)
-                        continue;
-                if (vaddr < ph.p_vaddr || vaddr + 8 > ph.p_vaddr + ph.p_filesz)
-                        continue;
-                uint64_t off = ph.p_offset + (vaddr - ph.p_vaddr);
-                if (off + 8 > size)
-                        return false;
-                memcpy(ret, raw + off, 8);
-                return true;
-        }
-        return false;
 }

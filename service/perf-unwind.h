@@ -54,17 +54,23 @@ PerfUnwinder *perf_unwinder_free(PerfUnwinder *u);
 /* Colon-separated directories searched for <dir>/.build-id/xx/rest.debug and debuglinks;
  * the default is "/usr/lib/debug". For tests and for packagers. */
 int perf_unwinder_set_debug_dirs(PerfUnwinder *u, const char *dirs);
-/* Bytes of files held open now, and whether a file was left out for the cap since the
+/* Bytes held now (files, maps, caches), and whether something was left out for the cap since the
  * last call (the caller warns once: "max_daemon_memory_kb reached"). */
 uint64_t perf_unwinder_memory_used(const PerfUnwinder *u);
 bool perf_unwinder_take_memory_exceeded(PerfUnwinder *u);
+/* Whether the kernel refused a mapped file since the last call (EACCES/EPERM on
+ * /proc/PID/root: the service lacks CAP_SYS_PTRACE for a process of another uid), so
+ * that the caller warns once that those frames have no names. */
+bool perf_unwinder_take_files_denied(PerfUnwinder *u);
 
 /* Reads /proc/PID/maps now. -ESRCH: the process is gone; -ENOBUFS: its maps alone
  * would cross the memory cap (flagged as for a file). */
 int perf_process_new(PerfUnwinder *u, pid_t pid, PerfProcess **ret);
 PerfProcess *perf_process_free(PerfProcess *p);
-/* Reads the maps again (after an mmap or exec record); drops the files opened. Errors
- * as perf_process_new(); after one, the process names nothing until a reload works. */
+/* Reads the maps again (after an exec, or an mmap record; cheaper still: when a pc
+ * falls in no mapping). The files of mappings that did not change stay open; the
+ * PerfMapping and name pointers handed out before are invalid. Errors as
+ * perf_process_new(); after one, the process names nothing until a reload works. */
 int perf_process_reload_maps(PerfProcess *p);
 /* The process's mappings, in address order. */
 size_t perf_process_mappings(const PerfProcess *p, const PerfMapping **ret);

@@ -309,6 +309,21 @@ static void profile_chain(const char *name, const char *unwind, bool by_cmdline)
                              g_strcmp0(mapping_path(&p, ((Tracebus__Mapping *) v)->iid), exe) == 0;
         note("%s, %s: %u of %u callstacks hold main > tb_fa > tb_fb > tb_fc > tb_spin\n", name, unwind, full,
              p.samples->len);
+        {
+                gsize sample_bytes = 0, perf_bytes = 0;
+
+                /* Bytes per sample in the file (framing included): the samples alone, and
+                 * with the sequence's interned data and defaults. */
+                for (guint i = 0; i < t.pkts->len; i++)
+                        if (PKT(&t, i)->p->trusted_packet_sequence_id == SEQ_PERF) {
+                                perf_bytes += PKT(&t, i)->raw_len + 3;
+                                if (PKT(&t, i)->p->perf_sample)
+                                        sample_bytes += PKT(&t, i)->raw_len + 2;
+                        }
+                note("%s: %.1f bytes per sample, %.1f with interned data; %u kernel loss packets\n", unwind,
+                     (double) sample_bytes / MAX(p.samples->len, 1u), (double) perf_bytes / MAX(p.samples->len, 1u),
+                     p.n_lost_packets);
+        }
         expect(full * 10 >= p.samples->len * 9, "only %u of %u samples show the whole chain in order", full, p.samples->len);
         expect(build_ids > 0, "perf-target's mapping has no build_id");
 
