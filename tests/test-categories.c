@@ -28,7 +28,7 @@ static const char *const available[] = {
 static void test_table(void) {
         guint n = 0;
         const TbCategory *c = tb_categories_get(&n);
-        const char *const want[] = { "sched", "freq", "irq", "disk", "memory", "power", "markers" };
+        const char *const want[] = { "sched", "freq", "irq", "disk", "memory", "power", "markers", "cpu_profile" };
         g_autoptr(GHashTable) ids = g_hash_table_new(g_str_hash, g_str_equal);
 
         /* The categories the issue names, in this order. */
@@ -39,7 +39,8 @@ static void test_table(void) {
                 g_assert_true(c[i].name && *c[i].name);
                 g_assert_true(c[i].description && *c[i].description);
                 g_assert_nonnull(c[i].events);
-                g_assert_nonnull(c[i].events[0]);
+                /* A category without events records something else. */
+                g_assert_true(c[i].events[0] || c[i].counters);
                 /* Every entry is group/name or group/ *, as the service takes them. */
                 for (const char *const *e = c[i].events; *e; e++) {
                         const char *slash = strchr(*e, '/');
@@ -63,6 +64,52 @@ static void test_table(void) {
         g_assert_cmpuint(tb_category_lookup("memory")->counters, ==, TB_COUNTERS_MEMINFO | TB_COUNTERS_PROCESS_STATS);
         g_assert_cmpuint(tb_category_lookup("freq")->counters, ==, TB_COUNTERS_CPUFREQ);
         g_assert_cmpuint(tb_category_lookup("sched")->counters, ==, 0);
+        g_assert_cmpuint(tb_category_lookup("cpu_profile")->counters, ==,
+                         TB_COUNTERS_CPU_PROFILE | TB_COUNTERS_PROCESS_STATS);
+        g_assert_false(tb_category_lookup("cpu_profile")->default_on);
+}
+
+/* CPU profile (helper "perfclients"): linux.perf in a buffer of its own, after the events'
+ * and the counters', in the shape of Perfetto's CPU-profiling docs. */
+static void test_config_profile(void) {
+        const char *const ids[] = { "sched", "cpu_profile", NULL }, *const only[] = { "cpu_profile", NULL };
+        const char *const events[] = { "sched/sched_switch", NULL };
+        TbRecordSettings with = { .events = events, .n_cpus = 2, .counters = tb_categories_counters(ids) };
+        TbRecordSettings alone = { .n_cpus = 2, .counters = tb_categories_counters(only) };
+        TbRecordSettings *settings[] = { &with, &alone };
+
+        for (guint i = 0; i < G_N_ELEMENTS(settings); i++) {
+                g_autofree char *text = tb_record_settings_to_config(settings[i]), *err = NULL;
+                Tracebus__TraceConfig *tc = NULL;
+                SessionConfig c = { 0 };
+                guint profile_buffer = i == 0 ? 2 : 1, n_perf = 0;
+
+                g_test_message("%s", text);
+                g_assert_cmpint(session_config_parse_text(text, &tc, &err), ==, 0);
+                g_assert_cmpint(session_config_load_buffers(tc, &c, &err), ==, 0);
+                g_assert_cmpuint(c.n_buffers, ==, profile_buffer + 1);
+                g_assert_cmpuint(c.buffers[profile_buffer].size_kb, ==, TB_PROFILE_BUFFER_KB);
+                for (size_t k = 0; k < tc->n_data_sources; k++) {
+                        const Tracebus__DataSourceConfig *ds = tc->data_sources[k]->config;
+                        const Tracebus__PerfEventConfig *pe = ds->perf_event_config;
+                        guint32 target = 99;
+
+                        if (!g_str_equal(ds->name, "linux.perf"))
+                                continue;
+                        n_perf++;
+                        g_assert_cmpint(session_config_target_buffer(tc, ds, &target, NULL), ==, 0);
+                        g_assert_cmpuint(target, ==, profile_buffer);
+                        g_assert_nonnull(pe);
+                        g_assert_cmpint(pe->timebase->counter, ==, TRACEBUS__PERF_EVENTS__COUNTER__SW_CPU_CLOCK);
+                        g_assert_cmpuint(pe->timebase->frequency, ==, TB_PROFILE_HZ);
+                        g_assert_null(pe->callstack_sampling->scope);
+                        g_assert_cmpint(pe->callstack_sampling->user_frames, ==,
+                                        TRACEBUS__PERF_EVENT_CONFIG__UNWIND_MODE__UNWIND_DWARF);
+                }
+                g_assert_cmpuint(n_perf, ==, 1);
+                session_config_done(&c);
+                tracebus__trace_config__free_unpacked(tc, NULL);
+        }
 }
 
 /* Memory and CPU frequency add linux.sys_stats and linux.process_stats, into a buffer of
@@ -278,6 +325,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/gtk/config/limits", test_config_limits);
         g_test_add_func("/gtk/config/parses", test_config_parses);
         g_test_add_func("/gtk/config/counters", test_config_counters);
+        g_test_add_func("/gtk/config/profile", test_config_profile);
         g_test_add_func("/gtk/messages/errors", test_messages);
         g_test_add_func("/gtk/messages/format", test_format);
         return g_test_run();

@@ -17,6 +17,8 @@ void cli_args_done(Args *a) {
         a->events = strv_free(a->events);
         a->attributes = strv_free(a->attributes);
         a->triggers = strv_free(a->triggers);
+        a->profile_pids = strv_free(a->profile_pids);
+        a->profile_cmdlines = strv_free(a->profile_cmdlines);
 }
 
 void cli_help(FILE *f) {
@@ -38,6 +40,9 @@ void cli_help(FILE *f) {
                 "  -s, --size SIZE        Stop when the file reaches SIZE; the trace is written as it goes\n"
                 "  EVENT                  group/name (sched/sched_switch), group/*, an atrace category\n"
                 "                         (sched, freq, idle, irq, disk, workq, memory, ...) or a bare name\n"
+                "      --profile[=HZ]     Sample call stacks on the CPUs, HZ a second (default 100): linux.perf\n"
+                "      --pid PID          With --profile: sample only process PID (repeatable)\n"
+                "      --cmdline NAME     With --profile: sample only the processes named NAME (repeatable)\n"
                 "\n"
                 "Detached sessions:\n"
                 "      --detach=KEY       Start, then leave the session recording without this client\n"
@@ -90,7 +95,7 @@ static int check_key(const char *option, const char *key) {
 }
 
 static bool light_config(const Args *a) {
-        return a->has_time || a->has_buffer || a->has_size || a->events;
+        return a->has_time || a->has_buffer || a->has_size || a->events || a->profile;
 }
 
 /* --query, --list-events, --stop-all and --stop-session stand alone. */
@@ -121,7 +126,7 @@ static int check_record(const Args *a) {
         if (!a->config_path && !light_config(a))
                 return cli_refuse("The TraceConfig is empty: name the events to record (e.g. sched/sched_switch), "
                                   "or pass -c FILE");
-        if (!a->config_path && !a->events)
+        if (!a->config_path && !a->events && !a->profile)
                 return cli_refuse("No events to record: name them (e.g. sched/sched_switch), or pass -c FILE");
         if (!a->output && !a->detach_key)
                 return cli_refuse("--out is required: -o FILE, or -o - for stdout");
@@ -156,6 +161,8 @@ static int check_combinations(Args *a) {
         int r = cli_check_rotation(a);
 
         if (r < 0)
+                return r;
+        if ((r = cli_check_profile(a)) < 0)
                 return r;
         if (a->mode == MODE_QUERY || a->mode == MODE_LIST_EVENTS || a->mode == MODE_STOP_ALL ||
             a->mode == MODE_STOP_SESSION || a->mode == MODE_TRIGGER) {
@@ -238,6 +245,7 @@ enum {
         ARG_ROTATE,
         ARG_TRIGGER,
         ARG_CLONE, ARG_CLONE_BY_NAME, ARG_CLONE_KEY,
+        ARG_PROFILE, ARG_PID, ARG_CMDLINE,
 };
 
 static const struct option options[] = {
@@ -290,6 +298,9 @@ static const struct option options[] = {
         { "clone",           required_argument, NULL, ARG_CLONE },
         { "clone-by-name",   required_argument, NULL, ARG_CLONE_BY_NAME },
         { "clone-key",       required_argument, NULL, ARG_CLONE_KEY },
+        { "profile",         optional_argument, NULL, ARG_PROFILE },
+        { "pid",             required_argument, NULL, ARG_PID },
+        { "cmdline",         required_argument, NULL, ARG_CMDLINE },
         {}
 };
 
@@ -350,10 +361,19 @@ static int parse_clone_option(Args *a, int c, const char *arg) {
         return set_mode(a, MODE_CLONE) ?: 1;
 }
 
+static int parse_profile_option(Args *a, int c, const char *arg) {
+        int r = c == ARG_PROFILE ? cli_parse_profile(a, arg) :
+                c == ARG_PID     ? cli_parse_profile_pid(a, arg) :
+                                   cli_parse_profile_cmdline(a, arg);
+        return r ?: 1;
+}
+
 /* Returns 1 to go on, 0 when the option ends parsing successfully, < 0 on error. */
 static int parse_option(Args *a, int c, const char *arg) {
         if (parse_flag_option(a, c))
                 return 1;
+        if (c == ARG_PROFILE || c == ARG_PID || c == ARG_CMDLINE)
+                return parse_profile_option(a, c, arg);
         switch (c) {
         case 'h':
                 a->mode = MODE_HELP;

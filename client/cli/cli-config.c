@@ -113,10 +113,16 @@ static int build_light_config(const Args *a, char *const *events, uint32_t durat
                 fputs("write_into_file: true\n", f);   /* helper "rotate": chunks are cut as it goes */
         fprintf(f, "flush_period_ms: %u\n", LIGHT_FLUSH_PERIOD_MS);
         fprintf(f, "buffers { size_kb: %" PRIu64 " }\n", a->has_buffer ? a->buffer_kb : LIGHT_BUFFER_KB);
-        fputs("data_sources { config { name: \"linux.ftrace\" ftrace_config {\n", f);
-        append_events(f, events);
-        fputs("  symbolize_ksyms: true\n} } }\n", f);
-        fputs("data_sources { config { name: \"linux.process_stats\" target_buffer: 0 } }\n", f);
+        if (events) {
+                fputs("data_sources { config { name: \"linux.ftrace\" ftrace_config {\n", f);
+                append_events(f, events);
+                fputs("  symbolize_ksyms: true\n} } }\n", f);
+        }
+        if (a->profile)
+                cli_profile_append_sources(f, a);
+        /* A profile's processes appear in no ftrace event: scan /proc once at the start. */
+        fprintf(f, "data_sources { config { name: \"linux.process_stats\" target_buffer: 0%s } }\n",
+                a->profile ? " process_stats_config { scan_all_processes_on_start: true }" : "");
         fputs("data_sources { config { name: \"linux.system_info\" target_buffer: 0 } }\n", f);
         if (fclose(f) != 0)
                 return -ENOMEM;

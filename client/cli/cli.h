@@ -93,6 +93,11 @@ typedef struct Args {
         const char *clone_id;        /* --clone=ID (a number or an object path) */
         const char *clone_name;      /* --clone-by-name=NAME: the config's unique_session_name */
         const char *clone_key;       /* --clone-key=KEY: a detached session's key */
+        /* helper "perfclients" (cli-profile.c): --profile[=HZ], --pid, --cmdline */
+        bool profile;
+        uint32_t profile_hz;
+        char **profile_pids;         /* validated decimal pids, in order */
+        char **profile_cmdlines;
 } Args;
 
 /* cli-args.c */
@@ -207,6 +212,23 @@ int cli_print_query_raw(const SessionInfo *items, size_t n);
 void cli_print_session_extras(const SessionInfo *i);
 /* --query --json: the same as members ", \"unique_session_name\": ..., \"warnings\": [...]". */
 void cli_print_session_extras_json(const SessionInfo *i);
+
+/* cli-profile.c: --profile[=HZ] [--pid PID] [--cmdline NAME], a linux.perf CPU profile. */
+/* Perfetto's CPU-profiling docs sample at 100 Hz. */
+#define CLI_PROFILE_DEFAULT_HZ 100u
+/* The rings, sized for DWARF's stack copies (cli-profile.c): read every 50 ms, a sample
+ * taken as 8.5 KiB, four reads' worth, 128 to 1024 pages a CPU (the service's cap). */
+#define CLI_PROFILE_READ_PERIOD_MS 50u
+#define CLI_PROFILE_SAMPLE_BYTES 8704u
+#define CLI_PROFILE_MIN_RING_PAGES 128u
+#define CLI_PROFILE_MAX_RING_PAGES 1024u
+int cli_parse_profile(Args *a, const char *arg);
+int cli_parse_profile_pid(Args *a, const char *arg);
+int cli_parse_profile_cmdline(Args *a, const char *arg);
+/* The refused combinations (printed): --pid/--cmdline without --profile, --profile with -c. */
+int cli_check_profile(const Args *a);
+/* The linux.perf data source of the light config, in text format. */
+void cli_profile_append_sources(FILE *f, const Args *a);
 
 /* cli-query.c */
 int run_is_detached(const Args *a);

@@ -35,6 +35,9 @@ static const char *const marker_events[] = {
         "ftrace/print", NULL,
 };
 
+/* Samples, not events: the category records through linux.perf alone. */
+static const char *const no_events[] = { NULL };
+
 static const TbCategory categories[] = {
         { "sched", N_("Scheduling"), N_("Which task ran on which CPU, wakeups, forks and exits"),
           sched_events, TRUE },
@@ -48,6 +51,9 @@ static const TbCategory categories[] = {
         { "power", N_("Power and suspend"), N_("Suspend and resume, wakeup sources"), power_events, FALSE },
         { "markers", N_("Userspace markers"), N_("Text that programs write into trace_marker"),
           marker_events, FALSE },
+        { "cpu_profile", N_("CPU profile"),
+          N_("Call stacks sampled 100 times a second on every CPU: your own programs, or all of them for an administrator"),
+          no_events, FALSE, TB_COUNTERS_CPU_PROFILE | TB_COUNTERS_PROCESS_STATS },
 };
 
 const TbCategory *tb_categories_get(guint *ret_n) {
@@ -162,6 +168,16 @@ static void append_counters(GString *s, guint counters, guint target) {
                                           "    }\n  }\n}\n", target, TB_COUNTERS_PERIOD_MS);
 }
 
+/* No scope (the window offers none): the service samples the caller's own processes, or
+ * every process and the kernel's frames for one with org.tracebus.manage. */
+static void append_profile(GString *s, guint target) {
+        g_string_append_printf(s, "data_sources {\n  config {\n    name: \"linux.perf\"\n    target_buffer: %u\n"
+                                  "    perf_event_config {\n"
+                                  "      timebase { counter: SW_CPU_CLOCK frequency: %u }\n"
+                                  "      callstack_sampling { kernel_frames: true user_frames: UNWIND_DWARF }\n"
+                                  "    }\n  }\n}\n", target, TB_PROFILE_HZ);
+}
+
 static void append_ftrace(GString *s, const char *const *events, guint kb) {
         g_string_append(s, "data_sources {\n  config {\n    name: \"linux.ftrace\"\n    ftrace_config {\n");
         for (const char *const *e = events; e && *e; e++) {
@@ -189,7 +205,8 @@ char *tb_record_settings_to_config(const TbRecordSettings *st) {
          * a long trace empties it into the file every few seconds, so less will do. */
         if (st->mode == TB_BUFFER_LONG)
                 service_kb = MIN(service_kb, 64u * 1024u);
-        service_kb = MIN(service_kb, (guint64) TB_MAX_TRACE_BUFFER_KB - (st->counters ? TB_COUNTERS_BUFFER_KB : 0));
+        service_kb = MIN(service_kb, (guint64) TB_MAX_TRACE_BUFFER_KB - (st->counters ? TB_COUNTERS_BUFFER_KB : 0) -
+                                             (st->counters & TB_COUNTERS_CPU_PROFILE ? TB_PROFILE_BUFFER_KB : 0));
 
         if (st->duration_ms)
                 g_string_append_printf(s, "duration_ms: %u\n", MIN(st->duration_ms, TB_MAX_DURATION_MS));
@@ -207,8 +224,13 @@ char *tb_record_settings_to_config(const TbRecordSettings *st) {
         if (st->counters)
                 g_string_append_printf(s, "buffers {\n  size_kb: %u\n  fill_policy: RING_BUFFER\n}\n",
                                        TB_COUNTERS_BUFFER_KB);
+        if (st->counters & TB_COUNTERS_CPU_PROFILE)
+                g_string_append_printf(s, "buffers {\n  size_kb: %u\n  fill_policy: RING_BUFFER\n}\n",
+                                       TB_PROFILE_BUFFER_KB);
         if (has_events)
                 append_ftrace(s, st->events, kb);
         append_counters(s, st->counters, has_events ? 1 : 0);
+        if (st->counters & TB_COUNTERS_CPU_PROFILE)
+                append_profile(s, has_events ? 2 : 1);
         return g_string_free(s, FALSE);
 }

@@ -15,6 +15,8 @@ typedef enum {
         TB_COUNTERS_MEMINFO = 1 << 0,       /* linux.sys_stats: /proc/meminfo */
         TB_COUNTERS_PROCESS_STATS = 1 << 1, /* linux.process_stats: each process's memory */
         TB_COUNTERS_CPUFREQ = 1 << 2,       /* linux.sys_stats: each CPU's frequency, from sysfs */
+        /* helper "perfclients": linux.perf, call stacks sampled on every CPU (issue 24) */
+        TB_COUNTERS_CPU_PROFILE = 1 << 3,
 } TbCounters;
 
 typedef struct {
@@ -68,6 +70,9 @@ typedef enum {
  * ring of busy scheduling events never overwrites them. */
 #define TB_COUNTERS_PERIOD_MS 1000u
 #define TB_COUNTERS_BUFFER_KB 4096u
+/* CPU profile: Perfetto's docs' rate, into a buffer of its own after the counters'. */
+#define TB_PROFILE_HZ 100u
+#define TB_PROFILE_BUFFER_KB (32u * 1024u)
 
 typedef struct {
         const char *const *events;     /* tracefs group/name */

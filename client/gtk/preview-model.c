@@ -27,6 +27,7 @@ typedef struct {
         guint n_processes;
         guint64 (*prev_cpu)[2];   /* [cpu] = { idle, total } ns */
         guint64 overrun_start, overrun_end;
+        TbProfileReader *profile; /* PerfSample and its interned stacks, at the wire level */
 } Reading;
 
 static const char *const meminfo_names[] = {
@@ -362,6 +363,7 @@ static void read_all(Reading *rd, const guint8 *data, gsize len) {
                                                             trace_reader_offset(&r), g_strerror(-q));
                         break;
                 }
+                tb_profile_reader_packet(rd->profile, raw.data, raw.len);
                 if (trace_packet_unpack(&raw, &pk) < 0)
                         continue;
                 read_packet(rd, pk);
@@ -378,6 +380,7 @@ TbPreview *tb_preview_new_from_data(const guint8 *data, gsize len, const TbPrevi
                 .series = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL),
                 .names = g_hash_table_new_full(NULL, NULL, NULL, g_free),
                 .warning_set = g_hash_table_new(g_str_hash, g_str_equal),
+                .profile = tb_profile_reader_new(),
         };
 
         rd.limits.max_points = MAX(rd.limits.max_points, 2);
@@ -385,6 +388,9 @@ TbPreview *tb_preview_new_from_data(const guint8 *data, gsize len, const TbPrevi
         p->series = g_ptr_array_new_with_free_func((GDestroyNotify) series_free);
         read_all(&rd, data, len);
         finish(&rd);
+        tb_profile_reader_finish(rd.profile, rd.limits.top_functions ?: TB_PREVIEW_TOP_FUNCTIONS, &p->perf,
+                                 &p->functions);
+        tb_profile_reader_free(rd.profile);
         g_hash_table_unref(rd.series);
         g_hash_table_unref(rd.names);
         g_hash_table_unref(rd.warning_set);
@@ -406,6 +412,8 @@ void tb_preview_free(TbPreview *p) {
                 return;
         g_ptr_array_unref(p->warnings);
         g_ptr_array_unref(p->series);
+        if (p->functions)
+                g_ptr_array_unref(p->functions);
         g_free(p->read_error);
         g_free(p);
 }

@@ -16,6 +16,8 @@
 
 #include <glib.h>
 
+#include "preview-profile.h"
+
 G_BEGIN_DECLS
 
 typedef enum {
@@ -48,9 +50,13 @@ typedef struct {
         guint max_points;      /* per series */
         guint max_processes;   /* followed while reading */
         guint top_processes;   /* kept at the end, by peak RSS */
+        guint top_functions;   /* CPU profile: kept at the end, by samples; 0: the default */
 } TbPreviewLimits;
 
-#define TB_PREVIEW_LIMITS_DEFAULT ((TbPreviewLimits) { .max_points = 1024, .max_processes = 2048, .top_processes = 8 })
+#define TB_PREVIEW_TOP_FUNCTIONS 25u
+#define TB_PREVIEW_LIMITS_DEFAULT ((TbPreviewLimits) { .max_points = 1024, .max_processes = 2048, .top_processes = 8, \
+                                                       .top_functions = TB_PREVIEW_TOP_FUNCTIONS })
+
 
 typedef struct {
         guint64 first_ts, last_ts;  /* of every timestamp met; 0, 0 when none */
@@ -61,6 +67,10 @@ typedef struct {
         GPtrArray *warnings;        /* char *: the service's "warning: ..." instants, without the prefix */
         GPtrArray *series;          /* TbSeries *, by kind then key */
         char *read_error;           /* why reading stopped early (a torn trace), or NULL */
+
+        /* CPU profile (helper "perfclients", preview-profile.c): PerfSample packets. */
+        TbProfileCounts perf;
+        GPtrArray *functions;       /* TbFunction *, the most samples (self, then total) first */
 } TbPreview;
 
 /* Reads the trace in @data. A torn or corrupt end is not an error: what came

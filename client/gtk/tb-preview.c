@@ -254,12 +254,46 @@ static gboolean add_section(Preview *pv, GtkWidget *box, TbPreviewSection sectio
         return TRUE;
 }
 
+/* The CPU profile (linux.perf): the functions with the most samples, as a table of self
+ * and total shares. Returns whether the trace has one. */
+static gboolean add_profile(Preview *pv, GtkWidget *box) {
+        const TbPreview *m = pv->model;
+        GtkWidget *grid;
+        g_autofree char *samples = tb_format_count(m->perf.n_samples), *lost = tb_format_count(m->perf.n_lost);
+        g_autofree char *caption = NULL;
+        double n = (double) MAX(m->perf.n_samples, 1u);
+
+        if (m->perf.n_samples + m->perf.n_unresolved + m->perf.n_lost + m->perf.n_skipped == 0)
+                return FALSE;
+        gtk_box_append(GTK_BOX(box), label_new(_("CPU profile"), "tb-heading"));
+        caption = g_strdup_printf(_("%s samples with a call stack, %s kernel records lost; "
+                                    "the functions that were running most often:"), samples, lost);
+        gtk_box_append(GTK_BOX(box), label_new(caption, m->perf.n_lost ? "tb-warning" : "tb-caption"));
+        grid = gtk_grid_new();
+        gtk_grid_set_column_spacing(GTK_GRID(grid), 18);
+        gtk_grid_attach(GTK_GRID(grid), label_new(_("Self"), "tb-caption"), 0, 0, 1, 1);
+        gtk_grid_attach(GTK_GRID(grid), label_new(_("Total"), "tb-caption"), 1, 0, 1, 1);
+        gtk_grid_attach(GTK_GRID(grid), label_new(_("Function"), "tb-caption"), 2, 0, 1, 1);
+        for (guint i = 0; i < m->functions->len; i++) {
+                const TbFunction *f = g_ptr_array_index(m->functions, i);
+                g_autofree char *self = g_strdup_printf("%.1f %%", 100.0 * (double) f->self / n);
+                g_autofree char *total = g_strdup_printf("%.1f %%", 100.0 * (double) f->total / n);
+
+                gtk_grid_attach(GTK_GRID(grid), label_new(self, NULL), 0, (int) i + 1, 1, 1);
+                gtk_grid_attach(GTK_GRID(grid), label_new(total, NULL), 1, (int) i + 1, 1, 1);
+                gtk_grid_attach(GTK_GRID(grid), label_new(f->name, NULL), 2, (int) i + 1, 1, 1);
+        }
+        gtk_box_append(GTK_BOX(box), grid);
+        return TRUE;
+}
+
 static void show_model(GtkWindow *win, Preview *pv) {
         GtkWidget *box = gtk_box_new(GTK_ORIENTATION_VERTICAL, 8);
         gboolean any = FALSE;
 
         gtk_widget_add_css_class(box, "tb-pane");
         add_summary(pv, box);
+        any |= add_profile(pv, box);
         for (TbPreviewSection s = 0; s < _TB_SECTION_MAX; s++)
                 any |= add_section(pv, box, s);
         if (!any)
