@@ -26,6 +26,7 @@ void daemon_config_init(DaemonConfig *c) {
                         .max_buffer_memory_bytes = 0,
                         .max_process_entries = DAEMON_DEFAULT_MAX_PROCESS_ENTRIES,
                         .output_timeout_usec = DAEMON_DEFAULT_OUTPUT_TIMEOUT_USEC,
+                        .stop_drain_threads = DAEMON_DEFAULT_STOP_DRAIN_THREADS,
                 },
                 .idle_timeout_usec = DAEMON_DEFAULT_IDLE_TIMEOUT_USEC,
         };
@@ -225,6 +226,10 @@ static int parse_output_timeout(const char *v, void *data) {
         return 0;
 }
 
+static int parse_stop_drain_threads(const char *v, void *data) {
+        return parse_count(v, 1, DAEMON_MAX_STOP_DRAIN_THREADS, data);
+}
+
 typedef struct ConfigItem {
         const char *section;
         const char *key;
@@ -245,6 +250,7 @@ static const ConfigItem config_items[] = {
         { "Limits",  "MaxBufferMemory",    parse_buffer_memory, offsetof(DaemonConfig, limits.max_buffer_memory_bytes), "bytes with an optional K, M, G or T, above 0, or empty" },
         { "Limits",  "MaxProcessEntries",  parse_process_entries, offsetof(DaemonConfig, limits.max_process_entries), "64 to 4194304" },
         { "Limits",  "OutputTimeoutSec",   parse_output_timeout, offsetof(DaemonConfig, limits.output_timeout_usec), "a time span above 0 such as 30s, 500ms or infinity" },
+        { "Limits",  "StopDrainThreads",   parse_stop_drain_threads, offsetof(DaemonConfig, limits.stop_drain_threads), "1 to 256" },
 };
 
 int daemon_config_check(DaemonConfig *c) {

@@ -37,6 +37,9 @@
 #define DAEMON_DEFAULT_MAX_PROCESS_ENTRIES 32768u
 #define DAEMON_MIN_PROCESS_ENTRIES 64u
 #define DAEMON_MAX_PROCESS_ENTRIES_LIMIT (4u * 1024 * 1024)
+/* Threads reading the kernel's per-CPU buffers at once in Stop's final drain. */
+#define DAEMON_DEFAULT_STOP_DRAIN_THREADS 8u
+#define DAEMON_MAX_STOP_DRAIN_THREADS 256u
 
 typedef struct ManagerLimits {
         unsigned max_sessions;            /* all UIDs together */
@@ -49,6 +52,7 @@ typedef struct ManagerLimits {
         uint64_t max_buffer_memory_bytes; /* kernel buffers of all sessions; 0: 1/8 of MemTotal */
         uint32_t max_process_entries;     /* processes (and as many threads) a session keeps described */
         uint64_t output_timeout_usec;     /* a pipe or socket output's write deadline; UINT64_MAX: none */
+        unsigned stop_drain_threads;      /* helper "idle": CPUs Stop's final drain reads at once */
 } ManagerLimits;
 
 typedef struct DaemonConfig {

@@ -334,6 +334,7 @@ void recorder_annotate(Recorder *rec, const char *name) {
                 rec->n_annotations++;
         }
         (void) pthread_mutex_unlock(&rec->annotations_lock);
+        recorder_wake(rec);
 }
 
 /* A ProcessTree as metadata, at its collection time. */

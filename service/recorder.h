@@ -90,3 +90,16 @@ int recorder_warn(Recorder *r, const char *fmt, ...) _printf_(2, 3);
 char **recorder_take_warnings(Recorder *r, size_t *ret_dropped);
 /* Puts a warning the session made on the event loop (session_warn()) into the trace. */
 int recorder_trace_warning(Recorder *r, const char *text);
+
+/* helper "idle": "drain now". The worker sleeps until a buffer passes its watermark (a
+ * ring session reads nothing before Stop otherwise): this wakes it to drain every CPU's
+ * buffer into the writer at once, then to call @callback(r, writer, @userdata) on the
+ * worker thread, the only one that may touch the writer (a clone copies it there). The
+ * callback must not block for long; it runs once, or never if the recorder ends first
+ * (then it is called with writer NULL from recorder_free(), on the caller's thread).
+ * At most RECORDER_MAX_DRAIN_REQUESTS wait at a time: -EBUSY beyond. Thread-safe. */
+#define RECORDER_MAX_DRAIN_REQUESTS 8
+typedef void (*RecorderDrainCallback)(Recorder *r, TraceWriter *writer, void *userdata);
+int recorder_request_drain(Recorder *r, RecorderDrainCallback callback, void *userdata);
+/* How many times the worker woke so far (tests: an idle session's worker sleeps). */
+uint64_t recorder_wakeups(const Recorder *r);

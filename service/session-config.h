@@ -143,6 +143,12 @@ typedef struct SessionConfig {
 
         /* helper "tracefilter": TraceConfig.trace_filter (service/session-config-filter.c). */
         TraceFilter *trace_filter;     /* NULL: none; the recorder's writer applies it */
+
+        /* helper "idle": the recorder wakes every drain_period_ms only when the config asked
+         * for it (drain_period_ms, flush_period_ms); else on the buffers' watermark. Stop's
+         * final drain reads this many CPUs at once (tracebusd.conf StopDrainThreads=). */
+        bool drain_period_set;
+        uint32_t stop_drain_threads;   /* 0 or 1: one CPU after another */
 } SessionConfig;
 
 /* Perfetto's minimum proc_stats_poll_ms: a shorter one is raised, with a warning. */
