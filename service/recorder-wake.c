@@ -24,11 +24,15 @@ static bool kernel_polls_watermark(void) {
         return a > 6 || (a == 6 && b >= 9);
 }
 
-/* The watermark: the config's drain_buffer_percent (ftrace-options.c wrote it), else
- * half of each CPU's buffer, which leaves the worker half a buffer of time to read
- * before the kernel would overwrite what the session's own buffer could keep. */
+/* The watermark: the config's drain_buffer_percent (ftrace-options.c wrote it), else a
+ * tenth of each CPU's buffer: the kernel would overwrite nothing the session's own buffer
+ * could keep, and what is left for Stop's final drain stays small. A config that names
+ * its drain_period_ms and no drain_buffer_percent is drained on its period alone, as
+ * traced_probes drains it. */
 static bool setup_watermark(Recorder *rec, const SessionConfig *config, TraceInstance *instance) {
         if (!instance || rec->n_cpus == 0 || !kernel_polls_watermark())
+                return false;
+        if (config->drain_period_set && config->drain_buffer_percent == 0)
                 return false;
         if (config->drain_buffer_percent == 0 && trace_instance_write_file(instance, "buffer_percent", "10") < 0) {
                 log_debug("Cannot set buffer_percent in %s: draining every %u ms", trace_instance_name(instance),
