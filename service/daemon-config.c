@@ -27,6 +27,7 @@ void daemon_config_init(DaemonConfig *c) {
                         .max_process_entries = DAEMON_DEFAULT_MAX_PROCESS_ENTRIES,
                         .output_timeout_usec = DAEMON_DEFAULT_OUTPUT_TIMEOUT_USEC,
                         .clone_min_interval_usec = DAEMON_DEFAULT_CLONE_MIN_INTERVAL_USEC,
+                        .stop_drain_threads = DAEMON_DEFAULT_STOP_DRAIN_THREADS,
                 },
                 .idle_timeout_usec = DAEMON_DEFAULT_IDLE_TIMEOUT_USEC,
         };
@@ -239,6 +240,10 @@ static int parse_clone_interval(const char *v, void *data) {
         return 0;
 }
 
+static int parse_stop_drain_threads(const char *v, void *data) {
+        return parse_count(v, 1, DAEMON_MAX_STOP_DRAIN_THREADS, data);
+}
+
 typedef struct ConfigItem {
         const char *section;
         const char *key;
@@ -260,6 +265,7 @@ static const ConfigItem config_items[] = {
         { "Limits",  "MaxProcessEntries",  parse_process_entries, offsetof(DaemonConfig, limits.max_process_entries), "64 to 4194304" },
         { "Limits",  "OutputTimeoutSec",   parse_output_timeout, offsetof(DaemonConfig, limits.output_timeout_usec), "a time span above 0 such as 30s, 500ms or infinity" },
         { "Limits",  "CloneMinIntervalSec", parse_clone_interval, offsetof(DaemonConfig, limits.clone_min_interval_usec), "a time span such as 5s, 500ms or 0" },
+        { "Limits",  "StopDrainThreads",   parse_stop_drain_threads, offsetof(DaemonConfig, limits.stop_drain_threads), "1 to 256" },
 };
 
 int daemon_config_check(DaemonConfig *c) {

@@ -37,6 +37,9 @@
 #define DAEMON_DEFAULT_MAX_PROCESS_ENTRIES 32768u
 #define DAEMON_MIN_PROCESS_ENTRIES 64u
 #define DAEMON_MAX_PROCESS_ENTRIES_LIMIT (4u * 1024 * 1024)
+/* Threads reading the kernel's per-CPU buffers at once in Stop's final drain. */
+#define DAEMON_DEFAULT_STOP_DRAIN_THREADS 8u
+#define DAEMON_MAX_STOP_DRAIN_THREADS 256u
 
 /* CloneMinIntervalSec= unset: a loop of clones writes a session's buffers at most this often. */
 #define DAEMON_DEFAULT_CLONE_MIN_INTERVAL_USEC (5u * 1000000u)
@@ -54,6 +57,7 @@ typedef struct ManagerLimits {
         uint64_t output_timeout_usec;     /* a pipe or socket output's write deadline; UINT64_MAX: none */
         /* Helper "clone": the least time between two snapshots of one session (Session.Clone). */
         uint64_t clone_min_interval_usec;
+        unsigned stop_drain_threads;      /* helper "idle": CPUs Stop's final drain reads at once */
 } ManagerLimits;
 
 typedef struct DaemonConfig {

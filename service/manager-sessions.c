@@ -31,6 +31,7 @@ int manager_load_session_config(Manager *m, const Tracebus__TraceConfig *tc, Ses
                 ret->buffer_size_kb = m->limits.max_buffer_size_kb;
         }
         ret->max_process_entries = m->limits.max_process_entries;
+        ret->stop_drain_threads = m->limits.stop_drain_threads;
         return 0;
 }
 

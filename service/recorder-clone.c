@@ -12,7 +12,6 @@
 
 int recorder_clone(Recorder *rec, RecorderClone *c) {
         RecorderClone *expected = NULL;
-        uint64_t wake = RECORDER_WAKE_CLONE;
 
         assert(rec);
         assert(c);
@@ -24,9 +23,8 @@ int recorder_clone(Recorder *rec, RecorderClone *c) {
         trace_writer_snapshot_init(&c->snapshot);
         if (!atomic_compare_exchange_strong(&rec->clone_request, &expected, c))
                 return -EBUSY;
-        /* Not a stop (see wait_for_stop()): the worker wakes, drains at once and serves. */
-        if (write(rec->stop_fd, &wake, sizeof(wake)) < 0)
-                log_debug_errno(errno, "Could not wake the recorder for a clone, it serves it next period: %m");
+        /* The worker wakes, drains at once (a pending clone makes its pass a drain) and serves. */
+        recorder_wake(rec);
         return 0;
 }
 

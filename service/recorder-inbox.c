@@ -52,6 +52,8 @@ int recorder_submit_packet(Recorder *rec, uint32_t sequence_id, uint32_t target_
         rec->inbox_bytes += len;
 unlock:
         (void) pthread_mutex_unlock(&rec->inbox_lock);
+        if (r >= 0)
+                recorder_wake(rec);
         return r;
 }
 

@@ -18,6 +18,11 @@
 #define MAX_PAGES_PER_CPU_PER_PASS 256
 #define MAX_PAGES_PER_BUNDLE 32
 
+typedef struct RecorderDrainRequest {
+        RecorderDrainCallback callback;
+        void *userdata;
+} RecorderDrainRequest;
+
 struct Recorder {
         pthread_t thread;
         bool thread_started;
@@ -73,10 +78,6 @@ struct Recorder {
         RecorderEnd end;
         int error;
 
-        /* ftfilter: with drain_buffer_percent, the worker also wakes when a CPU's buffer
-         * passes the instance's buffer_percent (poll on its trace_pipe_raw): stop_fd, then
-         * the pipes. NULL: it wakes every drain period only. */
-        struct pollfd *watermark_fds;
         /* Helper "warn" (recorder-warnings.c): the config's warnings and ftrace setup errors
          * for the opening packets, and the warnings of other threads (recorder_warn()): for
          * the session, taken on the event loop, and for the trace, written by the worker. */
@@ -118,11 +119,24 @@ struct Recorder {
          * after its next drain. */
         _Atomic(RecorderClone *) clone_request;
         uint64_t started_ns;          /* CLOCK_BOOTTIME: tracing_started, for snapshots */
-};
 
-/* Written into stop_fd (an eventfd, which adds them up) by recorder_clone(): a wake-up
- * that is not a stop. recorder_stop() writes 1. */
-#define RECORDER_WAKE_CLONE (UINT64_C(1) << 32)
+        /* helper "idle" (recorder-wake.c, recorder-drain.c): the worker sleeps in poll() on
+         * stop_fd, wake_fd and, with a watermark, every CPU's trace_pipe_raw, which polls
+         * readable once the CPU's buffer passes the instance's buffer_percent (Linux 6.9+).
+         * It wakes on a period only for what asks for one: drain_period_ms or
+         * flush_period_ms (periodic_drain), file_write_period_ms, snapshot_interval_ms. */
+        int wake_fd;                  /* other threads -> worker: inbox, annotations, warnings, drains */
+        struct pollfd *poll_fds;      /* stop_fd, wake_fd, then the pipes when watermark */
+        size_t n_poll_fds;
+        bool watermark, periodic_drain;
+        uint64_t last_drain_ns;
+        uint64_t pages_read;          /* worker: pages read so far */
+        unsigned stop_drain_threads;  /* CPUs the final drain reads at once */
+        pthread_mutex_t drain_lock;
+        RecorderDrainRequest drain_requests[RECORDER_MAX_DRAIN_REQUESTS];
+        size_t n_drain_requests;
+        _Atomic uint64_t wakeups;     /* the worker's passes, for tests and bench/ */
+};
 
 /* recorder-packets.c: the service's packets (sequence 1) and the process tree. */
 int recorder_append_opening_packets(Recorder *rec);
@@ -151,6 +165,8 @@ void recorder_publish_stats(Recorder *rec);
 int recorder_rotate_init(Recorder *rec, const SessionConfig *config);
 void recorder_rotate_free(Recorder *rec);
 /* After a pass: a new chunk when one is due and its output is there. */
+/* When a chunk is due by time (CLOCK_MONOTONIC), for the worker's sleep; UINT64_MAX: never. */
+uint64_t recorder_rotate_next_ns(const Recorder *rec);
 int recorder_rotate_if_due(Recorder *rec);
 
 /* recorder-thread.c */
@@ -163,3 +179,24 @@ int recorder_append_snapshot_header(Recorder *rec, TraceWriter *w);
 int recorder_append_snapshot_trailer(Recorder *rec, TraceWriter *w);
 void recorder_serve_clone(Recorder *rec);
 void recorder_cancel_clone(Recorder *rec);
+/* One page read from @cpu's pipe (@n bytes) into its bundle. */
+int recorder_take_page(Recorder *rec, unsigned cpu, const uint8_t *page, size_t n);
+
+/* recorder-wake.c: what the worker waits for and what woke it. */
+typedef enum RecorderWake {
+        RECORDER_WAKE_STOP = 1 << 0,
+        RECORDER_WAKE_INBOX = 1 << 1,       /* wake_fd: the inbox, annotations, warnings, drains */
+        RECORDER_WAKE_WATERMARK = 1 << 2,   /* a CPU's buffer passed buffer_percent */
+} RecorderWake;
+int recorder_wake_init(Recorder *rec, const SessionConfig *config, TraceInstance *instance);
+void recorder_wake_done(Recorder *rec);
+void recorder_wake(Recorder *rec);
+unsigned recorder_wait(Recorder *rec);
+bool recorder_drain_due(Recorder *rec);
+/* The pass's drain requests, taken: their callbacks to run after the drain. */
+size_t recorder_take_drain_requests(Recorder *rec, RecorderDrainRequest ret[static RECORDER_MAX_DRAIN_REQUESTS]);
+
+/* recorder-drain.c: Stop's final drain reads the CPUs' pipes on several threads at once,
+ * each CPU into a staging buffer of its own; the worker then parses them CPU after CPU
+ * as it parses a pipe (one bundle sequence per CPU, the writer touched by one thread). */
+int recorder_drain_parallel(Recorder *rec);

@@ -341,6 +341,7 @@ void recorder_annotate(Recorder *rec, const char *name) {
                 rec->n_annotations++;
         }
         (void) pthread_mutex_unlock(&rec->annotations_lock);
+        recorder_wake(rec);
 }
 
 /* A ProcessTree as metadata of the writer @userdata, at its collection time. */

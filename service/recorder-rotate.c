@@ -102,6 +102,13 @@ uint32_t recorder_chunk_index(const Recorder *rec) {
         return atomic_load(&((Recorder *) rec)->chunk_index);
 }
 
+uint64_t recorder_rotate_next_ns(const Recorder *rec) {
+        if (!recorder_rotates(rec) || rec->rotate_every_ns == 0)
+                return UINT64_MAX;
+        return rec->rotate_every_ns > UINT64_MAX - rec->chunk_started_ns ? UINT64_MAX :
+               rec->chunk_started_ns + rec->rotate_every_ns;
+}
+
 static bool rotation_due(Recorder *rec) {
         uint64_t in_chunk;
 

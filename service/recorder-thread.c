@@ -124,9 +124,29 @@ static int flush_bundle(Recorder *rec, unsigned cpu) {
  * writer, one syscall per page holding an event or two. A page less than half full
  * (after the first of a pass, which may be the rest of a page read last time) says we
  * have caught up: the rest waits for the next period, as traced_probes does. */
+int recorder_take_page(Recorder *rec, unsigned cpu, const uint8_t *page, size_t n) {
+        rec->pages_read++;
+        /* Events lost before this page: the loss starts a bundle of its own, so that
+         * lost_events marks the place where it happened, as traced_probes does. */
+        if (ftrace_parser_page_lost_events(rec->parser, page, n) > 0 &&
+            ftrace_bundle_n_events(rec->bundles[cpu]) > 0) {
+                int r = flush_bundle(rec, cpu);
+                if (r < 0)
+                        return r;
+        }
+        /* A damaged page is recorded as an FtraceError in the bundle; go on. */
+        (void) ftrace_parser_parse_page(rec->parser, page, n, rec->bundles[cpu]);
+        /* Bundles small next to the service's buffer, so a ring keeps close to its size. */
+        if (++rec->bundle_pages[cpu] >= rec->pages_per_bundle)
+                return flush_bundle(rec, cpu);
+        return 0;
+}
+
 static int drain_cpu(Recorder *rec, unsigned cpu) {
         for (unsigned i = 0; i < MAX_PAGES_PER_CPU_PER_PASS; i++) {
                 ssize_t n = read(rec->pipe_fds[cpu], rec->page, rec->page_size);
+                int r;
+
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -136,22 +156,9 @@ static int drain_cpu(Recorder *rec, unsigned cpu) {
                 }
                 if (n == 0)
                         return 0;
-                /* Events lost before this page: the loss starts a bundle of its own, so that
-                 * lost_events marks the place where it happened, as traced_probes does. */
-                if (ftrace_parser_page_lost_events(rec->parser, rec->page, (size_t) n) > 0 &&
-                    ftrace_bundle_n_events(rec->bundles[cpu]) > 0) {
-                        int r = flush_bundle(rec, cpu);
-                        if (r < 0)
-                                return r;
-                }
-                /* A damaged page is recorded as an FtraceError in the bundle; go on. */
-                (void) ftrace_parser_parse_page(rec->parser, rec->page, (size_t) n, rec->bundles[cpu]);
-                /* Bundles small next to the service's buffer, so a ring keeps close to its size. */
-                if (++rec->bundle_pages[cpu] >= rec->pages_per_bundle) {
-                        int r = flush_bundle(rec, cpu);
-                        if (r < 0)
-                                return r;
-                }
+                r = recorder_take_page(rec, cpu, rec->page, (size_t) n);
+                if (r < 0)
+                        return r;
                 if (i > 0 && ftrace_parser_page_data_size(rec->parser, rec->page, (size_t) n) < (ssize_t) (rec->page_size / 2))
                         return 0;
         }
@@ -188,6 +195,26 @@ static int drain_all(Recorder *rec, uint64_t deadline) {
         return recorder_append_process_tree(rec);
 }
 
+/* One drain of every CPU. A wake by the watermark that finds nothing to read means this
+ * kernel's poll does not wait for buffer_percent after all: drain on the period instead,
+ * rather than spin. */
+static int drain_pass(Recorder *rec, unsigned why, bool stopping) {
+        uint64_t pages = rec->pages_read;
+        int r;
+
+        rec->last_drain_ns = now_ns(CLOCK_MONOTONIC);
+        r = drain_all(rec, stopping && rec->stop_timeout_ns != UINT64_MAX ?
+                           rec->last_drain_ns + rec->stop_timeout_ns : UINT64_MAX);
+        if (r >= 0 && why == RECORDER_WAKE_WATERMARK && rec->pages_read == pages && rec->watermark) {
+                log_debug("The trace buffers polled readable with nothing to read: draining every %u ms instead.",
+                          rec->drain_period_ms);
+                rec->watermark = false;
+                rec->periodic_drain = true;
+                rec->n_poll_fds = 2;
+        }
+        return r;
+}
+
 int recorder_flush_output(Recorder *rec) {
         int r = trace_writer_flush(&rec->writer);
 
@@ -205,20 +232,6 @@ static bool write_due(Recorder *rec) {
                 return true;
         return rec->write_period_ns != UINT64_MAX &&
                now_ns(CLOCK_MONOTONIC) - rec->last_write_ns >= rec->write_period_ns;
-}
-
-static bool wait_for_stop(Recorder *rec) {
-        struct pollfd p = { .fd = rec->stop_fd, .events = POLLIN };
-        struct pollfd *fds = rec->watermark_fds ?: &p;
-        uint64_t v;
-
-        /* With a watermark, a pipe that polls readable (a buffer past buffer_percent) ends
-         * the wait early: the drain follows at once. */
-        if (poll(fds, rec->watermark_fds ? rec->n_cpus + 1 : 1, (int) rec->drain_period_ms) <= 0 ||
-            !(fds[0].revents & POLLIN))
-                return false;
-        /* recorder_clone() wakes the worker too, by RECORDER_WAKE_CLONE: not a stop. */
-        return read(rec->stop_fd, &v, sizeof(v)) == sizeof(v) && (v & (RECORDER_WAKE_CLONE - 1)) != 0;
 }
 
 static void finish(Recorder *rec, RecorderEnd end, int error) {
@@ -261,6 +274,7 @@ void *recorder_thread_main(void *userdata) {
         Recorder *rec = userdata;
         int r;
 
+        (void) pthread_setname_np(pthread_self(), "tb-recorder");
         start_symbolizing(rec);
 
         /* The opening packets go out at once, from this thread: a write to a passed fd
@@ -272,19 +286,31 @@ void *recorder_thread_main(void *userdata) {
                 return finish(rec, end_for_write_error(r), r), NULL;
 
         for (;;) {
-                bool stopping = wait_for_stop(rec);
+                RecorderDrainRequest requests[RECORDER_MAX_DRAIN_REQUESTS];
+                unsigned why = recorder_wait(rec);
+                bool stopping = why & RECORDER_WAKE_STOP;
+                size_t n_requests = recorder_take_drain_requests(rec, requests);
+                /* A clone or a chunk takes what the kernel holds first. */
+                bool drain = stopping || n_requests > 0 || (why & RECORDER_WAKE_WATERMARK) || recorder_drain_due(rec) ||
+                             atomic_load(&rec->clone_request) ||
+                             recorder_rotate_next_ns(rec) <= now_ns(CLOCK_MONOTONIC);
 
+                r = 0;
                 /* Sampled before the drain: the fill is at its highest then. */
-                r = recorder_sample_cpu_stats(rec);
+                if (drain)
+                        r = recorder_sample_cpu_stats(rec);
                 if (r >= 0)
                         r = recorder_append_annotations(rec);
                 if (r >= 0)
                         r = recorder_append_submitted(rec);
                 if (r >= 0)
                         r = recorder_append_periodic_snapshot(rec, /* force= */ false);
-                if (r >= 0)
-                        r = drain_all(rec, stopping && rec->stop_timeout_ns != UINT64_MAX ?
-                                           now_ns(CLOCK_MONOTONIC) + rec->stop_timeout_ns : UINT64_MAX);
+                if (r >= 0 && stopping)
+                        r = recorder_drain_parallel(rec);
+                if (r >= 0 && drain)
+                        r = drain_pass(rec, why, stopping);
+                for (size_t i = 0; i < n_requests; i++)
+                        requests[i].callback(rec, r >= 0 ? &rec->writer : NULL, requests[i].userdata);
                 if (r < 0) {
                         /* What was read so far still makes a complete trace. */
                         log_error_errno(r, "Failed to read the kernel's trace buffers, ending the session: %m");

@@ -78,6 +78,7 @@ static int queue_warning(Recorder *rec, const char *text, bool for_session) {
                         rec->n_warned++;
         }
         (void) pthread_mutex_unlock(&rec->warnings_lock);
+        recorder_wake(rec);
         return r;
 }
 

@@ -154,7 +154,7 @@ static int recorder_configure(Recorder *rec, const SessionConfig *config, int ou
 }
 
 /* The FtraceConfig options the worker carries out: the print filter in the parser, the
- * clock the bundles name, the pipes polled for the buffer watermark. */
+ * clock the bundles name. The buffer watermark is recorder-wake.c's. */
 static int recorder_apply_ftrace_options(Recorder *rec, const SessionConfig *config) {
         int r;
 
@@ -166,14 +166,6 @@ static int recorder_apply_ftrace_options(Recorder *rec, const SessionConfig *con
                 return r;
         for (unsigned cpu = 0; config->mono_raw_clock && cpu < rec->n_cpus; cpu++)
                 ftrace_bundle_set_clock(rec->bundles[cpu], FTRACE_CLOCK_MONO_RAW);
-        if (config->drain_buffer_percent == 0)
-                return 0;
-        rec->watermark_fds = calloc(rec->n_cpus + 1, sizeof(struct pollfd));
-        if (!rec->watermark_fds)
-                return -ENOMEM;
-        rec->watermark_fds[0] = (struct pollfd) { .fd = rec->stop_fd, .events = POLLIN };
-        for (unsigned cpu = 0; cpu < rec->n_cpus; cpu++)
-                rec->watermark_fds[cpu + 1] = (struct pollfd) { .fd = rec->pipe_fds[cpu], .events = POLLIN };
         return 0;
 }
 
@@ -206,10 +198,11 @@ int recorder_new(const SessionConfig *config, TraceInstance *instance, int outpu
                 return -ENOMEM;
         }
         rec->output_fd = output_fd;
-        rec->stop_fd = rec->done_fd = -EBADF;
+        rec->stop_fd = rec->done_fd = rec->wake_fd = -EBADF;
         rec->next_fd = rec->rotated_fd = rec->chunk_dir_fd = -EBADF;
         (void) pthread_mutex_init(&rec->next_lock, NULL);
         (void) pthread_mutex_init(&rec->annotations_lock, NULL);
+        (void) pthread_mutex_init(&rec->drain_lock, NULL);
         (void) pthread_mutex_init(&rec->inbox_lock, NULL);
         (void) pthread_mutex_init(&rec->warnings_lock, NULL);
         r = recorder_configure(rec, config, output_fd);
@@ -250,6 +243,9 @@ int recorder_new(const SessionConfig *config, TraceInstance *instance, int outpu
         r = recorder_apply_ftrace_options(rec, config);
         if (r < 0)
                 return r;
+        r = recorder_wake_init(rec, config, instance);
+        if (r < 0)
+                return r;
 
         *ret = TAKE_PTR(rec);
         return 0;
@@ -280,7 +276,8 @@ Recorder *recorder_free(Recorder *rec) {
         free(rec->bundle_pages);
         free(rec->fill_reported);
         free(rec->page);
-        free(rec->watermark_fds);
+        recorder_wake_done(rec);
+        (void) pthread_mutex_destroy(&rec->drain_lock);
         (void) pthread_mutex_destroy(&rec->annotations_lock);
         recorder_inbox_free(rec);
         (void) pthread_mutex_destroy(&rec->inbox_lock);

@@ -132,3 +132,15 @@ int recorder_clone(Recorder *r, RecorderClone *c);
 /* Takes back @c if the worker has not started on it (returns true): then done_fd is
  * never written. Otherwise the worker finishes it. */
 bool recorder_clone_cancel(Recorder *r, RecorderClone *c);
+/* helper "idle": "drain now". The worker sleeps until a buffer passes its watermark (a
+ * ring session reads nothing before Stop otherwise): this wakes it to drain every CPU's
+ * buffer into the writer at once, then to call @callback(r, writer, @userdata) on the
+ * worker thread, the only one that may touch the writer (a clone copies it there). The
+ * callback must not block for long; it runs once, or never if the recorder ends first
+ * (then it is called with writer NULL from recorder_free(), on the caller's thread).
+ * At most RECORDER_MAX_DRAIN_REQUESTS wait at a time: -EBUSY beyond. Thread-safe. */
+#define RECORDER_MAX_DRAIN_REQUESTS 8
+typedef void (*RecorderDrainCallback)(Recorder *r, TraceWriter *writer, void *userdata);
+int recorder_request_drain(Recorder *r, RecorderDrainCallback callback, void *userdata);
+/* How many times the worker woke so far (tests: an idle session's worker sleeps). */
+uint64_t recorder_wakeups(const Recorder *r);

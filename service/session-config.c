@@ -216,8 +216,10 @@ static int load_ftrace_config(const Tracebus__FtraceConfig *fc, SessionConfig *c
                 c->buffer_size_kb = MAX(c->buffer_size_kb, fc->buffer_size_kb);
         if (fc->has_drain_period_ms && (fc->drain_period_ms < 1 || fc->drain_period_ms > 60000))
                 return session_config_error(ret_error, "drain_period_ms %u is outside 1..60000", fc->drain_period_ms);
-        if (fc->has_drain_period_ms)
+        if (fc->has_drain_period_ms) {
                 c->drain_period_ms = MIN(c->drain_period_ms, fc->drain_period_ms);
+                c->drain_period_set = true;
+        }
         /* Perfetto enables compact_sched when the field is unset. */
         if (fc->compact_sched && fc->compact_sched->has_enabled && !fc->compact_sched->enabled)
                 c->compact_sched = false;

@@ -179,6 +179,11 @@ typedef struct SessionConfig {
         uint32_t trigger_timeout_ms;   /* START: armed at most this; STOP, CLONE: the end without one */
         struct SessionTrigger *triggers;
         size_t n_triggers;
+        /* helper "idle": the recorder wakes every drain_period_ms only when the config asked
+         * for it (drain_period_ms, flush_period_ms); else on the buffers' watermark. Stop's
+         * final drain reads this many CPUs at once (tracebusd.conf StopDrainThreads=). */
+        bool drain_period_set;
+        uint32_t stop_drain_threads;   /* 0 or 1: one CPU after another */
 } SessionConfig;
 
 /* perf (issue 24): linux.perf's defaults (Perfetto's) and caps. */

@@ -414,6 +414,10 @@ int session_stop(Session *s, SessionEndReason reason) {
         if (r < 0)
                 log_warning_errno(r, "Failed to switch tracing off in %s, stopping anyway: %m",
                                   trace_instance_name(s->instance));
+        /* helper "idle": the events' unregistering (an RCU grace period) runs while the
+         * recorder drains, not after it, before Stop's reply. */
+        if (s->instance)
+                (void) trace_instance_write_file(s->instance, "events/enable", "0");
         r = start_final_reads(s);
         if (r < 0)
                 log_warning_errno(r, "Session %" PRIu64 ": the pollers' final reads cannot be queued, skipped: %m",

@@ -125,6 +125,19 @@ static void test_clone_interval(void) {
         g_assert_cmpuint(c.limits.clone_min_interval_usec, ==, 0);
 }
 
+/* StopDrainThreads=: 8 by default, 1 to 256. */
+static void test_stop_drain_threads(void) {
+        DaemonConfig c;
+
+        daemon_config_init(&c);
+        g_assert_cmpuint(c.limits.stop_drain_threads, ==, 8);
+        g_assert_cmpint(daemon_config_parse(&c, "[Limits]\nStopDrainThreads=2\n", "t"), ==, 0);
+        g_assert_cmpuint(c.limits.stop_drain_threads, ==, 2);
+        g_assert_cmpint(daemon_config_parse(&c, "[Limits]\nStopDrainThreads=0\n", "t"), ==, 1);
+        g_assert_cmpint(daemon_config_parse(&c, "[Limits]\nStopDrainThreads=257\n", "t"), ==, 1);
+        g_assert_cmpuint(c.limits.stop_drain_threads, ==, 2);
+}
+
 static void test_parse_size(void) {
         uint64_t n;
 
@@ -289,5 +302,6 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/daemon-config/process-entries", test_process_entries);
         g_test_add_func("/daemon-config/output-timeout", test_output_timeout);
         g_test_add_func("/daemon-config/clone-interval", test_clone_interval);
+        g_test_add_func("/daemon-config/stop-drain-threads", test_stop_drain_threads);
         return g_test_run();
 }
