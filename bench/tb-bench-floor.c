@@ -3,7 +3,9 @@
  * tb-bench floor: the reference measurement. Its own tracefs instance with sched_switch and
  * sched_waking, every page read from per_cpu trace_pipe_raw and dropped (or, with --mmap, the
  * ring buffer mapped and each page's cache lines touched once): the least any recorder must
- * spend on the same events.
+ * spend on the same events. --read-pages N asks read() for N pages at a time and --splice
+ * moves whole pages through a pipe (splice(), then one read() of the pipe): how each way of
+ * taking the pages compares with the one-page read() the floor itself uses.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,6 +24,8 @@
 #include "tb-bench.h"
 
 #define FLOOR_MAX_CPUS 256
+/* A pipe's default capacity: what one splice() can move. */
+#define SPLICE_PAGES 16
 
 typedef struct CpuStats {
         uint64_t entries, overrun, commit_overrun, dropped, read_events;
@@ -53,9 +57,12 @@ typedef struct Floor {
         long n_cpus, page_size;
         int period_ms;
         bool mapped;                  /* --mmap */
+        bool splice;                  /* --splice */
+        long read_pages;              /* --read-pages: the size asked of each read() */
         int dump_fd;                  /* --dump FILE, or -1 */
-        uint8_t *page;                /* where read() puts each page */
+        uint8_t *page;                /* where read() puts each page (SPLICE_PAGES of them) */
         int fds[FLOOR_MAX_CPUS];      /* per_cpu/cpuN/trace_pipe_raw */
+        int pipes[FLOOR_MAX_CPUS][2]; /* --splice */
         MappedCpu maps[FLOOR_MAX_CPUS];
 } Floor;
 
@@ -168,46 +175,70 @@ static void floor_open_cpus(Floor *f) {
                         die("open trace_pipe_raw", errno);
                 if (f->mapped)
                         map_cpu(f->fds[cpu], f->page_size, &f->maps[cpu]);
+                if (f->splice && pipe2(f->pipes[cpu], O_NONBLOCK | O_CLOEXEC) < 0)
+                        die("pipe2", errno);
         }
 }
 
+/* read() until nothing is left: one page per call, whatever the size asked (the kernel's
+ * tracing_buffers_read() copies out at most the rest of one page). */
+static void drain_read(Floor *f, int fd, size_t size, FloorCounts *c) {
+        for (;;) {
+                ssize_t n = read(fd, f->page, size);
+                if (n <= 0)
+                        break;
+                c->pages += (uint64_t) n / (uint64_t) f->page_size + (n % f->page_size != 0);
+                c->bytes += (uint64_t) n;
+                if (f->dump_fd >= 0) {
+                        size_t padded = ((size_t) n + (size_t) f->page_size - 1) / (size_t) f->page_size *
+                                        (size_t) f->page_size;
+
+                        memset(f->page + n, 0, padded - (size_t) n);
+                        (void) !write(f->dump_fd, f->page, padded);
+                }
+        }
+}
+
+/* splice() hands over only pages the kernel has finished writing, up to a pipe's worth at
+ * a time; the page it is still writing is then taken by read(). */
+static void drain_splice(Floor *f, long cpu, FloorCounts *c) {
+        const size_t size = SPLICE_PAGES * (size_t) f->page_size;
+
+        for (;;) {
+                ssize_t n = splice(f->fds[cpu], NULL, f->pipes[cpu][1], NULL, size, SPLICE_F_NONBLOCK);
+                if (n <= 0)
+                        break;
+                n = read(f->pipes[cpu][0], f->page, (size_t) n);
+                if (n <= 0)
+                        die("read pipe", errno);
+                c->pages += (uint64_t) n / (uint64_t) f->page_size;
+                c->bytes += (uint64_t) n;
+        }
+        drain_read(f, f->fds[cpu], (size_t) f->page_size, c);
+}
+
 /* The measured loop: each period every CPU's pages are taken until none is left; after
- * the deadline or a signal, tracing stops and one last round takes the rest. What the
- * per-page path uses is held in locals, so it stays in registers across read(). */
+ * the deadline or a signal, tracing stops and one last round takes the rest. */
 static void floor_drain(Floor *f, uint64_t end, FloorCounts *ret) {
-        const long n_cpus = f->n_cpus, page_size = f->page_size;
-        const bool mapped = f->mapped;
-        const int dump_fd = f->dump_fd;
-        uint8_t *page = f->page;
-        uint64_t pages = 0, bytes = 0, sum = 0;
+        FloorCounts c = {};
 
         for (bool last = false;;) {
                 if (stop_requested || now_ns(CLOCK_MONOTONIC) >= end) {
                         write_file(f->tracing_on, "0");
                         last = true;
                 }
-                for (long cpu = 0; cpu < n_cpus && mapped; cpu++)
-                        drain_mapped(f->fds[cpu], &f->maps[cpu], &pages, &bytes, &sum);
-                for (long cpu = 0; cpu < n_cpus && !mapped; cpu++) {
-                        const int fd = f->fds[cpu];
-
-                        for (;;) {
-                                ssize_t n = read(fd, page, (size_t) page_size);
-                                if (n <= 0)
-                                        break;
-                                pages++;
-                                bytes += (uint64_t) n;
-                                if (dump_fd >= 0) {
-                                        memset(page + n, 0, (size_t) (page_size - n));
-                                        (void) !write(dump_fd, page, (size_t) page_size);
-                                }
-                        }
-                }
+                for (long cpu = 0; cpu < f->n_cpus; cpu++)
+                        if (f->mapped)
+                                drain_mapped(f->fds[cpu], &f->maps[cpu], &c.pages, &c.bytes, &c.sum);
+                        else if (f->splice)
+                                drain_splice(f, cpu, &c);
+                        else
+                                drain_read(f, f->fds[cpu], (size_t) (f->read_pages * f->page_size), &c);
                 if (last)
                         break;
                 poll(NULL, 0, f->period_ms);
         }
-        *ret = (FloorCounts) { .pages = pages, .bytes = bytes, .sum = sum };
+        *ret = c;
 }
 
 /* The kernel's own count of the events read and lost, then the instance goes. */
@@ -223,6 +254,10 @@ static void floor_destroy(Floor *f, uint64_t *ret_events, uint64_t *ret_lost) {
                 if (f->mapped)
                         munmap(f->maps[cpu].meta, f->maps[cpu].size);
                 close(f->fds[cpu]);
+                if (f->splice) {
+                        close(f->pipes[cpu][0]);
+                        close(f->pipes[cpu][1]);
+                }
         }
         floor_write(f, "events/enable", "0");
         if (rmdir(f->dir) < 0)
@@ -239,6 +274,7 @@ int cmd_floor(int argc, char **argv) {
                 .period_ms = atoi(arg(argc, argv, "--period-ms", "100")),
                 .n_cpus = sysconf(_SC_NPROCESSORS_CONF),
                 .page_size = sysconf(_SC_PAGESIZE),
+                .read_pages = atol(arg(argc, argv, "--read-pages", "1")),
                 .dump_fd = -1,
         };
         uint64_t cpu0, cpu1, end, events, lost;
@@ -246,11 +282,15 @@ int cmd_floor(int argc, char **argv) {
 
         if (f.n_cpus > FLOOR_MAX_CPUS)
                 f.n_cpus = FLOOR_MAX_CPUS;
-        f.page = malloc((size_t) f.page_size);
+        if (f.read_pages < 1 || f.read_pages > SPLICE_PAGES)
+                die("--read-pages: 1 to 16", EINVAL);
+        f.page = malloc(SPLICE_PAGES * (size_t) f.page_size);
         if (!f.page)
                 die("malloc", ENOMEM);
         for (int i = 2; i < argc; i++)
                 f.mapped = f.mapped || strcmp(argv[i], "--mmap") == 0;
+        for (int i = 2; i < argc; i++)
+                f.splice = f.splice || strcmp(argv[i], "--splice") == 0;
         /* --dump FILE keeps every page (padded to the page size), for bench/parse-bench. */
         if (dump && (f.dump_fd = open(dump, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
                 die(dump, errno);
@@ -270,7 +310,8 @@ int cmd_floor(int argc, char **argv) {
         floor_destroy(&f, &events, &lost);
         free(f.page);
         printf("{\"cpu_ns\": %" PRIu64 ", \"pages\": %" PRIu64 ", \"bytes\": %" PRIu64
-               ", \"events\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"mmap\": %s, \"touched\": %" PRIu64 "}\n",
-               cpu1 - cpu0, c.pages, c.bytes, events, lost, f.mapped ? "true" : "false", c.sum & 1);
+               ", \"events\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"mmap\": %s, \"splice\": %s, \"read_pages\": %ld, \"touched\": %" PRIu64 "}\n",
+               cpu1 - cpu0, c.pages, c.bytes, events, lost, f.mapped ? "true" : "false",
+               f.splice ? "true" : "false", f.read_pages, c.sum & 1);
         return 0;
 }
