@@ -131,6 +131,8 @@ struct Recorder {
         bool watermark, periodic_drain;
         uint64_t last_drain_ns;
         uint64_t pages_read;          /* worker: pages read so far */
+        uint64_t data_read;           /* worker: bytes of events in them */
+        bool busy;                    /* the last pass read a page of events or more: drain on the period */
         unsigned stop_drain_threads;  /* CPUs the final drain reads at once */
         pthread_mutex_t drain_lock;
         RecorderDrainRequest drain_requests[RECORDER_MAX_DRAIN_REQUESTS];

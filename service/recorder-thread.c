@@ -125,7 +125,10 @@ static int flush_bundle(Recorder *rec, unsigned cpu) {
  * (after the first of a pass, which may be the rest of a page read last time) says we
  * have caught up: the rest waits for the next period, as traced_probes does. */
 int recorder_take_page(Recorder *rec, unsigned cpu, const uint8_t *page, size_t n) {
+        ssize_t data = ftrace_parser_page_data_size(rec->parser, page, n);
+
         rec->pages_read++;
+        rec->data_read += data > 0 ? (uint64_t) data : 0;
         /* Events lost before this page: the loss starts a bundle of its own, so that
          * lost_events marks the place where it happened, as traced_probes does. */
         if (ftrace_parser_page_lost_events(rec->parser, page, n) > 0 &&
@@ -199,12 +202,18 @@ static int drain_all(Recorder *rec, uint64_t deadline) {
  * kernel's poll does not wait for buffer_percent after all: drain on the period instead,
  * rather than spin. */
 static int drain_pass(Recorder *rec, unsigned why, bool stopping) {
-        uint64_t pages = rec->pages_read;
+        uint64_t pages = rec->pages_read, data = rec->data_read;
         int r;
 
         rec->last_drain_ns = now_ns(CLOCK_MONOTONIC);
         r = drain_all(rec, stopping && rec->stop_timeout_ns != UINT64_MAX ?
                            rec->last_drain_ns + rec->stop_timeout_ns : UINT64_MAX);
+        /* While events flow (a page of them or more in this pass), the next pass comes a
+         * drain period later, as before the watermark: a short-lived process must still
+         * be in /proc when its first event is read, or it is described only by the
+         * kernel's small saved tables. A quiet pass goes back to sleeping on the
+         * watermark: an idle session costs nothing. */
+        rec->busy = rec->data_read - data >= rec->page_size;
         if (r >= 0 && why == RECORDER_WAKE_WATERMARK && rec->pages_read == pages && rec->watermark) {
                 log_debug("The trace buffers polled readable with nothing to read: draining every %u ms instead.",
                           rec->drain_period_ms);

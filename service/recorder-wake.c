@@ -89,7 +89,7 @@ static uint64_t due_after(uint64_t last, uint64_t period) {
 static uint64_t next_due(const Recorder *rec) {
         uint64_t due = due_after(rec->last_snapshot_ns, rec->snapshot_interval_ns);
 
-        if (rec->periodic_drain)
+        if (rec->periodic_drain || rec->busy)
                 due = MIN(due, due_after(rec->last_drain_ns, (uint64_t) rec->drain_period_ms * 1000000ull));
         if (rec->writer.mode == TRACE_WRITER_STREAM && rec->write_period_ns != UINT64_MAX)
                 due = MIN(due, due_after(rec->last_write_ns, rec->write_period_ns));
@@ -109,7 +109,7 @@ static int timeout_ms(const Recorder *rec) {
 bool recorder_drain_due(Recorder *rec) {
         uint64_t now = now_ns(CLOCK_MONOTONIC);
 
-        if (rec->periodic_drain && now - rec->last_drain_ns >= (uint64_t) rec->drain_period_ms * 1000000ull)
+        if ((rec->periodic_drain || rec->busy) && now - rec->last_drain_ns >= (uint64_t) rec->drain_period_ms * 1000000ull)
                 return true;
         /* A write into the file takes what the kernel holds first. */
         return rec->n_cpus > 0 && rec->writer.mode == TRACE_WRITER_STREAM && rec->write_period_ns != UINT64_MAX &&
