@@ -2,7 +2,9 @@
 /* The per-process cache of perf-unwind.h: maps, Dwfl modules, ELF and debug files. */
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/auxv.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
@@ -315,6 +317,38 @@ size_t perf_process_mappings(const PerfProcess *p, const PerfMapping **ret) {
         return p->n_maps;
 }
 
+/* open_in_root() without openat2, which systemd's RestrictSUIDSGID= (in the unit)
+ * answers with ENOSYS, as seccomp cannot see its flags: @path walked from @root one
+ * component at a time, never following a symlink (O_NOFOLLOW: a symlink is opened
+ * itself, and is then no directory to go on from, nor a regular file), never "..".
+ * Paths from /proc/PID/maps are the kernel's d_path, which has no symlinks. */
+static int walk_in_root(int root, const char *path) {
+        _cleanup_close_ int fd = fcntl(root, F_DUPFD_CLOEXEC, 3);
+
+        if (fd < 0)
+                return negative_errno();
+        for (const char *p = path;;) {
+                char name[NAME_MAX + 1];
+                size_t n;
+                int next;
+
+                p += strspn(p, "/");
+                if (!*p)
+                        return TAKE_FD(fd);
+                n = strcspn(p, "/");
+                if (n > NAME_MAX || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+                        return -EINVAL;
+                memcpy(name, p, n);
+                name[n] = '\0';
+                next = openat(fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                if (next < 0)
+                        return negative_errno();
+                safe_close(fd);
+                fd = next;
+                p += n;
+        }
+}
+
 /* @path as the process sees it, as an O_PATH fd: resolved inside its root, so that a
  * symlink of its own cannot lead to the service's files (openat2's RESOLVE_IN_ROOT). */
 static int open_in_root(pid_t pid, const char *path) {
@@ -331,6 +365,8 @@ static int open_in_root(pid_t pid, const char *path) {
         if (root < 0)
                 return negative_errno();
         fd = syscall(SYS_openat2, root, path, &how, sizeof(how));
+        if (fd < 0 && errno == ENOSYS)
+                return walk_in_root(root, path);
         return fd < 0 ? negative_errno() : fd;
 }
 

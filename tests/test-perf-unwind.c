@@ -10,7 +10,11 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <string.h>
+#include <fcntl.h>
+#include <stddef.h>
 #include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -552,6 +556,45 @@ static void test_files_denied(void) {
         g_assert_cmpint(WEXITSTATUS(status), ==, 0);
 }
 
+/* Under the unit, systemd's RestrictSUIDSGID= answers openat2 with ENOSYS (seccomp
+ * cannot see its flags): the mapped files are then walked to by hand (perf-unwind.c).
+ * A child under the same refusal, without the capabilities /proc/PID/map_files wants,
+ * names its own frames. */
+static int name_without_openat2(void) {
+        struct sock_filter insns[] = {
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat2, 0, 1),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        };
+        struct sock_fprog prog = { .len = G_N_ELEMENTS(insns), .filter = insns };
+        PerfUnwinder *u = NULL;
+        PerfProcess *p = NULL;
+        PerfFrame f;
+
+        if (drop_capabilities() < 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+            prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
+                return 2;
+        if (syscall(SYS_openat2, AT_FDCWD, "/", NULL, 0) >= 0 || errno != ENOSYS)
+                return 3;
+        if (perf_unwinder_new(0, &u) < 0 || perf_process_new(u, getpid(), &p) < 0)
+                return 4;
+        perf_symbolize(p, (uintptr_t) fp_chain_a + 1, true, &f);
+        return g_strcmp0(f.function, "fp_chain_a") == 0 && !perf_unwinder_take_files_denied(u) ? 0 : 5;
+}
+
+static void test_no_openat2(void) {
+        int status;
+        pid_t child = fork();
+
+        g_assert_cmpint(child, >=, 0);
+        if (child == 0)
+                _exit(name_without_openat2());
+        g_assert_cmpint(waitpid(child, &status, 0), ==, child);
+        g_assert_true(WIFEXITED(status));
+        g_assert_cmpint(WEXITSTATUS(status), ==, 0);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/perf-unwind/dwarf", test_dwarf);
@@ -564,5 +607,6 @@ int main(int argc, char **argv) {
         g_test_add_func("/perf-unwind/deleted-file", test_deleted_file);
         g_test_add_func("/perf-unwind/reload", test_reload);
         g_test_add_func("/perf-unwind/files-denied", test_files_denied);
+        g_test_add_func("/perf-unwind/no-openat2", test_no_openat2);
         return g_test_run();
 }
