@@ -94,6 +94,13 @@ static int open_cpu(PerfSampler *s, int cpu) {
         fd = perf_event_open_fd(&attr, -1, cpu);
         if (fd == -ENODEV)
                 return 0;       /* offline CPU */
+        /* The kernel or a sandbox refused the service itself (perf_event_paranoid with no
+         * CAP_PERFMON, a seccomp filter): not the caller's authorization, so not EPERM,
+         * which clients would report as polkit's refusal. */
+        if (fd == -EPERM || fd == -EACCES) {
+                log_warning_errno(fd, "perf_event_open() refused to the service: %m");
+                return -ENODEV;
+        }
         if (fd < 0)
                 return fd;
         s->fds[cpu] = fd;
