@@ -5,9 +5,11 @@
  * what the kernel saved for recorded events, saved_tgids and saved_cmdlines.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fd-util.h"
 #include "macro.h"
@@ -53,47 +55,83 @@ static int saved_reserve(ProcessTreeBuilder *b, size_t n) {
 #define SAVED_RELOAD_FIRST_NS (1000ull * 1000ull * 1000ull)
 #define SAVED_RELOAD_MAX_NS (16ull * SAVED_RELOAD_FIRST_NS)
 #define PENDING_MAX 4096
+#define SAVED_READ_BYTES (64u * 1024u)
 
 static bool saved_reload_due(const ProcessTreeBuilder *b) {
         return !b->saved_loaded || now_ns(CLOCK_MONOTONIC) - b->saved_loaded_ns >= b->saved_reload_ns;
 }
 
-/* Fills in, from one of the kernel's saved tables ("pid tgid" or "pid comm" lines), the
- * entries of b->saved, which holds only the tasks looked for: the tables list tens of
- * thousands of tasks, and keeping them all meant allocating and sorting them all. */
-static int read_saved_table(ProcessTreeBuilder *b, const char *file, bool tgids) {
-        _cleanup_free_ char *path = NULL, *text = NULL;
+/* Notes one line of a saved table in the entry it names, if one is looked for: returns
+ * the pid read (0: not a line of the table) and counts in *@found the entries filled. */
+static int32_t note_saved_line(ProcessTreeBuilder *b, char *line, bool tgids, size_t *found) {
+        SavedTask *t;
+        char *end;
+        long pid;
 
+        pid = strtol(line, &end, 10);
+        if (end == line || *end != ' ' || pid <= 0 || pid > INT32_MAX)
+                return 0;
+        t = saved_task(b, (int32_t) pid);
+        if (!t)
+                return (int32_t) pid;
+        if (tgids) {
+                *found += t->tgid <= 0;
+                t->tgid = (int32_t) strtol(end + 1, NULL, 10);
+        } else {
+                *found += t->comm[0] == 0;
+                snprintf(t->comm, sizeof(t->comm), "%s", end + 1);
+        }
+        return (int32_t) pid;
+}
+
+/* Fills in, from one of the kernel's saved tables ("pid tgid" or "pid comm" lines), the
+ * entries of b->saved, which holds only the tasks looked for. The kernel formats the
+ * table as it is read, which is most of the cost (saved_tgids lists every pid it ever
+ * saw, pid_max lines on a busy machine): the read stops once every entry looked for is
+ * filled, or, saved_tgids being in pid order, past the largest pid looked for. */
+static int read_saved_table(ProcessTreeBuilder *b, const char *file, bool tgids) {
+        _cleanup_free_ char *path = NULL, *buf = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        int32_t last = b->n_saved > 0 ? b->saved[b->n_saved - 1].pid : 0;
+        size_t have = 0, found = 0;
+
+        if (b->n_saved == 0)
+                return 0;
         if (asprintf(&path, "%s/%s", b->tracefs_root, file) < 0)
                 return -ENOMEM;
-        if (read_full_file(path, 4 * 1024 * 1024, &text, NULL) < 0)
+        buf = malloc(SAVED_READ_BYTES + 1);
+        if (!buf)
+                return -ENOMEM;
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
                 return 0;   /* an older kernel without the table: nothing to learn */
-        for (char *line = text, *next; line && *line; line = next) {
-                SavedTask *t;
-                char *end;
-                long pid;
+        for (;;) {
+                ssize_t k = read(fd, buf + have, SAVED_READ_BYTES - have);
+                char *line = buf, *nl;
 
-                next = strchr(line, '\n');
-                if (next)
-                        *next++ = 0;
-                pid = strtol(line, &end, 10);
-                if (end == line || *end != ' ' || pid <= 0 || pid > INT32_MAX)
-                        continue;
-                t = saved_task(b, (int32_t) pid);
-                if (!t)
-                        continue;
-                if (tgids)
-                        t->tgid = (int32_t) strtol(end + 1, NULL, 10);
-                else
-                        snprintf(t->comm, sizeof(t->comm), "%s", end + 1);
+                if (k <= 0)
+                        return 0;   /* the end, or an error: what was read is kept */
+                have += (size_t) k;
+                buf[have] = 0;
+                for (; (nl = strchr(line, '\n')); line = nl + 1) {
+                        int32_t pid;
+
+                        *nl = 0;
+                        pid = note_saved_line(b, line, tgids, &found);
+                        if (found == b->n_saved || (tgids && pid > last))
+                                return 0;
+                }
+                have -= (size_t) (line - buf);
+                if (have >= SAVED_READ_BYTES)
+                        return 0;   /* not a line of a saved table */
+                memmove(buf, line, have);
         }
-        return 0;
 }
 
 /* What the kernel saved of the pending threads: their tgids from saved_tgids, then
  * their comms and their processes' from saved_cmdlines. */
 static int load_saved_tasks(ProcessTreeBuilder *b) {
-        size_t n;
+        size_t n, known;
         int r;
 
         b->saved_reload_ns = b->saved_loaded ? MIN(b->saved_reload_ns * 2, SAVED_RELOAD_MAX_NS) :
@@ -119,9 +157,14 @@ static int load_saved_tasks(ProcessTreeBuilder *b) {
 
         /* The processes of those threads are looked for too, for their names. */
         n = b->n_saved;
-        for (size_t i = 0; i < n; i++)
+        known = 0;
+        for (size_t i = 0; i < n; i++) {
+                known += b->saved[i].tgid > 0;
                 if (b->saved[i].tgid > 0 && !saved_task(b, b->saved[i].tgid))
                         b->saved[b->n_saved++] = (SavedTask) { .pid = b->saved[i].tgid };
+        }
+        if (known == 0)
+                return 0;   /* no thread to describe: their comms are not needed */
         if (b->n_saved > n)
                 qsort(b->saved, b->n_saved, sizeof(SavedTask), saved_task_cmp);
         return read_saved_table(b, "saved_cmdlines", /* tgids= */ false);

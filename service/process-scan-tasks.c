@@ -79,12 +79,52 @@ int add_comm_thread(ProcessTreeBuilder *b, int32_t tid, int32_t tgid, const char
         return add_entry_thread(b, t);
 }
 
+/* The notes of one pass, sorted by pid. */
+typedef struct TaskNotes {
+        const FtraceTaskNote *v;
+        size_t n;
+} TaskNotes;
+
+/* The task_newtask of @pid among @notes, if it has one. */
+static const FtraceTaskNote *find_born(const TaskNotes *notes, int32_t pid) {
+        size_t lo = 0, hi = notes->n;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (notes->v[mid].pid < pid)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        for (; lo < notes->n && notes->v[lo].pid == pid; lo++)
+                if (notes->v[lo].newtask)
+                        return &notes->v[lo];
+        return NULL;
+}
+
+/* The process of @tid as known_tgid() says, else, when @tid was born in the same pass
+ * and is gone already (a shell that forked and exited, in a build), from its own
+ * task_newtask, a few generations up at most: the kernel's saved tables, which cost a
+ * read of every pid the kernel saw, are left for what no event says. */
+static int32_t creator_tgid(ProcessTreeBuilder *b, const TaskNotes *notes, int32_t tid, unsigned depth) {
+        int32_t tgid = known_tgid(b, tid);
+        const FtraceTaskNote *born;
+
+        if (tgid > 0 || depth >= 8 || !(born = find_born(notes, tid)))
+                return tgid;
+        if (!(born->clone_flags & CLONE_THREAD))
+                return born->pid;
+        return creator_tgid(b, notes, born->creator, depth + 1);
+}
+
 /* A task born during the trace and gone from /proc: described from its task_newtask,
  * under @comm, its last name. Nothing is guessed: when its creator's process is not
  * known either, the kernel's saved tables are asked, as for any gone thread. */
-static int describe_born(ProcessTreeBuilder *b, const FtraceTaskNote *born, const char *comm) {
+static int describe_born(ProcessTreeBuilder *b, const TaskNotes *notes, const FtraceTaskNote *born,
+                         const char *comm) {
         bool thread = born->clone_flags & CLONE_THREAD;
-        int32_t parent = known_tgid(b, born->creator), tgid = thread ? parent : born->pid;
+        int32_t parent = creator_tgid(b, notes, born->creator, 0), tgid = thread ? parent : born->pid;
         int r;
 
         if (tgid <= 0)
@@ -99,7 +139,8 @@ static int describe_born(ProcessTreeBuilder *b, const FtraceTaskNote *born, cons
 }
 
 /* The notes of one pid: @born its task_newtask if any, @last its latest note. */
-static int describe_task(ProcessTreeBuilder *b, const FtraceTaskNote *born, const FtraceTaskNote *last) {
+static int describe_task(ProcessTreeBuilder *b, const TaskNotes *notes, const FtraceTaskNote *born,
+                         const FtraceTaskNote *last) {
         ProcStatus st;
         PidEntry *e;
 
@@ -108,7 +149,7 @@ static int describe_task(ProcessTreeBuilder *b, const FtraceTaskNote *born, cons
                  * from there by process_tree_builder_redescribe_thread(). */
                 return born ? process_tree_builder_add_thread(b, last->pid) : 0;
         if (born)
-                return describe_born(b, born, last->comm);
+                return describe_born(b, notes, born, last->comm);
         /* Renamed, then gone: its new name, if the trace describes it. */
         e = pid_table_find(&b->threads, last->pid);
         if (!e || e->tgid <= 0)
@@ -117,6 +158,7 @@ static int describe_task(ProcessTreeBuilder *b, const FtraceTaskNote *born, cons
 }
 
 int process_tree_builder_add_tasks(ProcessTreeBuilder *b, FtraceTaskNote *notes, size_t n) {
+        TaskNotes all = { notes, n };
         int added = 0;
 
         qsort(notes, n, sizeof(FtraceTaskNote), note_cmp);
@@ -129,7 +171,7 @@ int process_tree_builder_add_tasks(ProcessTreeBuilder *b, FtraceTaskNote *notes,
                                 born = &notes[j];
                 if (notes[i].pid <= 0)
                         continue;
-                r = describe_task(b, born, &notes[j - 1]);
+                r = describe_task(b, &all, born, &notes[j - 1]);
                 if (r < 0)
                         return r;
                 added += r > 0;

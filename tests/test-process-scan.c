@@ -4,6 +4,7 @@
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <signal.h>
@@ -435,6 +436,39 @@ static void test_long_cmdline(void) {
         }
 }
 
+/* A chain born and gone within one pass, as a build's shells are: process A (of this
+ * process), process B forked by A, thread C of B, the children's pids below their
+ * creators' (the notes are taken in pid order). Each is described from the notes alone,
+ * with no saved table to read (none is set): B's parent is A, C is a thread of B. */
+static void test_born_chain(void) {
+        const int32_t a = 5000300, bb = 5000200, c = 5000100;   /* above any pid_max: never in /proc */
+        FtraceTaskNote notes[] = {
+                { .timestamp = 3, .clone_flags = CLONE_THREAD | CLONE_VM, .pid = c, .creator = bb, .newtask = true,
+                  .comm = "tb-thread" },
+                { .timestamp = 2, .clone_flags = SIGCHLD, .pid = bb, .creator = a, .newtask = true, .comm = "tb-child" },
+                { .timestamp = 1, .clone_flags = SIGCHLD, .pid = a, .creator = getpid(), .newtask = true,
+                  .comm = "tb-parent" },
+        };
+        const Tracebus__ProcessTree__Process *p;
+        const Tracebus__ProcessTree__Thread *t;
+        ProcessTreeBuilder *b = NULL;
+
+        g_assert_cmpint(process_tree_builder_new(&b), ==, 0);
+        g_assert_cmpint(process_tree_builder_add_tasks(b, notes, G_N_ELEMENTS(notes)), ==, 3);
+        p = find_process(process_tree_builder_tree(b), a);
+        g_assert_nonnull(p);
+        g_assert_cmpint(p->ppid, ==, getpid());
+        p = find_process(process_tree_builder_tree(b), bb);
+        g_assert_nonnull(p);
+        g_assert_cmpint(p->ppid, ==, a);
+        g_assert_cmpstr(p->cmdline[0], ==, "tb-child");
+        t = find_thread(process_tree_builder_tree(b), c);
+        g_assert_nonnull(t);
+        g_assert_cmpint(t->tgid, ==, bb);
+        g_assert_cmpstr(t->name, ==, "tb-thread");
+        process_tree_builder_free(b);
+}
+
 int main(int argc, char **argv) {
         argv0 = argv[0];
         g_test_init(&argc, &argv, NULL);
@@ -445,5 +479,6 @@ int main(int argc, char **argv) {
         g_test_add_func("/process-scan/keep-latest", test_keep_latest);
         g_test_add_func("/process-scan/keep-first", test_keep_first);
         g_test_add_func("/process-scan/long-cmdline", test_long_cmdline);
+        g_test_add_func("/process-scan/born-chain", test_born_chain);
         return g_test_run();
 }
