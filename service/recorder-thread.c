@@ -279,6 +279,34 @@ static void start_symbolizing(Recorder *rec) {
                 log_warning_errno(r, "symbolize_ksyms: recording without kernel symbols: %m");
 }
 
+/* One pass of the worker after a wake: what other threads handed over, then a drain of
+ * the kernel's buffers when something asks for one, then the drain requests answered. */
+static int take_pass(Recorder *rec, unsigned why, bool stopping) {
+        RecorderDrainRequest requests[RECORDER_MAX_DRAIN_REQUESTS];
+        size_t n_requests = recorder_take_drain_requests(rec, requests);
+        /* A clone or a chunk takes what the kernel holds first. */
+        bool drain = stopping || n_requests > 0 || (why & RECORDER_WAKE_WATERMARK) || recorder_drain_due(rec) ||
+                     atomic_load(&rec->clone_request) || recorder_rotate_next_ns(rec) <= now_ns(CLOCK_MONOTONIC);
+        int r = 0;
+
+        /* Sampled before the drain: the fill is at its highest then. */
+        if (drain)
+                r = recorder_sample_cpu_stats(rec);
+        if (r >= 0)
+                r = recorder_append_annotations(rec);
+        if (r >= 0)
+                r = recorder_append_submitted(rec);
+        if (r >= 0)
+                r = recorder_append_periodic_snapshot(rec, /* force= */ false);
+        if (r >= 0 && stopping)
+                r = recorder_drain_parallel(rec);
+        if (r >= 0 && drain)
+                r = drain_pass(rec, why, stopping);
+        for (size_t i = 0; i < n_requests; i++)
+                requests[i].callback(rec, r >= 0 ? &rec->writer : NULL, requests[i].userdata);
+        return r;
+}
+
 void *recorder_thread_main(void *userdata) {
         Recorder *rec = userdata;
         int r;
@@ -295,31 +323,10 @@ void *recorder_thread_main(void *userdata) {
                 return finish(rec, end_for_write_error(r), r), NULL;
 
         for (;;) {
-                RecorderDrainRequest requests[RECORDER_MAX_DRAIN_REQUESTS];
                 unsigned why = recorder_wait(rec);
                 bool stopping = why & RECORDER_WAKE_STOP;
-                size_t n_requests = recorder_take_drain_requests(rec, requests);
-                /* A clone or a chunk takes what the kernel holds first. */
-                bool drain = stopping || n_requests > 0 || (why & RECORDER_WAKE_WATERMARK) || recorder_drain_due(rec) ||
-                             atomic_load(&rec->clone_request) ||
-                             recorder_rotate_next_ns(rec) <= now_ns(CLOCK_MONOTONIC);
 
-                r = 0;
-                /* Sampled before the drain: the fill is at its highest then. */
-                if (drain)
-                        r = recorder_sample_cpu_stats(rec);
-                if (r >= 0)
-                        r = recorder_append_annotations(rec);
-                if (r >= 0)
-                        r = recorder_append_submitted(rec);
-                if (r >= 0)
-                        r = recorder_append_periodic_snapshot(rec, /* force= */ false);
-                if (r >= 0 && stopping)
-                        r = recorder_drain_parallel(rec);
-                if (r >= 0 && drain)
-                        r = drain_pass(rec, why, stopping);
-                for (size_t i = 0; i < n_requests; i++)
-                        requests[i].callback(rec, r >= 0 ? &rec->writer : NULL, requests[i].userdata);
+                r = take_pass(rec, why, stopping);
                 if (r < 0) {
                         /* What was read so far still makes a complete trace. */
                         log_error_errno(r, "Failed to read the kernel's trace buffers, ending the session: %m");

@@ -185,6 +185,17 @@ static int setup_process_tree(Recorder *rec, const SessionConfig *config) {
         return 0;
 }
 
+/* Every fd "none" and every lock ready, so that recorder_free() may run from here on. */
+static void recorder_init_fds_and_locks(Recorder *rec) {
+        rec->stop_fd = rec->done_fd = rec->wake_fd = -EBADF;
+        rec->next_fd = rec->rotated_fd = rec->chunk_dir_fd = -EBADF;
+        (void) pthread_mutex_init(&rec->next_lock, NULL);
+        (void) pthread_mutex_init(&rec->annotations_lock, NULL);
+        (void) pthread_mutex_init(&rec->drain_lock, NULL);
+        (void) pthread_mutex_init(&rec->inbox_lock, NULL);
+        (void) pthread_mutex_init(&rec->warnings_lock, NULL);
+}
+
 int recorder_new(const SessionConfig *config, TraceInstance *instance, int output_fd, Recorder **ret) {
         _cleanup_(recorder_freep) Recorder *rec = NULL;
         int r;
@@ -198,13 +209,7 @@ int recorder_new(const SessionConfig *config, TraceInstance *instance, int outpu
                 return -ENOMEM;
         }
         rec->output_fd = output_fd;
-        rec->stop_fd = rec->done_fd = rec->wake_fd = -EBADF;
-        rec->next_fd = rec->rotated_fd = rec->chunk_dir_fd = -EBADF;
-        (void) pthread_mutex_init(&rec->next_lock, NULL);
-        (void) pthread_mutex_init(&rec->annotations_lock, NULL);
-        (void) pthread_mutex_init(&rec->drain_lock, NULL);
-        (void) pthread_mutex_init(&rec->inbox_lock, NULL);
-        (void) pthread_mutex_init(&rec->warnings_lock, NULL);
+        recorder_init_fds_and_locks(rec);
         r = recorder_configure(rec, config, output_fd);
         if (r >= 0)
                 r = recorder_rotate_init(rec, config);
