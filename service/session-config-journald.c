@@ -38,23 +38,6 @@ static bool journal_exists(void) {
         return false;
 }
 
-/* At most JOURNALD_MAX_FILTERS names of at most JOURNALD_MAX_FILTER_LEN bytes; the rest
- * are left out with a warning. */
-static int load_filters(SessionConfig *c, const char *what, char **names, size_t n, char ***ret) {
-        for (size_t i = 0; i < n; i++) {
-                int r;
-
-                if (i >= JOURNALD_MAX_FILTERS || strlen(names[i]) > JOURNALD_MAX_FILTER_LEN)
-                        r = session_config_warn(c, JOURNALD_SOURCE ": %s entry %zu is past the limit of %u names of %u "
-                                                "bytes: skipped", what, i, JOURNALD_MAX_FILTERS, JOURNALD_MAX_FILTER_LEN);
-                else
-                        r = strv_extend(ret, names[i]);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
-}
-
 static int load_one(const Tracebus__TraceConfig *tc, const Tracebus__DataSourceConfig *ds, SessionConfig *c) {
         static const Tracebus__JournaldConfig defaults = TRACEBUS__JOURNALD_CONFIG__INIT;
         const Tracebus__JournaldConfig *j = ds->journald_config ?: &defaults;
@@ -75,10 +58,12 @@ static int load_one(const Tracebus__TraceConfig *tc, const Tracebus__DataSourceC
                 if (r < 0)
                         return r;
         }
-        r = load_filters(c, "filter_identifiers", j->filter_identifiers, j->n_filter_identifiers,
-                         &c->journald_identifiers);
+        r = session_config_copy_names(c, JOURNALD_SOURCE, "filter_identifiers", j->filter_identifiers,
+                                      j->n_filter_identifiers, JOURNALD_MAX_FILTERS, JOURNALD_MAX_FILTER_LEN,
+                                      &c->journald_identifiers);
         if (r >= 0)
-                r = load_filters(c, "filter_units", j->filter_units, j->n_filter_units, &c->journald_units);
+                r = session_config_copy_names(c, JOURNALD_SOURCE, "filter_units", j->filter_units, j->n_filter_units,
+                                              JOURNALD_MAX_FILTERS, JOURNALD_MAX_FILTER_LEN, &c->journald_units);
         return r;
 }
 

@@ -230,21 +230,6 @@ static int copy_pids(SessionConfig *c, const char *what, const int32_t *pids, si
         return 0;
 }
 
-static int copy_cmdlines(SessionConfig *c, const char *what, char **names, size_t n, char ***ret) {
-        for (size_t i = 0; i < n; i++) {
-                int r;
-
-                if (i >= PERF_MAX_SCOPE_ENTRIES || strlen(names[i]) > PERF_MAX_CMDLINE_LEN)
-                        r = session_config_warn(c, PERF_SOURCE ": %s entry %zu is past the limit of %u names of %u "
-                                                "bytes: skipped", what, i, PERF_MAX_SCOPE_ENTRIES, PERF_MAX_CMDLINE_LEN);
-                else
-                        r = strv_extend(ret, names[i]);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
-}
-
 /* callstack_sampling.scope, or the fields it superseded (target_pid, ... of PerfEventConfig). */
 static int load_scope(const Tracebus__PerfEventConfig *pc, SessionConfig *c) {
         const Tracebus__PerfEventConfig__Scope *s = pc->callstack_sampling ? pc->callstack_sampling->scope : NULL;
@@ -265,10 +250,11 @@ static int load_scope(const Tracebus__PerfEventConfig *pc, SessionConfig *c) {
                 r = copy_pids(c, "exclude_pid", s->exclude_pid, s->n_exclude_pid, &c->perf_exclude_pids,
                               &c->perf_n_exclude_pids);
         if (r >= 0)
-                r = copy_cmdlines(c, "target_cmdline", s->target_cmdline, s->n_target_cmdline, &c->perf_target_cmdlines);
+                r = session_config_copy_names(c, PERF_SOURCE, "target_cmdline", s->target_cmdline, s->n_target_cmdline,
+                                              PERF_MAX_SCOPE_ENTRIES, PERF_MAX_CMDLINE_LEN, &c->perf_target_cmdlines);
         if (r >= 0)
-                r = copy_cmdlines(c, "exclude_cmdline", s->exclude_cmdline, s->n_exclude_cmdline,
-                                  &c->perf_exclude_cmdlines);
+                r = session_config_copy_names(c, PERF_SOURCE, "exclude_cmdline", s->exclude_cmdline, s->n_exclude_cmdline,
+                                              PERF_MAX_SCOPE_ENTRIES, PERF_MAX_CMDLINE_LEN, &c->perf_exclude_cmdlines);
         if (r < 0)
                 return r;
         c->perf_additional_cmdline_count = MIN(s->additional_cmdline_count, (uint32_t) PERF_MAX_SCOPE_ENTRIES);

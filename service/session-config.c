@@ -86,6 +86,22 @@ int session_config_warn(SessionConfig *c, const char *fmt, ...) {
         return strv_extend(&c->warnings, text);
 }
 
+int session_config_copy_names(SessionConfig *c, const char *source, const char *what, char **names, size_t n,
+                              size_t max_names, size_t max_len, char ***ret) {
+        for (size_t i = 0; i < n; i++) {
+                int r;
+
+                if (i >= max_names || strlen(names[i]) > max_len)
+                        r = session_config_warn(c, "%s: %s entry %zu is past the limit of %zu names of %zu bytes: skipped",
+                                                source, what, i, max_names, max_len);
+                else
+                        r = strv_extend(ret, names[i]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 int session_config_parse_text(const char *text, Tracebus__TraceConfig **ret, char **ret_error) {
         ProtobufCMessage *m = NULL;
         size_t len = strlen(text);

@@ -233,6 +233,11 @@ int session_config_error(char **ret_error, const char *fmt, ...) _printf_(2, 3);
 /* Adds a warning to @c (printf format). Returns 0 or -ENOMEM. */
 int session_config_warn(SessionConfig *c, const char *fmt, ...) _printf_(2, 3);
 
+/* Appends @names to *@ret, the first @max_names of at most @max_len bytes; each other one
+ * is left out with a warning naming @source's field @what. Returns 0 or -ENOMEM. */
+int session_config_copy_names(SessionConfig *c, const char *source, const char *what, char **names, size_t n,
+                              size_t max_names, size_t max_len, char ***ret);
+
 static inline void trace_config_freep(Tracebus__TraceConfig **tc) {
         if (*tc)
                 tracebus__trace_config__free_unpacked(*tc, NULL);
