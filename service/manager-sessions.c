@@ -13,14 +13,14 @@
 #include "manager-local.h"
 #include "tracefs-instance.h"
 
-int manager_load_session_config(Manager *m, const Tracebus__TraceConfig *tc, SessionConfig *ret,
-                                char **ret_error) {
+int manager_load_session_config(Manager *m, const Tracebus__TraceConfig *tc, SessionConfigFlags flags,
+                                SessionConfig *ret, char **ret_error) {
         int r;
 
         m->tracefs_root = trace_instance_tracefs_root();
         if (!m->tracefs_root)
                 return -ENOMEDIUM;
-        r = session_config_load(tc, m->tracefs_root, ret, ret_error);
+        r = session_config_load_flags(tc, m->tracefs_root, flags, ret, ret_error);
         if (r < 0)
                 return r;
         /* session_config_load() holds the hard limit; tracebusd.conf may set a lower one,

@@ -203,7 +203,9 @@ static int load_config(Manager *m, const char *text, const StartOptions *o, Sess
         if (r < 0)
                 return config_error(r, msg, error);
 
-        r = manager_load_session_config(m, tc, ret, &msg);
+        /* The Events option is names a user typed: none existing is a typo (UnknownEvent).
+         * A TraceConfig is Perfetto's, run as Perfetto runs it: what is missing is warned. */
+        r = manager_load_session_config(m, tc, o->has_events ? SESSION_CONFIG_STRICT_EVENTS : 0, ret, &msg);
         if (r == -ENOMEDIUM)
                 return sd_bus_error_set(error, TB_ERROR_TRACING_UNAVAILABLE,
                                         "tracefs is not mounted at /sys/kernel/tracing.");

@@ -69,9 +69,9 @@ int manager_check_limits(Manager *m, uid_t uid, bool *ret_per_uid);
 /* Validates @tc for a session of this service: the kernel's events, the limits of
  * session-config.h, and tracebusd.conf's MaxBufferSizeKB, which reduces a larger
  * kernel buffer rather than refusing it. -ENOMEDIUM: tracefs is not mounted; otherwise
- * as session_config_load(). */
-int manager_load_session_config(Manager *m, const Tracebus__TraceConfig *tc, SessionConfig *ret,
-                                char **ret_error);
+ * as session_config_load_flags(). */
+int manager_load_session_config(Manager *m, const Tracebus__TraceConfig *tc, SessionConfigFlags flags,
+                                SessionConfig *ret, char **ret_error);
 
 /* What Start asks for, once validated. */
 typedef struct StartRequest {

@@ -153,12 +153,14 @@ static int append_ftrace_stats(Recorder *rec, TraceWriter *w, bool end) {
         _cleanup_free_ char *atrace = NULL;
         int r;
 
-        cpu_stats = calloc(rec->n_cpus, sizeof(*cpu_stats));
-        ptrs = calloc(rec->n_cpus, sizeof(*ptrs));
+        cpu_stats = calloc(MAX(rec->n_cpus, 1u), sizeof(*cpu_stats));
+        ptrs = calloc(MAX(rec->n_cpus, 1u), sizeof(*ptrs));
         if (!cpu_stats || !ptrs)
                 return -ENOMEM;
 
-        for (unsigned cpu = 0; cpu < rec->n_cpus; cpu++) {
+        /* Without a kernel buffer (every event asked for is missing here) there are no
+         * per-CPU counters, only the setup errors. */
+        for (unsigned cpu = 0; rec->parser && cpu < rec->n_cpus; cpu++) {
                 TraceCpuStats s;
 
                 /* A snapshot opens with the trace's own start: its loss is the session's so far. */
@@ -187,7 +189,7 @@ static int append_ftrace_stats(Recorder *rec, TraceWriter *w, bool end) {
         stats.has_phase = true;
         stats.phase = end ? TRACEBUS__FTRACE_STATS__PHASE__END_OF_TRACE : TRACEBUS__FTRACE_STATS__PHASE__START_OF_TRACE;
         stats.cpu_stats = ptrs;
-        stats.n_cpu_stats = rec->n_cpus;
+        stats.n_cpu_stats = rec->parser ? rec->n_cpus : 0;
         if (end && rec->ksyms) {
                 stats.has_kernel_symbols_parsed = stats.has_kernel_symbols_mem_kb = true;
                 stats.kernel_symbols_parsed = (uint32_t) ksyms_count(rec->ksyms);
@@ -200,6 +202,12 @@ static int append_ftrace_stats(Recorder *rec, TraceWriter *w, bool end) {
 }
 
 static int append_sync_marker(Recorder *rec, TraceWriter *w);
+
+/* The opening FtraceStats, also with no kernel buffer when the config's ftrace events all
+ * failed: the setup errors are what trace_processor's ftrace_setup_errors stat shows. */
+static bool wants_opening_ftrace_stats(const Recorder *rec) {
+        return rec->parser || rec->unknown_events || rec->failed_events || rec->atrace_errors;
+}
 
 int recorder_append_opening_packets(Recorder *rec) {
         int r;
@@ -217,7 +225,7 @@ int recorder_append_opening_packets(Recorder *rec) {
         r = append_system_info(rec, &rec->writer);
         if (r < 0)
                 return r;
-        r = rec->parser ? append_ftrace_stats(rec, &rec->writer, /* end= */ false) : 0;
+        r = wants_opening_ftrace_stats(rec) ? append_ftrace_stats(rec, &rec->writer, /* end= */ false) : 0;
         if (r < 0)
                 return r;
         r = service_tracks_append_descriptors(&rec->writer, rec->n_cpus);
@@ -476,7 +484,7 @@ int recorder_append_snapshot_header(Recorder *rec, TraceWriter *w) {
                 r = append_trace_config_and_uuid(rec, w);
         if (r >= 0)
                 r = append_system_info(rec, w);
-        if (r >= 0 && rec->parser)
+        if (r >= 0 && wants_opening_ftrace_stats(rec))
                 r = append_ftrace_stats(rec, w, /* end= */ false);
         if (r >= 0)
                 r = service_tracks_append_descriptors(w, rec->n_cpus);

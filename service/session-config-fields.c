@@ -13,7 +13,7 @@
 
 #define SET_BY_SERVICE "Perfetto's service sets it, not a config"
 #define ONE_PRODUCER "tracebus's data sources all run in one producer, the service"
-#define NO_CLONE "tracebus does not clone sessions"
+#define NO_CLONE "a tracebus clone copies every buffer and leaves the session's buffers as they are"
 #define NO_PRIORITY "tracebus does not change its scheduling for a session"
 
 /* Fields of the messages walked, in Perfetto's order. Honoured fields name who

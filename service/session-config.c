@@ -362,26 +362,21 @@ static int pack_config(const Tracebus__TraceConfig *tc, SessionConfig *c) {
         return 0;
 }
 
-/* A config left with nothing to record: when this kernel's lacks emptied it (no
- * function_graph tracer, no kprobes...), the refusal says so rather than blaming the
- * config, as the warnings would otherwise go nowhere. */
-static int nothing_to_record_error(const SessionConfig *c, char **ret_error) {
-        _cleanup_free_ char *why = NULL;
-
-        if (!c->warnings)
-                return session_config_error(ret_error, "no ftrace events to record: add a linux.ftrace data source with "
-                                            "ftrace_events, or pass the Events option");
-        why = strv_join(c->warnings, "; ");
-        if (!why)
-                return -ENOMEM;
-        return session_config_error(ret_error, "nothing left to record on this kernel: %s", why);
+/* A config that asks for nothing at all (no events, no other data source) is a mistake,
+ * not a kernel's lack. One that asked and lost everything to this kernel (every event
+ * missing, no function_graph tracer...) starts, as Perfetto starts it, its losses warnings. */
+static int nothing_to_record_error(char **ret_error) {
+        return session_config_error(ret_error, "no ftrace events to record: add a linux.ftrace data source with "
+                                    "ftrace_events, or pass the Events option");
 }
 
 /* The linux.ftrace data sources: events resolved (the ones this kernel lacks skipped, as
- * Perfetto does, with a warning each; only a config left with nothing is refused), the
- * remaining FtraceConfig options, the atrace categories. */
+ * Perfetto does, with a warning each), the remaining FtraceConfig options, the atrace
+ * categories. Only a strict list (Start's Events option) with no event that exists is
+ * refused (UnknownEvent). */
 static int load_ftrace(const Tracebus__TraceConfig *tc, const char *root, SessionConfig *c,
                        EventResolution *res, char **ret_error) {
+        size_t n_warnings = strv_length(c->warnings);
         bool other_sources;
         int r;
 
@@ -390,7 +385,7 @@ static int load_ftrace(const Tracebus__TraceConfig *tc, const char *root, Sessio
                 return r;
         /* A config of other data sources only records them, with no kernel buffer. */
         other_sources = session_config_has_other_sources(tc);
-        if (!c->events && res->n_unknown > 0 && !other_sources)
+        if (!c->events && res->n_unknown > 0 && c->strict_events)
                 return unknown_events_error(res, ret_error);
         r = session_config_load_ftrace_options(tc, root, c, ret_error);
         if (r < 0)
@@ -398,8 +393,8 @@ static int load_ftrace(const Tracebus__TraceConfig *tc, const char *root, Sessio
         r = session_config_load_ftgraph(tc, root, c, ret_error);
         if (r < 0)
                 return r;
-        if (!c->events && !other_sources)
-                return nothing_to_record_error(c, ret_error);
+        if (!c->events && !other_sources && res->n_unknown == 0 && strv_length(c->warnings) == n_warnings)
+                return nothing_to_record_error(ret_error);
         r = session_config_note_unknown_events(c, res->unknown, res->n_unknown);
         if (r >= 0)
                 r = session_config_load_atrace(tc, c);
@@ -412,10 +407,16 @@ static int load_ftrace(const Tracebus__TraceConfig *tc, const char *root, Sessio
 }
 
 int session_config_load(const Tracebus__TraceConfig *tc, const char *root, SessionConfig *ret, char **ret_error) {
+        return session_config_load_flags(tc, root, 0, ret, ret_error);
+}
+
+int session_config_load_flags(const Tracebus__TraceConfig *tc, const char *root, SessionConfigFlags flags,
+                              SessionConfig *ret, char **ret_error) {
         _cleanup_(event_resolution_reset) EventResolution res = {};
         _cleanup_(session_config_done) SessionConfig c = {
                 .drain_period_ms = SESSION_DEFAULT_DRAIN_PERIOD_MS,
                 .compact_sched = true,
+                .strict_events = flags & SESSION_CONFIG_STRICT_EVENTS,
         };
         int r;
 

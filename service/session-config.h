@@ -121,6 +121,7 @@ typedef struct SessionConfig {
         char **unknown_ftrace_events;  /* "group/name" asked for, not on this kernel */
         char **failed_ftrace_events;   /* on this kernel, but enabling it failed */
         char **atrace_errors;          /* atrace categories and apps that enable nothing here */
+        bool strict_events;            /* SESSION_CONFIG_STRICT_EVENTS: no event of the list exists: refused */
         /* ftgraph (issue 22, session-config-ftgraph.c): kernel symbols, the function_graph
          * tracer, kprobes. */
         bool symbolize_ksyms;          /* code addresses as iids of InternedData.kernel_symbols */
@@ -278,6 +279,18 @@ int session_config_from_options(char **events, uint32_t duration_ms, uint32_t bu
  * names, comma-separated, in *ret_error). */
 int session_config_load(const Tracebus__TraceConfig *tc, const char *tracefs_root,
                         SessionConfig *ret, char **ret_error);
+
+/* How a TraceConfig is treated. By default as Perfetto does: ftrace events and features
+ * this kernel lacks are warnings, and a config left with nothing of its own to record still
+ * starts (service packets, the setup errors in FtraceStats). STRICT_EVENTS is for the
+ * names a user typed as tracebus's own list (Start's Events option): when none of them
+ * exists, -ENOENT (UnknownEvent), as a typo should be. */
+typedef enum SessionConfigFlags {
+        SESSION_CONFIG_STRICT_EVENTS = 1 << 0,
+} SessionConfigFlags;
+
+int session_config_load_flags(const Tracebus__TraceConfig *tc, const char *tracefs_root, SessionConfigFlags flags,
+                              SessionConfig *ret, char **ret_error);
 
 /* ftgraph (issue 22): service/session-config-ftgraph.c. */
 /* Caps on what a config may ask of the kernel's function tracing and probes. */

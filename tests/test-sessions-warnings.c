@@ -6,7 +6,9 @@
  * tbuser, the property as root), the CLI's stderr once, and the trace (FtraceStats'
  * unknown_ftrace_events at the start, where trace_processor counts its
  * ftrace_setup_errors, and an instant on the tracebus track). The CLI's category words
- * (`tracebus sched freq idle`) enable the categories' kernel events.
+ * (`tracebus sched freq idle`) enable the categories' kernel events. A config whose
+ * events are all missing starts (as Perfetto's), its losses warned in the three places;
+ * Events lists and the CLI's event words of which none exists are refused (a typo).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -224,6 +226,76 @@ static void test_cli_and_trace(void) {
         assert_decoded_has(decoded, "ftrace_events: \"" MISSING "\"");
 }
 
+#define MISSING_2 "tracebus_test/no_such_event_2"
+#define ALL_MISSING_CONFIG "duration_ms: %u data_sources { config { name: \"linux.ftrace\" ftrace_config { " \
+        "ftrace_events: \"" MISSING "\" ftrace_events: \"" MISSING_2 "\" } } }"
+
+/* A config whose ftrace events are all missing here (Perfetto's scm.cfg on a kernel
+ * without Qualcomm's driver) starts, as Perfetto starts it: nothing of its own recorded,
+ * each missing event a warning in the reply and the property, on the CLI's stderr, and in
+ * the trace, which decodes. The CLI's event words of which none exists stay a refusal. */
+static void test_all_events_missing(void) {
+        g_autofree char *config = g_strdup_printf(ALL_MISSING_CONFIG, 60000u);
+        const char *argv[] = { "busctl", "--system", "call", TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_IFACE,
+                               "Start", "sa{sv}", config, "0", NULL };
+        g_auto(TbCommandResult) res = { 0 };
+        g_autoptr(GError) error = NULL;
+        g_auto(GStrv) tok = NULL, warnings = NULL, recorded = NULL;
+        g_autofree char *file = NULL, *decoded = NULL;
+        TraceWarnings w = { 0 };
+
+        g_assert_true(tb_run_as_user("tbuser", argv, &res, &error));
+        log_command("busctl Start (every event missing)", &res);
+        g_assert_true(tb_command_succeeded(&res));
+        tok = busctl_tokens(res.out);
+        /* oas PATH 2 "WARNING" "WARNING" */
+        g_assert_cmpuint(g_strv_length(tok), ==, 5);
+        g_assert_cmpstr(tok[2], ==, "2");
+        g_assert_cmpstr(tok[3], ==, MISSING_WARNING);
+        assert_recording(tok[1]);
+        warnings = strv_property(tok[1], "Warnings");
+        g_assert_true(g_strv_contains((const char *const *) warnings, MISSING_WARNING));
+        recorded = strv_property(tok[1], "Events");
+        g_assert_cmpuint(g_strv_length(recorded), ==, 0);
+        file = busctl_stop(tok[1]);
+        g_assert_nonnull(file);
+        read_warnings(file, &w);
+        g_assert_cmpuint(w.n_start_stats, ==, 1);
+        g_assert_true(w.unknown_listed);
+        g_assert_true(w.instant_seen);
+        decoded = protoc_decode_trace(file);
+        assert_decoded_has(decoded, "unknown_ftrace_events: \"" MISSING_2 "\"");
+        assert_decoded_has(decoded, "ftrace_events: \"" MISSING "\"");
+}
+
+static void test_all_events_missing_cli(void) {
+        g_autofree char *dir = make_user_dir("tbuser", "warnings-missing");
+        g_autofree char *text = g_strdup_printf(ALL_MISSING_CONFIG, 1000u);
+        g_autofree char *cfg = user_file("tbuser", dir, "scm-like.pbtxt", text, -1);
+        g_autofree char *out = g_build_filename(dir, "trace.pftrace", NULL);
+        g_autofree char *typo_out = g_build_filename(dir, "typo.pftrace", NULL);
+        g_autofree char *decoded = NULL;
+        g_auto(TbCommandResult) res = { 0 }, typo = { 0 };
+        TraceWarnings w = { 0 };
+
+        run_cli("tbuser", &res, "--txt", "-c", cfg, "-o", out, NULL);
+        assert_exit(&res, 0);
+        g_assert_cmpuint(count_of(res.err, "tracebus: warning: " MISSING_WARNING "\n"), ==, 1);
+        assert_file_complete(out);
+        read_warnings(out, &w);
+        g_assert_true(w.unknown_listed);
+        g_assert_true(w.instant_seen);
+        decoded = protoc_decode_trace(out);
+        assert_decoded_has(decoded, "unknown_ftrace_events: \"" MISSING "\"");
+
+        /* Typed on the command line, names of which none exists are a typo: refused, named,
+         * nothing started and no file written. */
+        run_cli("tbuser", &typo, "-t", "1s", "-o", typo_out, MISSING, MISSING_2, NULL);
+        assert_exit(&typo, 1);
+        assert_stderr_has(&typo, "no such trace events: " MISSING ", " MISSING_2);
+        g_assert_false(g_file_test(typo_out, G_FILE_TEST_EXISTS));
+}
+
 int main(int argc, char **argv) {
         if (!freopen("/dev/null", "r", stdin))
                 return EXIT_FAILURE;
@@ -233,5 +305,7 @@ int main(int argc, char **argv) {
         tb_test_add_isolated("/bus/warnings/reply-and-property", test_reply_and_property);
         tb_test_add_isolated("/bus/warnings/categories-property", test_categories_property);
         tb_test_add_isolated("/bus/warnings/cli-and-trace", test_cli_and_trace);
+        tb_test_add_isolated("/bus/warnings/all-events-missing", test_all_events_missing);
+        tb_test_add_isolated("/bus/warnings/all-events-missing-cli", test_all_events_missing_cli);
         return tb_test_run(TB_START_SERVICE);
 }

@@ -133,13 +133,45 @@ static void test_unknown_events_skipped(void) {
         g_assert_null(c.atrace_errors);
 }
 
-static void test_nothing_left_refused(void) {
+#define ALL_MISSING FTRACE("ftrace_events: \"sched/sched_blocked_reason\" ftrace_events: \"nosuch/event\"")
+
+/* A TraceConfig whose events are all missing here starts, as Perfetto starts it: no kernel
+ * buffer, each missing event a warning and in FtraceStats' unknown_ftrace_events. */
+static void test_nothing_left_accepted(void) {
         _cleanup_(session_config_done) SessionConfig c = {};
         g_autofree char *error = NULL;
 
-        g_assert_cmpint(load(FTRACE("ftrace_events: \"sched/sched_blocked_reason\" ftrace_events: \"nosuch/event\""),
-                             &c, &error), ==, -ENOENT);
+        g_assert_cmpint(load(ALL_MISSING, &c, &error), ==, 0);
+        g_assert_null(error);
+        g_assert_null(c.events);
+        g_assert_cmpuint(c.buffer_size_kb, ==, 0);
+        g_assert_cmpuint(strv_length(c.warnings), ==, 2);
+        g_assert_cmpstr(c.warnings[1], ==, "ftrace event 'nosuch/event' does not exist on this kernel: skipped");
+        g_assert_cmpuint(strv_length(c.unknown_ftrace_events), ==, 2);
+        g_assert_cmpstr(c.unknown_ftrace_events[0], ==, "sched/sched_blocked_reason");
+}
+
+/* tracebus's own list (Start's Events option) is names a user typed: none existing is a
+ * typo, refused with the names (UnknownEvent). */
+static void test_strict_list_refused(void) {
+        _cleanup_(trace_config_freep) Tracebus__TraceConfig *tc = NULL;
+        _cleanup_(session_config_done) SessionConfig c = {};
+        g_autofree char *error = NULL;
+        char *events[] = { (char *) "sched/sched_blocked_reason", (char *) "nosuch/event", NULL };
+
+        g_assert_cmpint(session_config_from_options(events, 1000, 0, &tc), ==, 0);
+        g_assert_cmpint(session_config_load_flags(tc, tracefs_root, SESSION_CONFIG_STRICT_EVENTS, &c, &error), ==,
+                        -ENOENT);
         g_assert_cmpstr(error, ==, "sched/sched_blocked_reason, nosuch/event");
+}
+
+/* A config that asks for nothing at all is a mistake, not a kernel's lack: refused. */
+static void test_nothing_asked_refused(void) {
+        _cleanup_(session_config_done) SessionConfig c = {};
+        g_autofree char *error = NULL;
+
+        g_assert_cmpint(load(FTRACE(""), &c, &error), ==, -EINVAL);
+        g_assert_nonnull(strstr(error, "no ftrace events to record"));
 }
 
 /* Thousands of missing names make a bounded list of warnings, the last counting the rest. */
@@ -295,7 +327,9 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/warnings/category-table", test_category_table);
         g_test_add_func("/warnings/category-contents", test_category_contents);
         g_test_add_func("/warnings/unknown-events-skipped", test_unknown_events_skipped);
-        g_test_add_func("/warnings/nothing-left-refused", test_nothing_left_refused);
+        g_test_add_func("/warnings/nothing-left-accepted", test_nothing_left_accepted);
+        g_test_add_func("/warnings/strict-list-refused", test_strict_list_refused);
+        g_test_add_func("/warnings/nothing-asked-refused", test_nothing_asked_refused);
         g_test_add_func("/warnings/many-unknown-bounded", test_many_unknown_bounded);
         g_test_add_func("/warnings/tracing-mark-write", test_tracing_mark_write);
         g_test_add_func("/warnings/atrace-categories", test_atrace_categories);

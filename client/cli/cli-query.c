@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "atrace-categories.h"
 #include "bus-errors.h"
 #include "strv.h"
 
@@ -78,6 +79,53 @@ int run_list_events(const Args *a) {
                         cli_log("no trace event matches '%s'.", strempty(a->glob));
         }
         return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+/* Whether @glob names an event of this kernel, as the service resolves it. */
+static int event_exists(sd_bus *bus, const char *glob, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_strv_free_ char **events = NULL;
+        int r;
+
+        /* What systrace's text shows for ftrace/print: the service records ftrace/print. */
+        if (strcmp(glob, "tracing_mark_write") == 0 || strcmp(glob, "ftrace/tracing_mark_write") == 0)
+                glob = "ftrace/print";
+        r = sd_bus_call_method(bus, TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_INTERFACE, "ListEvents", error, &reply, "s",
+                               glob);
+        if (r >= 0)
+                r = sd_bus_message_read_strv(reply, &events);
+        return r < 0 ? r : !!events;
+}
+
+/* The event words of the command line are typed by hand: when none of them exists (a
+ * typo), say so and start nothing, as tracebus's Events option is refused. A TraceConfig
+ * (-c) is Perfetto's and runs as Perfetto runs it, its missing events warnings. */
+int cli_check_event_args(const Args *a) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_free_ char *list = NULL;
+        int r;
+
+        if (a->config_path || !a->events)
+                return 0;
+        /* A category enables what this kernel has of it, a warning for the rest: not a typo. */
+        STRV_FOREACH(e, a->events)
+                if (!strchr(*e, '/') && atrace_category_events(*e))
+                        return 0;
+        if (connect_or_fail(&bus) < 0)
+                return -EIO;
+        STRV_FOREACH(e, a->events) {
+                r = event_exists(bus, *e, &error);
+                if (r < 0) {
+                        cli_print_bus_error("cannot list the trace events", &error, r, NULL);
+                        return r;
+                }
+                if (r > 0)
+                        return 0;
+        }
+        list = strv_join(a->events, ", ");
+        cli_log("this kernel has no such trace events: %s (tracebus --list-events lists them).", list ?: "");
+        return -ENOENT;
 }
 
 /* ---- sessions ---- */

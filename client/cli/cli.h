@@ -234,6 +234,8 @@ void cli_profile_append_sources(FILE *f, const Args *a);
 int run_is_detached(const Args *a);
 int run_query(const Args *a);
 int run_list_events(const Args *a);
+/* Refuses (-ENOENT, said on stderr) command-line event words of which none exists here. */
+int cli_check_event_args(const Args *a);
 int run_stop_all(const Args *a);
 int run_stop_session(const Args *a);
 
