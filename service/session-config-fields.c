@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "session-config-fields.h"
+#include "strv.h"
 
 #define H FIELD_HONOURED
 #define A FIELD_ANDROID_ONLY
@@ -339,6 +340,24 @@ static int check_unknown_fields(const ProtobufCMessage *m, const char *path, uns
                         if (r < 0)
                                 return r;
                 }
+        }
+        return 0;
+}
+
+/* The config's data sources that tracebus runs, each once, in the config's order (the
+ * Session's DataSources): linux.ftrace only when it has a kernel buffer to record. What a
+ * listed source cannot do on this machine is in the warnings. */
+int session_config_load_source_names(const Tracebus__TraceConfig *tc, SessionConfig *c) {
+        for (size_t i = 0; i < tc->n_data_sources; i++) {
+                const Tracebus__DataSourceConfig *ds = tc->data_sources[i]->config;
+                const SourceRule *rule = ds && ds->name ? session_config_source_rule(ds->name) : NULL;
+
+                if (!rule || rule->disposition != FIELD_HONOURED || strv_contains(c->data_sources, ds->name))
+                        continue;
+                if (strcmp(ds->name, "linux.ftrace") == 0 && !c->events)
+                        continue;
+                if (strv_extend(&c->data_sources, ds->name) < 0)
+                        return -ENOMEM;
         }
         return 0;
 }

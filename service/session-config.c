@@ -53,6 +53,7 @@ void session_config_done(SessionConfig *c) {
         c->journald_identifiers = strv_free(c->journald_identifiers);
         c->journald_units = strv_free(c->journald_units);
         c->unknown_ftrace_events = strv_free(c->unknown_ftrace_events);
+        c->data_sources = strv_free(c->data_sources);
         c->failed_ftrace_events = strv_free(c->failed_ftrace_events);
         c->atrace_errors = strv_free(c->atrace_errors);
         session_config_ftgraph_done(c);
@@ -454,10 +455,8 @@ int session_config_load_flags(const Tracebus__TraceConfig *tc, const char *root,
         r = load_ftrace(tc, root, &c, &res, ret_error);
         if (r < 0)
                 return r;
-        if (c.events && c.buffer_size_kb == 0)
-                c.buffer_size_kb = SESSION_DEFAULT_BUFFER_SIZE_KB;
-        if (!c.events)
-                c.buffer_size_kb = 0;
+        /* No ftrace events: no kernel buffer at all. */
+        c.buffer_size_kb = !c.events ? 0 : c.buffer_size_kb ?: SESSION_DEFAULT_BUFFER_SIZE_KB;
         r = session_config_load_sys_stats(tc, &c);
         if (r < 0)
                 return r;
@@ -465,7 +464,9 @@ int session_config_load_flags(const Tracebus__TraceConfig *tc, const char *root,
         if (r < 0)
                 return r;
 
-        r = pack_config(tc, &c);
+        r = session_config_load_source_names(tc, &c);
+        if (r >= 0)
+                r = pack_config(tc, &c);
         if (r < 0)
                 return r;
         *ret = c;

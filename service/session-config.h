@@ -122,6 +122,7 @@ typedef struct SessionConfig {
         char **failed_ftrace_events;   /* on this kernel, but enabling it failed */
         char **atrace_errors;          /* atrace categories and apps that enable nothing here */
         bool strict_events;            /* SESSION_CONFIG_STRICT_EVENTS: no event of the list exists: refused */
+        char **data_sources;           /* the config's data sources tracebus runs (DataSources property) */
         /* ftgraph (issue 22, session-config-ftgraph.c): kernel symbols, the function_graph
          * tracer, kprobes. */
         bool symbolize_ksyms;          /* code addresses as iids of InternedData.kernel_symbols */
@@ -288,6 +289,10 @@ int session_config_load(const Tracebus__TraceConfig *tc, const char *tracefs_roo
 typedef enum SessionConfigFlags {
         SESSION_CONFIG_STRICT_EVENTS = 1 << 0,
 } SessionConfigFlags;
+
+/* The Session's DataSources: @tc's data sources tracebus runs, into c->data_sources
+ * (service/session-config-fields.c, which holds the rules). */
+int session_config_load_source_names(const Tracebus__TraceConfig *tc, SessionConfig *c);
 
 int session_config_load_flags(const Tracebus__TraceConfig *tc, const char *tracefs_root, SessionConfigFlags flags,
                               SessionConfig *ret, char **ret_error);

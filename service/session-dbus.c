@@ -350,7 +350,7 @@ static const struct {
         const char *signature;
 } session_properties[] = {
         { "State", "s" }, { "OwnerUid", "u" }, { "OutputPath", "s" }, { "Detached", "b" },
-        { "Events", "as" }, { "DurationMs", "u" }, { "StartedAt", "t" },
+        { "Events", "as" }, { "DataSources", "as" }, { "DurationMs", "u" }, { "StartedAt", "t" },
         { "BytesWritten", "t" }, { "EventsRecorded", "t" }, { "EventsLost", "t" },
         { "Warnings", "as" },
         { "UniqueSessionName", "s" },
@@ -372,6 +372,8 @@ static int append_value(sd_bus_message *reply, const Session *s, const char *pro
                 return sd_bus_message_append(reply, "b", session_is_detached(s));
         if (strcmp(property, "Events") == 0)
                 return sd_bus_message_append_strv(reply, s->config.events);
+        if (strcmp(property, "DataSources") == 0)
+                return sd_bus_message_append_strv(reply, s->config.data_sources);
         if (strcmp(property, "DurationMs") == 0)
                 return sd_bus_message_append(reply, "u", s->config.duration_ms);
         if (strcmp(property, "StartedAt") == 0)
@@ -550,6 +552,7 @@ const sd_bus_vtable session_vtable[] = {
         SESSION_PROPERTY("OutputPath", "s", SD_BUS_VTABLE_PROPERTY_CONST),
         SESSION_PROPERTY("Detached", "b", SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SESSION_PROPERTY("Events", "as", SD_BUS_VTABLE_PROPERTY_CONST),
+        SESSION_PROPERTY("DataSources", "as", SD_BUS_VTABLE_PROPERTY_CONST),
         SESSION_PROPERTY("DurationMs", "u", SD_BUS_VTABLE_PROPERTY_CONST),
         SESSION_PROPERTY("StartedAt", "t", SD_BUS_VTABLE_PROPERTY_CONST),
         SESSION_PROPERTY("BytesWritten", "t", SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),

@@ -65,6 +65,7 @@ static void test_unique_session_name(void) {
                 assert_exit(&j, 0);
                 assert_json(j.out);
                 g_assert_nonnull(strstr(j.out, "\"unique_session_name\": \"tb-uniq\""));
+                g_assert_nonnull(strstr(j.out, "\"data_sources\": [\"linux.ftrace\"]"));
         }
 
         run_cli("tbuser", &stop, "--attach=uniq-1", "--stop", NULL);

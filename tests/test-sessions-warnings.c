@@ -89,6 +89,12 @@ static void test_reply_and_property(void) {
         recorded = strv_property(tok[1], "Events");
         g_assert_cmpuint(g_strv_length(recorded), ==, 1);
         g_assert_cmpstr(recorded[0], ==, "sched/sched_switch");
+        {
+                g_auto(GStrv) sources = strv_property(tok[1], "DataSources");
+
+                g_assert_cmpuint(g_strv_length(sources), ==, 1);
+                g_assert_cmpstr(sources[0], ==, "linux.ftrace");
+        }
         g_free(busctl_stop(tok[1]));
 
         {
@@ -257,6 +263,12 @@ static void test_all_events_missing(void) {
         g_assert_true(g_strv_contains((const char *const *) warnings, MISSING_WARNING));
         recorded = strv_property(tok[1], "Events");
         g_assert_cmpuint(g_strv_length(recorded), ==, 0);
+        {
+                /* No kernel buffer: linux.ftrace runs nothing, so it is not a source of it. */
+                g_auto(GStrv) sources = strv_property(tok[1], "DataSources");
+
+                g_assert_cmpuint(g_strv_length(sources), ==, 0);
+        }
         file = busctl_stop(tok[1]);
         g_assert_nonnull(file);
         read_warnings(file, &w);

@@ -144,6 +144,7 @@ static void test_nothing_left_accepted(void) {
         g_assert_cmpint(load(ALL_MISSING, &c, &error), ==, 0);
         g_assert_null(error);
         g_assert_null(c.events);
+        g_assert_null(c.data_sources);
         g_assert_cmpuint(c.buffer_size_kb, ==, 0);
         g_assert_cmpuint(strv_length(c.warnings), ==, 2);
         g_assert_cmpstr(c.warnings[1], ==, "ftrace event 'nosuch/event' does not exist on this kernel: skipped");
@@ -163,6 +164,22 @@ static void test_strict_list_refused(void) {
         g_assert_cmpint(session_config_load_flags(tc, tracefs_root, SESSION_CONFIG_STRICT_EVENTS, &c, &error), ==,
                         -ENOENT);
         g_assert_cmpstr(error, ==, "sched/sched_blocked_reason, nosuch/event");
+}
+
+/* The Session's DataSources: the config's sources tracebus runs, each once, in order. */
+static void test_data_sources(void) {
+        _cleanup_(session_config_done) SessionConfig c = {};
+        g_autofree char *error = NULL;
+
+        g_assert_cmpint(load("data_sources { config { name: \"android.log\" } } "
+                             "data_sources { config { name: \"linux.process_stats\" } } "
+                             "data_sources { config { name: \"linux.ftrace\" ftrace_config { "
+                             "ftrace_events: \"sched/sched_switch\" } } } "
+                             "data_sources { config { name: \"com.example.mytrace\" } } "
+                             "data_sources { config { name: \"linux.process_stats\" } }", &c, &error), ==, 0);
+        g_assert_cmpuint(strv_length(c.data_sources), ==, 2);
+        g_assert_cmpstr(c.data_sources[0], ==, "linux.process_stats");
+        g_assert_cmpstr(c.data_sources[1], ==, "linux.ftrace");
 }
 
 /* A config that asks for nothing at all is a mistake, not a kernel's lack: refused. */
@@ -330,6 +347,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/warnings/nothing-left-accepted", test_nothing_left_accepted);
         g_test_add_func("/warnings/strict-list-refused", test_strict_list_refused);
         g_test_add_func("/warnings/nothing-asked-refused", test_nothing_asked_refused);
+        g_test_add_func("/warnings/data-sources", test_data_sources);
         g_test_add_func("/warnings/many-unknown-bounded", test_many_unknown_bounded);
         g_test_add_func("/warnings/tracing-mark-write", test_tracing_mark_write);
         g_test_add_func("/warnings/atrace-categories", test_atrace_categories);

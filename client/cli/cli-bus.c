@@ -163,6 +163,7 @@ void session_info_done(SessionInfo *i) {
         i->state = mfree(i->state);
         i->output_path = mfree(i->output_path);
         i->events = strv_free(i->events);
+        i->data_sources = strv_free(i->data_sources);
         i->unique_session_name = mfree(i->unique_session_name);
         i->warnings = strv_free(i->warnings);
 }
@@ -214,6 +215,8 @@ static int read_property(SessionInfo *i, sd_bus_message *m, const char *name) {
         }
         if (strcmp(name, "Events") == 0)
                 return read_strv(m, &i->events);
+        if (strcmp(name, "DataSources") == 0)
+                return read_strv(m, &i->data_sources);
         if (strcmp(name, "Warnings") == 0)
                 return read_strv(m, &i->warnings);
         if (strcmp(name, "DurationMs") == 0)

@@ -129,8 +129,14 @@ int cli_print_query_raw(const SessionInfo *items, size_t n) {
 void cli_print_session_extras(const SessionInfo *i) {
         if (!isempty_str(i->unique_session_name))
                 printf("    name:    %s\n", i->unique_session_name);
-        /* Every session records through linux.ftrace; its events are listed by --long. */
-        printf("    sources: linux.ftrace (%zu events)\n", strv_length(i->events));
+        /* The data sources the service runs; linux.ftrace's events are listed by --long. */
+        fputs("    sources:", stdout);
+        STRV_FOREACH(d, i->data_sources) {
+                printf("%s %s", d == i->data_sources ? "" : ",", *d);
+                if (strcmp(*d, "linux.ftrace") == 0)
+                        printf(" (%zu events)", strv_length(i->events));
+        }
+        fputs(i->data_sources ? "\n" : " none\n", stdout);
         STRV_FOREACH(w, i->warnings)
                 printf("    warning: %s\n", *w);
 }
@@ -141,7 +147,13 @@ void cli_print_session_extras_json(const SessionInfo *i) {
                 fputs("null", stdout);
         else
                 cli_json_string(stdout, i->unique_session_name);
-        fputs(", \"warnings\": [", stdout);
+        fputs(", \"data_sources\": [", stdout);
+        STRV_FOREACH(d, i->data_sources) {
+                if (d != i->data_sources)
+                        fputs(", ", stdout);
+                cli_json_string(stdout, *d);
+        }
+        fputs("], \"warnings\": [", stdout);
         STRV_FOREACH(w, i->warnings) {
                 if (w != i->warnings)
                         fputs(", ", stdout);

@@ -157,6 +157,7 @@ typedef struct SessionInfo {
         char *output_path;
         bool detached;
         char **events;
+        char **data_sources;         /* the DataSources property, when the service has it */
         uint32_t duration_ms;
         uint64_t started_at_usec;
         uint64_t bytes_written;
