@@ -23,6 +23,7 @@
 #include "log.h"
 #include "perf-packets.h"
 #include "perf-sampler.h"
+#include "time-util.h"
 
 /* x86-64's PERF_REG_X86_BP, SP and IP (6, 7, 8): what libdw's unwinder starts from. */
 #define PERF_DWARF_REGS ((UINT64_C(1) << 6) | (UINT64_C(1) << 7) | (UINT64_C(1) << 8))
@@ -32,6 +33,7 @@
 
 struct PerfSampler {
         bool dwarf;                    /* samples carry REGS_USER and STACK_USER */
+        uint64_t boot_offset;          /* a tracepoint's samples: BOOTTIME - MONOTONIC, added */
         Recorder *rec;
         const SessionConfig *config;
         int n_cpus;
@@ -61,7 +63,9 @@ static void sampler_attr(const SessionConfig *c, struct perf_event_attr *attr) {
                 .disabled = 1,
                 .freq = c->perf_freq,
                 .use_clockid = 1,
-                .clockid = CLOCK_BOOTTIME,
+                /* The tracepoint PMU takes only NMI-safe clocks (MONOTONIC, MONOTONIC_RAW):
+                 * BOOTTIME is EINVAL there, so its samples are moved to BOOTTIME as read. */
+                .clockid = c->perf_type == PERF_TYPE_TRACEPOINT ? CLOCK_MONOTONIC : CLOCK_BOOTTIME,
                 .comm = 1,
                 .comm_exec = 1,
                 /* Kernel-mode samples of a caller without org.tracebus.manage would show
@@ -165,6 +169,7 @@ static void handle_record(PerfSampler *s, const struct perf_event_header *h) {
                         return;
                 memcpy(&sample.pid, p, 4), memcpy(&sample.tid, p + 4, 4);
                 memcpy(&sample.time, p + 8, 8);
+                sample.time += s->boot_offset;
                 memcpy(&sample.cpu, p + 16, 4);
                 memcpy(&sample.period, p + 24, 8);
                 p += 32;
@@ -227,6 +232,10 @@ static void read_ring(PerfSampler *s, int cpu) {
 }
 
 static void read_all(PerfSampler *s) {
+        /* Read each pass: the two clocks part only while the machine is suspended (a sample
+         * taken before a suspend and read after it is off by the suspension). */
+        if (s->config->perf_type == PERF_TYPE_TRACEPOINT)
+                s->boot_offset = now_ns(CLOCK_BOOTTIME) - now_ns(CLOCK_MONOTONIC);
         for (int cpu = 0; cpu < s->n_cpus; cpu++)
                 if (s->rings[cpu])
                         read_ring(s, cpu);

@@ -102,26 +102,31 @@ static bool counter_available(const PerfCounter *pc) {
         return true;
 }
 
-/* The tracepoint "group:name" (Perfetto's form) as its id under tracefs @root. */
+/* The tracepoint as its id under tracefs @root. Perfetto takes "group/name" and
+ * "group:name" (split at the first '/', else at the first ':'), and its docs use both. */
 static int load_tracepoint(const Tracebus__PerfEvents__Tracepoint *tp, const char *root, SessionConfig *c,
                            char **ret_error) {
         _cleanup_free_ char *group = NULL, *path = NULL, *text = NULL;
         _cleanup_strv_free_ char **found = NULL;
-        const char *colon = tp && tp->name ? strchr(tp->name, ':') : NULL;
+        const char *name = tp && tp->name ? tp->name : "";
+        size_t split = name[strcspn(name, "/")] ? strcspn(name, "/") : strcspn(name, ":");
+        const char *event = name[split] ? name + split + 1 : "";
         unsigned long long id;
 
-        if (!colon || strlen(tp->name) > 256 || strpbrk(tp->name, "/*?[. "))
-                return session_config_error(ret_error, PERF_SOURCE ": timebase tracepoint '%s' is not \"group:name\"",
-                                            tp && tp->name ? tp->name : "");
-        group = strndup(tp->name, colon - tp->name);
-        if (!group || asprintf(&path, "%s/%s", group, colon + 1) < 0)
+        group = strndup(name, split);
+        if (!group)
+                return -ENOMEM;
+        if (!*group || !*event || strlen(name) > 256 || strpbrk(group, "/:*?[. ") || strpbrk(event, "/:*?[. "))
+                return session_config_error(ret_error, PERF_SOURCE ": timebase tracepoint '%s' is not \"group:name\" "
+                                            "or \"group/name\"", name);
+        if (asprintf(&path, "%s/%s", group, event) < 0)
                 return -ENOMEM;
         /* Only a name the event index knows is looked up in tracefs: the index is tracefs's own list. */
         if (session_config_list_events(root, path, &found) < 0 || (!(found) || !(found)[0]))
                 return session_config_error(ret_error, PERF_SOURCE ": timebase tracepoint '%s' does not exist on this kernel",
                                             tp->name);
         path = mfree(path);
-        if (asprintf(&path, "%s/events/%s/%s/id", root, group, colon + 1) < 0)
+        if (asprintf(&path, "%s/events/%s/%s/id", root, group, event) < 0)
                 return -ENOMEM;
         if (read_full_file(path, 64, &text, NULL) < 0 || sscanf(text, "%llu", &id) != 1)
                 return session_config_error(ret_error, PERF_SOURCE ": timebase tracepoint '%s' has no id", tp->name);

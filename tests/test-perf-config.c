@@ -112,12 +112,21 @@ static void test_tracepoint(void) {
         g_assert_cmpstr(c.perf_tracepoint, ==, "sched:sched_switch");
         g_assert_cmpstr(c.perf_tracepoint_filter, ==, "prev_pid > 0");
         session_config_done(&c);
+        /* Perfetto's other form, which its docs use ("sched/sched_switch"): the same event. */
+        g_assert_null(load("timebase { period: 1 tracepoint { name: \"sched/sched_switch\" } }", &c));
+        g_assert_cmpuint(c.perf_type, ==, 2);
+        g_assert_cmpuint(c.perf_event_config, ==, 316);
+        session_config_done(&c);
         error = load("timebase { tracepoint { name: \"sched:nope\" } }", &c);
         g_assert_nonnull(strstr(error, "does not exist"));
         session_config_done(&c);
         g_free(error);
         error = load("timebase { tracepoint { name: \"../../x\" } }", &c);
         g_assert_nonnull(strstr(error, "is not \"group:name\""));
+        session_config_done(&c);
+        g_free(error);
+        error = load("timebase { tracepoint { name: \"sched\" } }", &c);
+        g_assert_nonnull(strstr(error, "is not \"group:name\" or \"group/name\""));
         session_config_done(&c);
 }
 

@@ -503,6 +503,39 @@ static void test_perf_docs_config(void) {
         verdict();
 }
 
+/* A tracepoint timebase in the form Perfetto's cookbook and case studies write it
+ * ("sched/sched_switch", a filter, period 1): opened on the clock the tracepoint PMU
+ * accepts, each sample moved to BOOTTIME, the trace's clock. */
+static void test_perf_tracepoint(void) {
+        const char *cfg = "buffers { size_kb: 65536 fill_policy: DISCARD }\n"
+                "data_sources { config { name: \"linux.perf\" perf_event_config {\n"
+                "  timebase { period: 1 tracepoint { name: \"sched/sched_switch\" filter: \"prev_pid >= 0\" }\n"
+                "             timestamp_clock: PERF_CLOCK_MONOTONIC }\n"
+                "  callstack_sampling { kernel_frames: true }\n"
+                "} } }\n"
+                "duration_ms: 60000\n";
+        g_auto(Trace) t = { 0 };
+        g_auto(Rec) r = { 0 };
+        Perf p = { 0 };
+        guint64 t0;
+
+        rec_start(&r, "root", "perf-tracepoint.pftrace", cfg);
+        t0 = boottime();
+        record(&r, &t, &p, 1000);
+        note("tracepoint timebase: %u samples of sched_switch\n", p.samples->len);
+        expect(p.samples->len > 0, "no sample of a sched/sched_switch timebase in 1 s");
+        for (guint i = 0; i < p.samples->len; i++) {
+                const Tracebus__TracePacket *pk = g_ptr_array_index(p.samples, i);
+
+                expect(pk->has_timestamp && pk->timestamp >= t0 - 1000000000ull && pk->timestamp <= boottime(),
+                       "sample timestamp %" G_GUINT64_FORMAT " out of the session (BOOTTIME)", pk->timestamp);
+        }
+        check_protoc(r.out);
+        perf_clear(&p);
+        verdict();
+}
+
+RECORDER_WRAP(test_perf_tracepoint)
 RECORDER_WRAP(test_perf_own_process)
 RECORDER_WRAP(test_perf_docs_config)
 RECORDER_WRAP(test_perf_memory_cap)
@@ -517,5 +550,6 @@ int main(int argc, char **argv) {
         RECORDER_CASE("perf-dwarf", test_perf_dwarf);
         RECORDER_CASE("perf-memory-cap", test_perf_memory_cap);
         RECORDER_CASE("perf-docs-config", test_perf_docs_config);
+        RECORDER_CASE("perf-tracepoint", test_perf_tracepoint);
         return tb_test_run(TB_START_SERVICE);
 }
