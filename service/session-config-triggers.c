@@ -155,12 +155,21 @@ int session_config_load_triggers(const Tracebus__TraceConfig *tc, SessionConfig 
         }
         c->trigger_mode = mode;
         c->trigger_timeout_ms = t->trigger_timeout_ms;
+        c->trigger_clone_if_available = t->use_clone_snapshot_if_available;
         return 0;
 }
 
-int session_config_check_trigger_output(const SessionConfig *c, bool caller_fd, char **ret_error) {
+int session_config_check_trigger_output(SessionConfig *c, bool caller_fd, char **ret_error) {
         if (c->trigger_mode != SESSION_TRIGGER_CLONE || !caller_fd)
                 return 0;
+        /* "If available", as Perfetto's flag says: a service that cannot clone stops. */
+        if (c->trigger_clone_if_available) {
+                c->trigger_mode = SESSION_TRIGGER_STOP;
+                return session_config_warn(c, "trigger_config.use_clone_snapshot_if_available: snapshots need the "
+                                           "service's trace directory (start without an Output, e.g. tracebus "
+                                           "--detach=KEY without -o): with this Output a trigger stops the session, "
+                                           "as STOP_TRACING");
+        }
         return session_config_error(ret_error, "trigger_mode CLONE_SNAPSHOT needs the service's trace directory: "
                                     "each trigger's snapshot is a new file FILE.N beside the trace, and the service "
                                     "creates files only there, never beside a file it did not open (start without "

@@ -179,6 +179,7 @@ typedef struct SessionConfig {
         /* helper "triggers" (issue 23): TraceConfig.trigger_config (session-config-triggers.c). */
         int trigger_mode;              /* a SessionTriggerMode; SESSION_TRIGGER_NONE: no triggers */
         uint32_t trigger_timeout_ms;   /* START: armed at most this; STOP, CLONE: the end without one */
+        bool trigger_clone_if_available; /* use_clone_snapshot_if_available: CLONE, else STOP */
         struct SessionTrigger *triggers;
         size_t n_triggers;
         /* helper "idle": the recorder wakes every drain_period_ms only when the config asked
@@ -376,7 +377,8 @@ typedef struct SessionTrigger {
 
 int session_config_load_triggers(const Tracebus__TraceConfig *tc, SessionConfig *c, char **ret_error);
 void session_config_triggers_done(SessionConfig *c);
-/* CLONE_SNAPSHOT with the caller's Output fd (@caller_fd): -EINVAL and why in *ret_error. */
-int session_config_check_trigger_output(const SessionConfig *c, bool caller_fd, char **ret_error);
+/* CLONE_SNAPSHOT with the caller's Output fd (@caller_fd): -EINVAL and why in *ret_error;
+ * when it came from use_clone_snapshot_if_available, STOP_TRACING instead, with a warning. */
+int session_config_check_trigger_output(SessionConfig *c, bool caller_fd, char **ret_error);
 /* Whether trigger names are well formed: 1 to 64 bytes, printable ASCII (ActivateTriggers). */
 bool session_trigger_name_valid(const char *name);

@@ -258,7 +258,13 @@ static void test_all_events_missing(void) {
         g_assert_cmpuint(g_strv_length(tok), ==, 5);
         g_assert_cmpstr(tok[2], ==, "2");
         g_assert_cmpstr(tok[3], ==, MISSING_WARNING);
-        assert_recording(tok[1]);
+        {
+                /* Recording, with no tracefs instance: there is no ftrace event to record. */
+                g_autofree char *state = string_property(tok[1], "State");
+
+                g_assert_cmpstr(state, ==, "recording");
+                g_assert_false(instance_exists(tok[1]));
+        }
         warnings = strv_property(tok[1], "Warnings");
         g_assert_true(g_strv_contains((const char *const *) warnings, MISSING_WARNING));
         recorded = strv_property(tok[1], "Events");
@@ -293,7 +299,7 @@ static void test_all_events_missing_cli(void) {
         run_cli("tbuser", &res, "--txt", "-c", cfg, "-o", out, NULL);
         assert_exit(&res, 0);
         g_assert_cmpuint(count_of(res.err, "tracebus: warning: " MISSING_WARNING "\n"), ==, 1);
-        assert_file_complete(out);
+        /* No ftrace bundle to look for: the trace parses to its end (read_warnings) and decodes. */
         read_warnings(out, &w);
         g_assert_true(w.unknown_listed);
         g_assert_true(w.instant_seen);

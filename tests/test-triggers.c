@@ -137,6 +137,34 @@ static void test_stop(void) {
         g_assert_cmpuint(t.trigger_ts, >, t.started_ts);
 }
 
+/* Perfetto's snapshot.cfg shape: STOP_TRACING with use_clone_snapshot_if_available, and
+ * an -o file. Snapshots need the trace directory; "if available" means the session runs
+ * as STOP_TRACING then, with a warning saying why, and the trigger stops it. */
+static void test_clone_if_available(void) {
+        g_autofree char *dir = make_user_dir("tbuser", "trig-clone-avail");
+        g_autofree char *out = g_build_filename(dir, "snap.pftrace", NULL);
+        g_autofree char *text = g_strdup_printf(EVENTS "trigger_config { trigger_mode: STOP_TRACING\n"
+                                                "  use_clone_snapshot_if_available: true trigger_timeout_ms: 60000\n"
+                                                "  triggers { name: \"boom\" stop_delay_ms: 0 } }\n");
+        g_autofree char *path = start_detached(dir, "trig-clone-avail", text, out);
+        g_autofree char *warnings = NULL;
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GVariant) v = tb_get_property(tb_bus()->conn, path, TB_SESSION_IFACE, "Warnings", &error);
+        g_auto(TriggerSeen) t = { 0 };
+
+        g_autofree const gchar **list = NULL;
+
+        g_assert_no_error(error);
+        list = g_variant_get_strv(v, NULL);
+        warnings = g_strjoinv("|", (char **) list);
+        g_assert_nonnull(strstr(warnings, "use_clone_snapshot_if_available"));
+        g_usleep(300 * 1000);
+        trigger_until_end("tbuser", "boom", path, "triggered");
+        assert_file_complete(out);
+        read_triggers(out, &t);
+        assert_trigger_packet(out, &t, "tbuser");
+}
+
 /* START_TRACING: armed (nothing written, no event recorded) until the trigger; then it
  * records for stop_delay_ms, and tracing started after the trigger came. */
 static void test_start(void) {
@@ -362,5 +390,6 @@ int main(int argc, char **argv) {
         tb_test_add_isolated("/bus/triggers/refused", test_refused);
         tb_test_add_isolated("/bus/triggers/recipe", test_recipe);
         tb_test_add_isolated("/bus/triggers/clone", test_clone);
+        tb_test_add_isolated("/bus/triggers/clone-if-available", test_clone_if_available);
         return tb_test_run(TB_START_SERVICE);
 }
