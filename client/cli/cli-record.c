@@ -484,8 +484,12 @@ int run_record(const Args *a) {
         _cleanup_close_ int fd = -EBADF, notify_fd = -EBADF;
         int r;
 
-        if (cli_config_load(a, &cfg) < 0 || cli_apply_attributes(a, &cfg) < 0 || cli_check_event_args(a) < 0)
+        if (cli_config_load(a, &cfg) < 0 || cli_apply_attributes(a, &cfg) < 0)
                 return EXIT_FAILURE;
+        if (cli_check_event_args(a) < 0) {
+                cli_notify(a, /* started= */ false);
+                return EXIT_FAILURE;
+        }
         fd = cli_open_output(a);
         if (fd < 0 && a->output)
                 return EXIT_FAILURE;
