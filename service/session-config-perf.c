@@ -298,8 +298,12 @@ static int load_sizes(const Tracebus__PerfEventConfig *pc, SessionConfig *c) {
 
                 while (p * 2 <= MIN(pages, PERF_MAX_RING_PAGES))
                         p *= 2;
-                r = session_config_warn(c, PERF_SOURCE ": ring_buffer_pages %u is not a power of two up to %u: %u used",
-                                        pages, PERF_MAX_RING_PAGES, p);
+                if (pages > PERF_MAX_RING_PAGES)
+                        r = session_config_warn(c, PERF_SOURCE ": ring_buffer_pages %u is over tracebus's cap of %u "
+                                                "pages per CPU: %u used", pages, PERF_MAX_RING_PAGES, p);
+                else
+                        r = session_config_warn(c, PERF_SOURCE ": ring_buffer_pages %u is not a power of two: %u used",
+                                                pages, p);
                 pages = p;
         }
         c->perf_ring_pages = pages;

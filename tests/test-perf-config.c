@@ -100,6 +100,11 @@ static void test_sizes_and_skipped(void) {
         g_assert_true(has_warning(&c, "target_cpu"));
         g_assert_true(c.perf_callstacks && c.perf_user_frames && !c.perf_unwind_dwarf);
         session_config_done(&c);
+        /* Perfetto's case study asks for 2048 pages: a power of two, over tracebus's cap. */
+        g_assert_null(load("ring_buffer_pages: 2048", &c));
+        g_assert_cmpuint(c.perf_ring_pages, ==, PERF_MAX_RING_PAGES);
+        g_assert_true(has_warning(&c, "ring_buffer_pages 2048 is over tracebus's cap of 1024 pages per CPU"));
+        session_config_done(&c);
 }
 
 static void test_tracepoint(void) {
