@@ -273,7 +273,13 @@ static void test_all_events_missing(void) {
                 /* No kernel buffer: linux.ftrace runs nothing, so it is not a source of it. */
                 g_auto(GStrv) sources = strv_property(tok[1], "DataSources");
 
+                g_auto(TbCommandResult) q = { 0 };
+
                 g_assert_cmpuint(g_strv_length(sources), ==, 0);
+                run_cli("tbuser", &q, "--query", NULL);
+                assert_exit(&q, 0);
+                g_assert_nonnull(strstr(q.out, "sources: none"));
+                g_assert_nonnull(strstr(q.out, "warning: " MISSING_WARNING));
         }
         file = busctl_stop(tok[1]);
         g_assert_nonnull(file);
