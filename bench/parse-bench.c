@@ -20,7 +20,10 @@
  * --event GROUP/NAME (again for more) decodes that event too, besides the storm's two;
  * --hash-addresses writes kernel addresses hashed, as in traces of callers without
  * org.tracebus.manage (ftrace_parser_hash_addresses()).
- * Usage: parse-bench PAGES [--full] [--deflate] [--protobuf-c] [--fixtures DIR]
+ * --columns (with --deflate) reports each compact_sched field's bytes before and after
+ * the deflate of its bundle (each column as deflate_spans() treats it, coded or stored,
+ * and what deflate_coded() would make of it), to say where the file's bytes go.
+ * Usage: parse-bench PAGES [--full] [--deflate] [--columns] [--protobuf-c] [--fixtures DIR]
  *                          [--bundle-pages N] [--loops N] [--event G/N] [--hash-addresses]
  */
 #include <fcntl.h>
@@ -33,13 +36,14 @@
 #include <unistd.h>
 
 #include "ftrace-parser.h"
+#include "parse-bench-columns.h"
 #include "trace.pb-c.h"
 
 typedef struct Options {
         const char *pages_path;
         const char *header_page, *events_dir;
         char *fixtures_header;
-        bool full, deflate, protobuf_c, hash_addresses;
+        bool full, deflate, columns, protobuf_c, hash_addresses;
         int loops, bundle_pages;
         const char *events[8];
         size_t n_events;
@@ -52,6 +56,7 @@ typedef struct Totals {
         uint64_t pbc_all_ns;            /* --protobuf-c: its unpack, pack and free */
         uint8_t *z, *pbc;               /* scratch output buffers */
         size_t z_allocated, pbc_allocated;
+        ColumnTotals columns;           /* --columns */
 } Totals;
 
 static char *slurp(const char *path, size_t *len) {
@@ -87,6 +92,8 @@ static bool parse_options(int argc, char **argv, Options *o) {
                         o->full = true;
                 else if (strcmp(argv[i], "--deflate") == 0)
                         o->deflate = true;
+                else if (strcmp(argv[i], "--columns") == 0)
+                        o->columns = o->deflate = true;
                 else if (strcmp(argv[i], "--protobuf-c") == 0)
                         o->protobuf_c = true;
                 else if (strcmp(argv[i], "--fixtures") == 0 && i + 1 < argc) {
@@ -192,6 +199,8 @@ static int bundle_round(FtraceBundle *b, const Options *o, Totals *t) {
         t->out_bytes += len;
         if (o->deflate && deflate_bundle(b, buf, len, t) < 0)
                 return -1;
+        if (o->columns && column_totals_add(&t->columns, buf, len) < 0)
+                return -1;
         if (o->protobuf_c) {
                 uint64_t t1 = cpu_ns();
 
@@ -232,6 +241,8 @@ static void report(const Options *o, const Totals *t, size_t n_pages, uint64_t n
                        ", \"protobuf_c_bytes_per_event\": %.2f",
                        (double) t->pack_ns / ev, (double) t->pbc_ns / ev, (double) t->pbc_bytes / ev);
         printf("}\n");
+        if (o->columns)
+                column_totals_print(&t->columns, t->events, t->z_bytes);
 }
 
 int main(int argc, char **argv) {

@@ -184,8 +184,8 @@ static void put_literals(DeflateStream *s, const uint8_t *data, size_t len, cons
         put_string(s, codes[END_OF_BLOCK]);
 }
 
-/* deflate_coded() but for the checksum. */
-static void put_coded(DeflateStream *s, const uint8_t *data, size_t len) {
+/* deflate_coded() but for the checksum; @literals skips the try at matches. */
+static void put_coded(DeflateStream *s, const uint8_t *data, size_t len, bool literals) {
         uint32_t freq[N_LITERALS], codes[N_LITERALS];
         uint8_t lengths[N_LITERALS];
         DynamicHeader h;
@@ -194,7 +194,7 @@ static void put_coded(DeflateStream *s, const uint8_t *data, size_t len) {
         if (len == 0)
                 return;
         /* A column that repeats itself: matches. */
-        if (deflate_put_short_matches(s, data, len))
+        if (!literals && deflate_put_short_matches(s, data, len))
                 return;
         /* A code's own description takes 15-30 bytes: not worth making for a few events
          * (a quiet machine's bundles), whose counting and building cost more than it saves. */
@@ -223,7 +223,7 @@ void deflate_coded(DeflateStream *s, const uint8_t *data, size_t len) {
         assert(data || len == 0);
 
         s->adler = adler32_update(s->adler, data, len);
-        put_coded(s, data, len);
+        put_coded(s, data, len, /* literals= */ false);
 }
 
 void deflate_spans(DeflateStream *s, const uint8_t *data, size_t len, const DeflateSpan *coded, size_t n_coded) {
@@ -238,7 +238,7 @@ void deflate_spans(DeflateStream *s, const uint8_t *data, size_t len, const Defl
         for (size_t i = 0; i < n_coded; i++) {
                 assert(coded[i].start >= at && coded[i].start <= coded[i].end && coded[i].end <= len);
                 put_stored(s, data + at, coded[i].start - at);
-                put_coded(s, data + coded[i].start, coded[i].end - coded[i].start);
+                put_coded(s, data + coded[i].start, coded[i].end - coded[i].start, coded[i].literals);
                 at = coded[i].end;
         }
         put_stored(s, data + at, len - at);

@@ -158,10 +158,12 @@ size_t ftrace_bundle_take_pids(FtraceBundle *b, const int32_t **ret) {
 }
 
 
-/* Notes [start, end) of the bytes being packed from @base as worth coding. */
-void ftrace_bundle_note_coded(FtraceBundle *b, const uint8_t *base, const uint8_t *start, const uint8_t *end) {
+/* Notes [start, end) of the bytes being packed from @base as worth coding; @literals as
+ * in DeflateSpan. */
+void ftrace_bundle_note_coded(FtraceBundle *b, const uint8_t *base, const uint8_t *start, const uint8_t *end,
+                              bool literals) {
         assert(b->n_coded < ELEMENTSOF(b->coded));
-        b->coded[b->n_coded++] = (DeflateSpan) { (size_t) (start - base), (size_t) (end - base) };
+        b->coded[b->n_coded++] = (DeflateSpan) { (size_t) (start - base), (size_t) (end - base), literals };
 }
 
 static uint8_t *put_errors(uint8_t *p, const FtraceBundle *b) {
@@ -255,7 +257,7 @@ void ftrace_bundle_pack_into(FtraceBundle *b, uint8_t *dst) {
                 memcpy(dst, b->out.data, b->out.len);
                 /* Full events are protobuf fields, with names and numbers that repeat. */
                 if (b->n_events > 0 && !b->compact_sched)
-                        ftrace_bundle_note_coded(b, dst, dst, dst + b->out.len);
+                        ftrace_bundle_note_coded(b, dst, dst, dst + b->out.len, /* literals= */ false);
                 end = put_trailer(dst + b->out.len, b, dst, compact_size);
                 assert((size_t) (end - dst) == bundle_packed_size(b, compact_size));
         }

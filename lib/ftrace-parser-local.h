@@ -399,7 +399,8 @@ int ftrace_bundle_begin(FtraceBundle *b);
 void ftrace_bundle_add_error(FtraceBundle *b, uint64_t timestamp, FtraceParseStatus status);
 void ftrace_bundle_note_renamed(FtraceBundle *b, int32_t pid);
 void ftrace_bundle_note_task(FtraceBundle *b, const EventInfo *e, const uint8_t *rec, uint64_t ts);
-void ftrace_bundle_note_coded(FtraceBundle *b, const uint8_t *base, const uint8_t *start, const uint8_t *end);
+void ftrace_bundle_note_coded(FtraceBundle *b, const uint8_t *base, const uint8_t *start, const uint8_t *end,
+                              bool literals);
 
 /* ftrace-compact.c */
 void compact_sched_done(CompactSched *c);

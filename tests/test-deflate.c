@@ -238,6 +238,61 @@ static void test_mixed_segments(void) {
         g_rand_free(rand);
 }
 
+/* Deflates @data with @spans through deflate_spans() into exactly deflate_bound() bytes
+ * and checks zlib's inflate of it. Returns the stream's length. */
+static gsize spans_round_trip(const guint8 *data, gsize len, const DeflateSpan *spans, gsize n) {
+        g_autoptr(GBytes) back = NULL;
+        g_autofree guint8 *out = NULL;
+        gsize bound = deflate_bound(len, 2 * n + 1), zlen;
+        DeflateStream s;
+
+        out = g_malloc(bound);
+        deflate_begin(&s, out);
+        deflate_spans(&s, data, len, spans, n);
+        zlen = deflate_end(&s);
+        g_assert_cmpuint(zlen, <=, bound);
+        back = tb_zlib_inflate_or_fail(out, zlen);
+        g_assert_cmpmem(g_bytes_get_data(back, NULL), g_bytes_get_size(back), data, len);
+        return zlen;
+}
+
+/* A timestamp column as a storm makes it: deltas of 20,000-24,000 ns, 3-byte varints
+ * whose last byte is constant. A literals span (no try at matches) gets a code of its
+ * own and comes to under 3/4 of the stored size; a literals span of bytes that would
+ * have made matches, or of random bytes, still round-trips and is never larger than
+ * storing. */
+static void test_literal_spans(void) {
+        g_autofree guint8 *data = g_malloc(30000);
+        GRand *rand = g_rand_new_with_seed(6);
+        gsize len = 0, stored, coded;
+
+        while (len + 3 <= 30000) {
+                guint32 delta = (guint32) g_rand_int_range(rand, 20000, 24000);
+
+                data[len++] = (guint8) (0x80 | (delta & 0x7f));
+                data[len++] = (guint8) (0x80 | ((delta >> 7) & 0x7f));
+                data[len++] = (guint8) (delta >> 14);
+        }
+        stored = spans_round_trip(data, len, NULL, 0);
+        coded = spans_round_trip(data, len, (const DeflateSpan[]) { { 0, len, .literals = true } }, 1);
+        g_test_message("3-byte deltas: %zu bytes stored, %zu coded", stored, coded);
+        g_assert_cmpuint(coded, <, stored * 3 / 4);
+        /* Beside columns with matches, at odd bit offsets. */
+        memset(data, 120, 1001);
+        spans_round_trip(data, len,
+                         (const DeflateSpan[]) { { 0, 1001, false }, { 1001, 5000, true }, { 5003, 9001, true },
+                                                 { 9001, 9500, false } },
+                         4);
+        memset(data, 7, len);
+        coded = spans_round_trip(data, len, (const DeflateSpan[]) { { 0, len, .literals = true } }, 1);
+        g_assert_cmpuint(coded, <, len / 4);
+        for (gsize i = 0; i < len; i++)
+                data[i] = (guint8) g_rand_int(rand);
+        coded = spans_round_trip(data, len, (const DeflateSpan[]) { { 0, len, .literals = true } }, 1);
+        g_assert_cmpuint(coded, <=, spans_round_trip(data, len, NULL, 0));
+        g_rand_free(rand);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/deflate/adler32", test_adler32);
@@ -247,5 +302,6 @@ int main(int argc, char **argv) {
         g_test_add_func("/deflate/random-is-stored", test_random_is_stored);
         g_test_add_func("/deflate/length-limit", test_length_limit);
         g_test_add_func("/deflate/mixed-segments", test_mixed_segments);
+        g_test_add_func("/deflate/literal-spans", test_literal_spans);
         return g_test_run();
 }

@@ -502,10 +502,21 @@ static void test_compact_waking_values(void) {
         check_compact_wakings(old, 40, 36);
 }
 
+/* Whether a timestamp column's deltas average 2.5 bytes or more in its first 256 bytes:
+ * the ones worth a code of their own (ftrace-compact.c). */
+static bool long_deltas(const TraceField *f) {
+        size_t n = MIN(f->len, (size_t) 256), ends = 0;
+
+        for (size_t i = 0; i < n; i++)
+                ends += f->data[i] < 0x80;
+        return 2 * n >= 5 * ends;
+}
+
 /* The spans a compressor codes: in compact bundles exactly the columns other than the
- * timestamps, each a whole field; in full ones the events. Deflated with them, the
- * bundles inflate back, bit for bit, with zlib. (These pages are a light workload: what
- * coding saves on a storm, test-recorder and bench/run measure.) */
+ * timestamps, each a whole field, and the timestamp columns of long deltas as literals;
+ * in full ones the events. Deflated with them, the bundles inflate back, bit for bit,
+ * with zlib. (These pages are a light workload: what coding saves on a storm,
+ * test-recorder and bench/run measure.) */
 static void check_coded_spans(FtraceParser *p, int cpu, bool compact) {
         g_autoptr(GBytes) back = NULL;
         g_autofree guint8 *z = NULL;
@@ -514,7 +525,7 @@ static void check_coded_spans(FtraceParser *p, int cpu, bool compact) {
         const uint8_t *buf;
         size_t len, n, zlen;
         DeflateStream s;
-        guint seen = 0;
+        guint seen = 0, timestamps = 0;
 
         g_assert_cmpint(ftrace_bundle_new((uint32_t) cpu, compact, &b), ==, 0);
         for (size_t i = 0; i < cpu_n_pages(cpu); i++)
@@ -530,11 +541,17 @@ static void check_coded_spans(FtraceParser *p, int cpu, bool compact) {
                 const uint8_t *q = buf + spans[i].start;
                 TraceField f;
 
-                /* A length-delimited CompactSched column, not a timestamp one, whole. */
+                /* A length-delimited CompactSched column, whole; a timestamp one only as
+                 * literals, and only with long deltas. */
                 g_assert_cmpuint(spans[i].end, <=, len);
                 g_assert_cmpint(trace_field_next(&q, buf + len, &f), ==, 1);
                 g_assert_cmpint(f.wire_type, ==, TRACE_WIRE_LEN);
-                g_assert_true(f.number != 1 && f.number != 5 && f.number != 7 && f.number <= 12);
+                g_assert_true(f.number != 5 && f.number <= 12);
+                g_assert_cmpint(spans[i].literals, ==, f.number == 1 || f.number == 7);
+                if (spans[i].literals) {
+                        g_assert_true(long_deltas(&f));
+                        timestamps++;
+                }
                 g_assert_false(seen & (1u << f.number));
                 seen |= 1u << f.number;
                 g_assert_cmpuint(spans[i].end, ==, spans[i].start + f.framed_len);
@@ -542,7 +559,8 @@ static void check_coded_spans(FtraceParser *p, int cpu, bool compact) {
                         g_assert_cmpuint(spans[i].start, >=, spans[i - 1].end);
         }
         if (compact)
-                g_assert_cmpuint(n, >=, 4);     /* switches: prev_state, next_pid, prio, comm */
+                g_assert_cmpuint(n - timestamps, >=, 4);     /* switches: prev_state, next_pid, prio, comm */
+        g_test_message("cpu %d: %u timestamp columns coded", cpu, timestamps);
 
         z = g_malloc(deflate_bound(len, 2 * n + 1));
         deflate_begin(&s, z);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,9 +34,12 @@ void deflate_stored(DeflateStream *s, const uint8_t *data, size_t len);
 /* Literals with a code for this segment, or stored when that is not smaller. */
 void deflate_coded(DeflateStream *s, const uint8_t *data, size_t len);
 
-/* A byte range [start, end) of some data. */
+/* A byte range [start, end) of some data to be coded. @literals: its bytes do not repeat
+ * in runs (timestamp deltas), so the try at short matches is skipped: straight to a
+ * Huffman code of its own. */
 typedef struct DeflateSpan {
         size_t start, end;
+        bool literals;
 } DeflateSpan;
 
 /* @data with the @n_coded ascending, disjoint spans coded, each on its own, and what lies
