@@ -319,24 +319,6 @@ static size_t whole_packets_within(const uint8_t *buf, size_t len, uint64_t room
         return off;
 }
 
-/* One writev() per FLUSH_IOV packets instead of one write() each (a long trace flushes
- * a packet per CPU per drain period). */
-#define FLUSH_IOV 256
-
-/* Bytes of whole packets at the start of what @iov (each buffer whole packets) held,
- * when @written of it went out. */
-static uint64_t whole_prefix(const struct iovec *iov, int n, uint64_t written) {
-        uint64_t whole = 0;
-
-        for (int i = 0; i < n && written > 0; i++) {
-                if (written < iov[i].iov_len)
-                        return whole + whole_packets_within(iov[i].iov_base, iov[i].iov_len, written);
-                whole += iov[i].iov_len;
-                written -= iov[i].iov_len;
-        }
-        return whole;
-}
-
 /* A write that failed part way (ENOSPC, EFBIG, EIO) left the start of a packet at the
  * end of the output, and a reader would stop there with a torn packet. A regular file
  * is cut back to the last whole packet; a pipe or a socket cannot take bytes back.
@@ -358,19 +340,17 @@ static void drop_torn_tail(TraceWriter *w, uint64_t torn) {
         w->stats.bytes_written -= torn;
 }
 
-/* Writes @n (at most FLUSH_IOV) buffers of whole packets, counting what went out; on
- * failure the output keeps whole packets only, where it can. */
-static int write_packets(TraceWriter *w, struct iovec *iov, int n) {
-        struct iovec orig[FLUSH_IOV];
+/* Writes @len bytes of whole packets, counting what went out; on failure the output
+ * keeps whole packets only, where it can. */
+static int write_packets(TraceWriter *w, const uint8_t *buf, size_t len) {
+        struct iovec iov = { (void *) buf, len };
         uint64_t written = 0;
         int r;
 
-        assert(n > 0 && n <= FLUSH_IOV);
-        memcpy(orig, iov, sizeof(struct iovec) * (size_t) n);
-        r = trace_writer_output_writev(w, iov, n, &written);
+        r = trace_writer_output_writev(w, &iov, 1, &written);
         w->stats.bytes_written += written;
         if (r < 0)
-                drop_torn_tail(w, written - whole_prefix(orig, n, written));
+                drop_torn_tail(w, written - whole_packets_within(buf, len, written));
         return r;
 }
 
@@ -426,12 +406,10 @@ static size_t take_within_limits(TraceWriter *w, const uint8_t *buf, size_t len,
  * if not all of it fits. */
 static int write_within_limit(TraceWriter *w, const uint8_t *buf, size_t len) {
         uint64_t before = w->stats.bytes_written;
-        struct iovec iov;
         int r, limit_error;
         size_t n = take_within_limits(w, buf, len, &limit_error);
 
-        iov = (struct iovec) { (void *) buf, n };
-        r = n > 0 ? write_packets(w, &iov, 1) : 0;
+        r = n > 0 ? write_packets(w, buf, n) : 0;
         budget_give_back(w, n, before);
         if (r < 0)
                 return r;
@@ -471,40 +449,69 @@ static TracePacketChunk *take_chunk(TraceWriter *w, TraceWriterBuffer *b) {
         return c;
 }
 
-/* All of @b's data, when it fits the size limit and was taken from the budget. */
-static int flush_buffer_batched(TraceWriter *w, TraceWriterBuffer *b) {
-        struct iovec iov[FLUSH_IOV];
-        TracePacketChunk *batch[FLUSH_IOV];
-        size_t len = take_stream(w, b);
+/* The most a ring's or a discard buffer's chunks are gathered into for one write; and
+ * what is used when that much memory cannot be had. */
+#define STAGE_SIZE ((size_t) 1 << 20)
+#define STAGE_FALLBACK_SIZE ((size_t) 64 << 10)
+
+/* @b's chunks, copied whole into @stage (@size bytes) and written a stage at a time; a
+ * chunk larger than the stage goes out on its own. */
+static int flush_chunks_staged(TraceWriter *w, TraceWriterBuffer *b, uint8_t *stage, size_t size) {
         int r = 0;
 
-        if (len > 0) {
-                iov[0] = (struct iovec) { b->stream, len };
-                return write_packets(w, iov, 1);
-        }
         while (b->head && r >= 0) {
-                int n = 0;
+                size_t len = 0;
 
-                while (b->head && n < FLUSH_IOV) {
-                        batch[n] = take_chunk(w, b);
-                        iov[n] = (struct iovec) { batch[n]->data, batch[n]->len };
-                        n++;
+                if (b->head->len > size) {
+                        TracePacketChunk *c = take_chunk(w, b);
+
+                        r = write_packets(w, c->data, c->len);
+                        trace_packet_chunk_unref(c);
+                        continue;
                 }
-                r = write_packets(w, iov, n);
-                for (int i = 0; i < n; i++)
-                        trace_packet_chunk_unref(batch[i]);
+                while (b->head && len + b->head->len <= size) {
+                        TracePacketChunk *c = take_chunk(w, b);
+
+                        memcpy(stage + len, c->data, c->len);
+                        len += c->len;
+                        trace_packet_chunk_unref(c);
+                }
+                r = write_packets(w, stage, len);
         }
         return r;
 }
 
+/* All of @b's data, when it fits the size limit and was taken from the budget.
+ *
+ * A ring's chunks (a full one's 64 MB at Stop) are not handed to writev() where they
+ * lie: on the development VM (a PVM guest, on shadow page tables) the kernel's first read
+ * of a page of ours is slow, likely a fault on the host, and a ring's chunks are memory
+ * the kernel has never read: 120 ms for a full ring, against 20 ms when they are first
+ * copied here into one buffer of STAGE_SIZE that every write reuses (README, Performance;
+ * bench/stop-write.c --fresh). Where such reads cost nothing, this is one more copy of
+ * memory, a few ms for 64 MB. */
+static int flush_buffer_batched(TraceWriter *w, TraceWriterBuffer *b) {
+        uint8_t fallback[STAGE_FALLBACK_SIZE];
+        _cleanup_free_ uint8_t *stage = NULL;
+        size_t len = take_stream(w, b);
+
+        if (len > 0)
+                return write_packets(w, b->stream, len);
+        if (!b->head)
+                return 0;
+        len = MIN(b->data_len, STAGE_SIZE);
+        stage = malloc(len);
+        if (!stage)
+                return flush_chunks_staged(w, b, fallback, sizeof(fallback));
+        return flush_chunks_staged(w, b, stage, len);
+}
+
 /* Everything pending fits the size limit and was taken from the budget. */
 static int flush_batched(TraceWriter *w) {
-        struct iovec iov[1];
         int r = 0;
 
         if (w->meta_len > 0) {
-                iov[0] = (struct iovec) { w->meta, w->meta_len };
-                r = write_packets(w, iov, 1);
+                r = write_packets(w, w->meta, w->meta_len);
                 w->meta_len = 0;
         }
         for (size_t i = 0; i < w->n_buffers && r >= 0; i++)

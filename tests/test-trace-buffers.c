@@ -3,10 +3,14 @@
  * data buffers, each with its own size and fill policy, a small one never evicted by a
  * large ftrace stream; where each data source writes (target_buffer, target_buffer_name);
  * a recorder without ftrace (no tracefs instance) writing what other threads submit into
- * their buffers, with TraceStats per buffer read back field by field. */
+ * their buffers, with TraceStats per buffer read back field by field; a ring's flush
+ * through the writer's stage (issue 25). */
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 /* Before glib.h, which redefines MIN and MAX over macro.h's. */
@@ -388,10 +392,86 @@ static void test_recorder_without_ftrace(void) {
         close(fd);
 }
 
+/* A bundle of @len bytes (20,000 to 2 MiB): field 15 (unknown to the decoder), length-
+ * delimited, filled with @fill. */
+static void append_big_bundle(TraceWriter *w, size_t len, guint8 fill) {
+        g_autofree guint8 *buf = g_malloc(len);
+        size_t body = len - 4;
+
+        g_assert_true(len >= 20000 && len < (1u << 21));
+        buf[0] = (15 << 3) | 2;
+        buf[1] = 0x80 | (body & 0x7f);
+        buf[2] = 0x80 | ((body >> 7) & 0x7f);
+        buf[3] = (guint8) (body >> 14);
+        memset(buf + 4, fill, body);
+        g_assert_cmpint(trace_writer_append_ftrace_bundle(w, buf, len, 1), ==, 0);
+}
+
+/* 5.4 MB of bundles, one of them larger than the writer's 1 MiB stage, into @fd. */
+static void big_writer(TraceWriter *w, int fd, TraceWriterMode mode) {
+        Tracebus__TracePacket meta = TRACEBUS__TRACE_PACKET__INIT;
+        Tracebus__SystemInfo info = TRACEBUS__SYSTEM_INFO__INIT;
+
+        trace_writer_init(w, fd, mode, mode == TRACE_WRITER_STREAM ? 0 : 16 << 20, 0);
+        meta.system_info = &info;
+        g_assert_cmpint(trace_writer_append_meta(w, &meta, TRACE_SEQUENCE_FTRACE), ==, 0);
+        for (unsigned i = 0; i < 120; i++)
+                append_big_bundle(w, i == 60 ? 3u << 19 : 20000 + 397 * i, (guint8) i);
+        g_assert_cmpuint(w->stats.packets_overwritten, ==, 0);
+}
+
+/* Stop of a ring: its chunks go out through the writer's stage of 1 MiB, several stages
+ * and a chunk larger than one here, and the file is byte for byte what a stream writer
+ * makes of the same packets. A write cut short inside a stage (RLIMIT_FSIZE, as ENOSPC
+ * on a full disk) leaves a file of whole packets, as long as the count says. */
+static void test_ring_staged_flush(void) {
+        g_autoptr(GBytes) ring = NULL, stream = NULL, cut = NULL;
+        struct rlimit old, lim;
+        TraceWriter w[3];
+        int fds[3];
+        Seen seen;
+
+        for (int i = 0; i < 3; i++) {
+                fds[i] = memfd_create("trace", MFD_CLOEXEC);
+                g_assert_cmpint(fds[i], >=, 0);
+                big_writer(&w[i], fds[i], i == 1 ? TRACE_WRITER_STREAM : TRACE_WRITER_RING);
+        }
+        g_assert_cmpint(trace_writer_flush(&w[0]), ==, 0);
+        g_assert_cmpint(trace_writer_flush(&w[1]), ==, 0);
+        ring = read_back(fds[0]);
+        stream = read_back(fds[1]);
+        g_assert_cmpuint(g_bytes_get_size(ring), >, 5u << 20);
+        g_assert_true(g_bytes_equal(ring, stream));
+        g_assert_cmpuint(w[0].stats.bytes_written, ==, g_bytes_get_size(ring));
+        read_seen(fds[0], &seen);
+        g_assert_cmpuint(seen.bundles, ==, 120);
+
+        signal(SIGXFSZ, SIG_IGN);
+        g_assert_cmpint(getrlimit(RLIMIT_FSIZE, &old), ==, 0);
+        /* Past the large chunk, inside the stage after it. */
+        lim = (struct rlimit) { .rlim_cur = (4u << 20) + 1000, .rlim_max = old.rlim_max };
+        g_assert_cmpint(setrlimit(RLIMIT_FSIZE, &lim), ==, 0);
+        g_assert_cmpint(trace_writer_flush(&w[2]), ==, -EFBIG);
+        g_assert_cmpint(setrlimit(RLIMIT_FSIZE, &old), ==, 0);
+        cut = read_back(fds[2]);
+        g_assert_cmpuint(w[2].stats.bytes_written, ==, g_bytes_get_size(cut));
+        g_assert_cmpuint(g_bytes_get_size(cut), >, 3u << 20);
+        g_assert_cmpuint(g_bytes_get_size(cut), <, lim.rlim_cur);
+        g_assert_cmpint(memcmp(g_bytes_get_data(cut, NULL), g_bytes_get_data(ring, NULL), g_bytes_get_size(cut)), ==, 0);
+        read_seen(fds[2], &seen);
+        g_assert_cmpuint(seen.bundles, >, 0);
+        g_assert_cmpuint(seen.bundles, <, 120);
+        for (int i = 0; i < 3; i++) {
+                trace_writer_done(&w[i]);
+                close(fds[i]);
+        }
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/trace-buffers/writer-two-buffers", test_writer_two_buffers);
         g_test_add_func("/trace-buffers/writer-stream-full", test_writer_stream_full);
+        g_test_add_func("/trace-buffers/ring-staged-flush", test_ring_staged_flush);
         g_test_add_func("/trace-buffers/config-routing", test_config_routing);
         g_test_add_func("/trace-buffers/config-errors", test_config_errors);
         g_test_add_func("/trace-buffers/config-other-sources", test_config_other_sources);
