@@ -40,6 +40,11 @@ struct Recorder {
         FtraceParser *parser;
         size_t page_size;
         uint8_t *page;
+        /* The drain's pipe for splice() of whole pages (recorder-thread.c), and where a
+         * pipe's worth of them is read into; splice_pipe[0] < 0: read() only. */
+        int splice_pipe[2];
+        uint8_t *splice_buf;
+        size_t splice_size;
 
         ProcessTreeBuilder *processes;
         bool initial_dump, on_demand;  /* linux.process_stats's quirks, both on by default */
@@ -183,6 +188,8 @@ void recorder_serve_clone(Recorder *rec);
 void recorder_cancel_clone(Recorder *rec);
 /* One page read from @cpu's pipe (@n bytes) into its bundle. */
 int recorder_take_page(Recorder *rec, unsigned cpu, const uint8_t *page, size_t n);
+/* The drain's splice() pipe, or none (read() then takes every page). */
+int recorder_splice_init(Recorder *rec);
 
 /* recorder-wake.c: what the worker waits for and what woke it. */
 typedef enum RecorderWake {

@@ -188,6 +188,7 @@ static int setup_process_tree(Recorder *rec, const SessionConfig *config) {
 /* Every fd "none" and every lock ready, so that recorder_free() may run from here on. */
 static void recorder_init_fds_and_locks(Recorder *rec) {
         rec->stop_fd = rec->done_fd = rec->wake_fd = -EBADF;
+        rec->splice_pipe[0] = rec->splice_pipe[1] = -EBADF;
         rec->next_fd = rec->rotated_fd = rec->chunk_dir_fd = -EBADF;
         (void) pthread_mutex_init(&rec->next_lock, NULL);
         (void) pthread_mutex_init(&rec->annotations_lock, NULL);
@@ -225,6 +226,9 @@ int recorder_new(const SessionConfig *config, TraceInstance *instance, int outpu
         rec->page = malloc(rec->page_size);
         if (!rec->page)
                 return -ENOMEM;
+        r = recorder_splice_init(rec);
+        if (r < 0)
+                return r;
 
         r = setup_process_tree(rec, config);
         if (r < 0)
@@ -281,6 +285,9 @@ Recorder *recorder_free(Recorder *rec) {
         free(rec->bundle_pages);
         free(rec->fill_reported);
         free(rec->page);
+        safe_close(rec->splice_pipe[0]);
+        safe_close(rec->splice_pipe[1]);
+        free(rec->splice_buf);
         recorder_wake_done(rec);
         (void) pthread_mutex_destroy(&rec->drain_lock);
         (void) pthread_mutex_destroy(&rec->annotations_lock);

@@ -35,8 +35,8 @@ static inline size_t pb_varint_size(uint64_t v) {
 }
 
 /* Writes @v at @out (callers reserve PB_VARINT_MAX bytes); returns the end. Most values
- * (prio, cpu, state, lengths) take one byte, pids two or three, timestamps six, so the
- * short ones come first. */
+ * (prio, cpu, state, lengths) take one byte, pids two or three, timestamps six (their
+ * deltas two or three), so the short ones come first. */
 static inline uint8_t *pb_varint_encode(uint8_t *out, uint64_t v) {
         if (__builtin_expect(v < 0x80, 1)) {
                 *out = (uint8_t) v;
@@ -46,6 +46,14 @@ static inline uint8_t *pb_varint_encode(uint8_t *out, uint64_t v) {
                 out[0] = (uint8_t) v | 0x80;
                 out[1] = (uint8_t) (v >> 7);
                 return out + 2;
+        }
+        /* Pids above 16,383 and a storm's timestamp deltas: as a loop, these were a tenth
+         * of the page decoder's instructions in callgrind. */
+        if (v < 0x200000) {
+                out[0] = (uint8_t) v | 0x80;
+                out[1] = (uint8_t) (v >> 7) | 0x80;
+                out[2] = (uint8_t) (v >> 14);
+                return out + 3;
         }
         do {
                 *out++ = (uint8_t) v | 0x80;
