@@ -17,8 +17,9 @@
  * loop, the log, a trace config's tracefs files, /proc files of a process scan. */
 #define FDS_RESERVED 256u
 /* A session's descriptors besides its two per CPU: output, instance lock, two eventfds,
- * and two for the files a recorder or process scan opens for a moment. */
-#define SESSION_FIXED_FDS 6u
+ * the drain's splice() pipe (two ends), and two for the files a recorder or process scan
+ * opens for a moment. */
+#define SESSION_FIXED_FDS 8u
 
 unsigned manager_session_fd_cost(const Manager *m) {
         return 2 * m->n_cpus + SESSION_FIXED_FDS;

@@ -384,7 +384,7 @@ static unsigned open_fds(GPid pid) {
 /* MaxFilesPerUser holds 2.5 sessions: tbuser's third Start is refused ResourceLimit,
  * tbadmin's is not. The service's estimate of a session covers what one really holds. */
 static void test_file_budget(void) {
-        unsigned cost = 2 * n_cpus() + 6, before, held;
+        unsigned cost = 2 * n_cpus() + 8, before, held;
         g_autofree char *conf = g_strdup_printf("[Limits]\nMaxFilesPerUser=%u\n", 2 * cost + cost / 2);
         GPid service = service_start("file-budget", conf);
 
