@@ -23,8 +23,12 @@
  * --columns (with --deflate) reports each compact_sched field's bytes before and after
  * the deflate of its bundle (each column as deflate_spans() treats it, coded or stored,
  * and what deflate_coded() would make of it), to say where the file's bytes go.
+ * --out FILE writes each bundle's packed bytes (then, with --deflate, its deflated bytes)
+ * to FILE, so that a change to the decoder or deflate can be checked byte for byte
+ * against the build before it (cmp).
  * Usage: parse-bench PAGES [--full] [--deflate] [--columns] [--protobuf-c] [--fixtures DIR]
  *                          [--bundle-pages N] [--loops N] [--event G/N] [--hash-addresses]
+ *                          [--out FILE]
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -47,6 +51,7 @@ typedef struct Options {
         int loops, bundle_pages;
         const char *events[8];
         size_t n_events;
+        const char *out_path;
 } Options;
 
 typedef struct Totals {
@@ -57,6 +62,7 @@ typedef struct Totals {
         uint8_t *z, *pbc;               /* scratch output buffers */
         size_t z_allocated, pbc_allocated;
         ColumnTotals columns;           /* --columns */
+        FILE *out;                      /* --out */
 } Totals;
 
 static char *slurp(const char *path, size_t *len) {
@@ -111,6 +117,8 @@ static bool parse_options(int argc, char **argv, Options *o) {
                         o->events[o->n_events++] = argv[++i];
                 else if (strcmp(argv[i], "--hash-addresses") == 0)
                         o->hash_addresses = true;
+                else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
+                        o->out_path = argv[++i];
                 else
                         return false;
         }
@@ -160,7 +168,10 @@ static int deflate_bundle(FtraceBundle *b, const uint8_t *buf, size_t len, Total
                 return -1;
         deflate_begin(&s, t->z);
         deflate_spans(&s, buf, len, spans, n);
-        t->z_bytes += deflate_end(&s);
+        n = deflate_end(&s);
+        t->z_bytes += n;
+        if (t->out && fwrite(t->z, 1, n, t->out) != n)
+                return -1;
         return 0;
 }
 
@@ -197,6 +208,8 @@ static int bundle_round(FtraceBundle *b, const Options *o, Totals *t) {
         if (o->protobuf_c)
                 t->pack_ns += cpu_ns() - t0;
         t->out_bytes += len;
+        if (t->out && fwrite(buf, 1, len, t->out) != len)
+                return -1;
         if (o->deflate && deflate_bundle(b, buf, len, t) < 0)
                 return -1;
         if (o->columns && column_totals_add(&t->columns, buf, len) < 0)
@@ -269,10 +282,17 @@ int main(int argc, char **argv) {
                 return 1;
         n_pages = (size_t) st.st_size / (size_t) page_size;
 
+        if (o.out_path) {
+                t.out = fopen(o.out_path, "we");
+                if (!t.out)
+                        return 1;
+        }
         t0 = cpu_ns();
         if (run(p, b, pages, n_pages, (size_t) page_size, &o, &t) < 0)
                 return 1;
         report(&o, &t, n_pages, cpu_ns() - t0);
+        if (t.out && fclose(t.out) != 0)
+                return 1;
         free(t.z);
         free(t.pbc);
         ftrace_bundle_free(b);
