@@ -24,7 +24,7 @@ int ftrace_bundle_new(uint32_t cpu, bool compact_sched, FtraceBundle **ret) {
                 return -ENOMEM;
         b->cpu = cpu;
         b->compact_sched = compact_sched;
-        memset(b->compact.comm_cache, 0xff, sizeof(b->compact.comm_cache));
+        compact_comm_cache_reset(&b->compact);
         *ret = b;
         return 0;
 }

@@ -7,6 +7,10 @@
  * and the interning of their comms. The cold half (growing, resetting, packing) is in
  * ftrace-compact.c.
  */
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #include "ftrace-parser-local.h"
 
 static inline size_t intern_hash(const InternKey *k, size_t n_slots) {
@@ -116,26 +120,39 @@ static inline uint64_t compact_prev_state(const EventInfo *e, const uint8_t *rec
         return e->compact_size[CS_PREV_STATE] == 8 ? rd64(s) : (uint64_t) (int64_t) (int32_t) rd32(s);
 }
 
+static inline bool comm_cache_hit(const CommCacheEntry *ce, const uint8_t *s, int32_t pid) {
+        if (ce->pid != pid)
+                return false;
+#ifdef __SSE2__
+        /* One load, compare and mask: the two-word compare split the load into general
+         * registers and spilled one (callgrind, the storm's pages with --deflate: 188.3 -> 185.1
+         * instructions per event). */
+        return _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *) s),
+                                                _mm_load_si128((const __m128i *) ce->comm))) == 0xffff;
+#else
+        return memcmp(ce->comm, s, sizeof(ce->comm)) == 0;
+#endif
+}
+
 /* The comm of @pid (field @which of @rec): its index in the bundle's intern table. */
 static inline __attribute__((always_inline)) int compact_intern_comm(CompactSched *c, const EventInfo *e, int which,
                                                                      const uint8_t *rec, int32_t pid, uint32_t *ret) {
         const uint8_t *s = rec + e->compact_offset[which];
         CommCacheEntry *ce;
-        uint64_t w0, w1;
         int r;
 
         /* The same raw bytes are the same string, whatever follows the NUL. */
-        w0 = rd64(s);
-        w1 = rd64(s + 8);
         ce = &c->comm_cache[(uint32_t) pid % COMM_CACHE_SIZE];
-        if (_likely_(ce->pid == pid && ce->w0 == w0 && ce->w1 == w1)) {
+        if (_likely_(comm_cache_hit(ce, s, pid))) {
                 *ret = ce->index;
                 return 0;
         }
         r = interner_add(&c->names, s, ret);
         if (r < 0)
                 return r;
-        *ce = (CommCacheEntry) { .pid = pid, .index = *ret, .w0 = w0, .w1 = w1 };
+        memcpy(ce->comm, s, sizeof(ce->comm));
+        ce->pid = pid;
+        ce->index = *ret;
         return 0;
 }
 

@@ -28,11 +28,20 @@ void compact_sched_done(CompactSched *c) {
         interner_done(&c->names);
 }
 
+/* Empties the comm cache: each entry gets a pid whose slot is another (its lowest bit
+ * flipped), so no record's pid matches it, whatever the record's comm bytes. A pid of -1
+ * with a comm of 16 0xff bytes used to match the memset(0xff) empties and took their
+ * index, UINT32_MAX. */
+void compact_comm_cache_reset(CompactSched *c) {
+        for (uint32_t i = 0; i < COMM_CACHE_SIZE; i++)
+                c->comm_cache[i] = (CommCacheEntry) { .pid = (int32_t) (i ^ 1) };
+}
+
 void compact_sched_reset(CompactSched *c) {
         for (size_t i = 0; i < _COL_MAX; i++)
                 c->col[i].len = 0;
         interner_reset(&c->names);
-        memset(c->comm_cache, 0xff, sizeof(c->comm_cache));
+        compact_comm_cache_reset(c);
         c->last_switch_ts = c->last_waking_ts = 0;
 }
 

@@ -290,9 +290,12 @@ typedef struct Interner {
 #define COMM_CACHE_SIZE 128
 
 typedef struct CommCacheEntry {
-        int32_t pid;              /* -1: empty */
+        /* First and 16-aligned: one SSE2 compare against the record's comm. */
+        uint8_t comm[16] __attribute__((aligned(16)));
+        /* An empty entry holds a pid of another slot (compact_comm_cache_reset()), so
+         * that no record matches it, whatever its bytes. */
+        int32_t pid;
         uint32_t index;
-        uint64_t w0, w1;
 } CommCacheEntry;
 
 typedef struct CompactSched {
@@ -405,6 +408,7 @@ void ftrace_bundle_note_coded(FtraceBundle *b, const uint8_t *base, const uint8_
 /* ftrace-compact.c */
 void compact_sched_done(CompactSched *c);
 void compact_sched_reset(CompactSched *c);
+void compact_comm_cache_reset(CompactSched *c);
 int compact_interner_grow_slots(Interner *in);
 int compact_interner_grow_entries(Interner *in);
 /* The CompactSched message's size, and the field (key, length, body) written at @p;

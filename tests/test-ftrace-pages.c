@@ -216,6 +216,48 @@ static void test_compact_comm_cache(void) {
         ftrace_parser_free(p);
 }
 
+/* Records that look like an empty comm-cache entry: pid -1 with a comm of 16 0xff bytes
+ * (what the cache's memset(0xff) empties held, and so once got index UINT32_MAX), and
+ * pids 0 and 1 with an all-zero comm (a zeroed entry's bytes). Each gets a real index. */
+static void test_compact_comm_cache_empty(void) {
+        static const int32_t pids[] = { -1, 0, 1, -1 };
+        FtraceParser *p = parser_new_from_fixtures(NULL);
+        g_autoptr(GBytes) fmt = fixture_read("events/sched/sched_switch/format");
+        const Tracebus__FtraceEventBundle__CompactSched *c;
+        Tracebus__FtraceEventBundle *m;
+        PageWriter w = { .off = 16 };
+        FtraceBundle *b = NULL;
+        uint8_t rec[64];
+        int id;
+
+        id = ftrace_parser_add_event(p, "sched", g_bytes_get_data(fmt, NULL), g_bytes_get_size(fmt));
+        g_assert_cmpint(id, >, 0);
+        for (size_t i = 0; i < G_N_ELEMENTS(pids); i++) {
+                make_switch(rec, id, 4242);
+                memset(rec + 40, pids[i] < 0 ? 0xff : 0, 16);          /* next_comm */
+                memcpy(rec + 56, &pids[i], 4);                           /* next_pid */
+                pw_word(&w, 16 | 10 << 5);
+                pw_bytes(&w, rec, 64);
+        }
+        pw_finish(&w, 1000);
+        g_assert_cmpint(ftrace_bundle_new(0, true, &b), ==, 0);
+        g_assert_cmpint(ftrace_parser_parse_page(p, w.page, sizeof(w.page), b), ==, G_N_ELEMENTS(pids));
+        m = bundle_pack_unpack(b, NULL);
+        c = m->compact_sched;
+        g_assert_nonnull(c);
+        g_assert_cmpuint(c->n_intern_table, ==, 2);
+        g_assert_cmpuint(strlen(c->intern_table[0]), ==, 16);
+        g_assert_cmpstr(c->intern_table[1], ==, "");
+        g_assert_cmpuint(c->n_switch_next_comm_index, ==, G_N_ELEMENTS(pids));
+        for (size_t i = 0; i < G_N_ELEMENTS(pids); i++) {
+                g_assert_cmpint(c->switch_next_pid[i], ==, pids[i]);
+                g_assert_cmpuint(c->switch_next_comm_index[i], ==, pids[i] < 0 ? 0 : 1);
+        }
+        tracebus__ftrace_event_bundle__free_unpacked(m, NULL);
+        ftrace_bundle_free(b);
+        ftrace_parser_free(p);
+}
+
 /* Bit 31 of a real page's commit word (RB_MISSED_EVENTS) -> lost_events; the next
  * bundle starts clean and chains previous_bundle_end_timestamp. */
 static void test_lost_events(void) {
@@ -468,6 +510,7 @@ int main(int argc, char **argv) {
         fixture_load();
         g_test_add_func("/ftrace-parser/record-types", test_record_types);
         g_test_add_func("/ftrace-parser/compact-comm-cache", test_compact_comm_cache);
+        g_test_add_func("/ftrace-parser/compact-comm-cache-empty", test_compact_comm_cache_empty);
         g_test_add_func("/ftrace-parser/lost-events", test_lost_events);
         g_test_add_func("/ftrace-parser/pack-into", test_pack_into);
         g_test_add_func("/ftrace-parser/malformed-pages", test_malformed_pages);
