@@ -122,15 +122,6 @@ void deflate_build_lengths(const uint32_t *freq, unsigned n, unsigned limit, uin
                 lengths[leaf[i].symbol] = depth[i];
 }
 
-uint32_t deflate_reverse_bits(uint32_t v, unsigned n) {
-        /* The low 16 bits mirrored by halves, then the @n wanted moved down (n <= 16). */
-        v = ((v >> 1) & 0x5555) | ((v & 0x5555) << 1);
-        v = ((v >> 2) & 0x3333) | ((v & 0x3333) << 2);
-        v = ((v >> 4) & 0x0f0f) | ((v & 0x0f0f) << 4);
-        v = ((v >> 8) & 0x00ff) | ((v & 0x00ff) << 8);
-        return n == 0 ? 0 : v >> (16 - n);
-}
-
 void deflate_canonical_codes(const uint8_t *lengths, unsigned n, uint32_t *codes) {
         uint32_t count[MAX_CODE_BITS + 1] = {}, next[MAX_CODE_BITS + 1];
         uint32_t code = 0;
