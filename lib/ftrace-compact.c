@@ -33,8 +33,9 @@ void compact_sched_done(CompactSched *c) {
  * with a comm of 16 0xff bytes used to match the memset(0xff) empties and took their
  * index, UINT32_MAX. */
 void compact_comm_cache_reset(CompactSched *c) {
+        /* The pid alone: an entry no pid can match is never read further. */
         for (uint32_t i = 0; i < COMM_CACHE_SIZE; i++)
-                c->comm_cache[i] = (CommCacheEntry) { .pid = (int32_t) (i ^ 1) };
+                c->comm_cache[i].pid = (int32_t) (i ^ 1);
 }
 
 void compact_sched_reset(CompactSched *c) {
