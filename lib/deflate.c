@@ -29,6 +29,24 @@
 #define CODED_MIN 128u
 
 #ifdef __SSE2__
+/* Folds the lanes of a vector pass over @n_steps pieces of @step bytes into the sums: a
+ * gains every byte (@sums); b gains, per piece, @step times a as it was before it
+ * (@sums_before holds the running @sums before each piece) plus the weighted bytes. */
+static void adler_fold(uint32_t *a, uint32_t *b, __m128i sums, __m128i sums_before, __m128i weighted,
+                       size_t n_steps, unsigned step) {
+        uint64_t s, before, w;
+
+        /* psadbw leaves its two sums in the low halves of the 64-bit lanes. */
+        s = (uint64_t) (uint32_t) _mm_cvtsi128_si32(sums) + (uint32_t) _mm_cvtsi128_si32(_mm_srli_si128(sums, 8));
+        before = (uint64_t) (uint32_t) _mm_cvtsi128_si32(sums_before) +
+                 (uint32_t) _mm_cvtsi128_si32(_mm_srli_si128(sums_before, 8));
+        weighted = _mm_add_epi32(weighted, _mm_srli_si128(weighted, 8));
+        weighted = _mm_add_epi32(weighted, _mm_srli_si128(weighted, 4));
+        w = (uint32_t) _mm_cvtsi128_si32(weighted);
+        *b = (uint32_t) ((*b + step * ((uint64_t) n_steps * *a + before) + w) % ADLER_MOD);
+        *a = (uint32_t) ((*a + s) % ADLER_MOD);
+}
+
 /* Adds @n_blocks blocks of 16 bytes to the sums: a gains each byte; b gains, per block,
  * 16 times a as it was before it plus each byte weighted by how many follow it (16..1).
  * At most ADLER_BLOCK bytes, so that no lane overflows before the caller reduces. */
@@ -37,7 +55,6 @@ static void adler_blocks_sse2(uint32_t *a, uint32_t *b, const uint8_t *p, size_t
         const __m128i weights_lo = _mm_setr_epi16(16, 15, 14, 13, 12, 11, 10, 9);
         const __m128i weights_hi = _mm_setr_epi16(8, 7, 6, 5, 4, 3, 2, 1);
         __m128i sums = zero, sums_before = zero, weighted = zero;
-        uint64_t s, before, w;
 
         for (size_t k = 0; k < n_blocks; k++, p += 16) {
                 __m128i x = _mm_loadu_si128((const __m128i *) p);
@@ -47,15 +64,7 @@ static void adler_blocks_sse2(uint32_t *a, uint32_t *b, const uint8_t *p, size_t
                 weighted = _mm_add_epi32(weighted, _mm_madd_epi16(_mm_unpacklo_epi8(x, zero), weights_lo));
                 weighted = _mm_add_epi32(weighted, _mm_madd_epi16(_mm_unpackhi_epi8(x, zero), weights_hi));
         }
-        /* psadbw leaves its two sums in the low halves of the 64-bit lanes. */
-        s = (uint64_t) (uint32_t) _mm_cvtsi128_si32(sums) + (uint32_t) _mm_cvtsi128_si32(_mm_srli_si128(sums, 8));
-        before = (uint64_t) (uint32_t) _mm_cvtsi128_si32(sums_before) +
-                 (uint32_t) _mm_cvtsi128_si32(_mm_srli_si128(sums_before, 8));
-        weighted = _mm_add_epi32(weighted, _mm_srli_si128(weighted, 8));
-        weighted = _mm_add_epi32(weighted, _mm_srli_si128(weighted, 4));
-        w = (uint32_t) _mm_cvtsi128_si32(weighted);
-        *b = (uint32_t) ((*b + 16 * ((uint64_t) n_blocks * *a + before) + w) % ADLER_MOD);
-        *a = (uint32_t) ((*a + s) % ADLER_MOD);
+        adler_fold(a, b, sums, sums_before, weighted, n_blocks, 16);
 }
 
 /* The same over @n_pairs pieces of 32 bytes, each byte weighted by how many follow it in
@@ -68,7 +77,6 @@ static void adler_pairs_sse2(uint32_t *a, uint32_t *b, const uint8_t *p, size_t 
         const __m128i w2 = _mm_setr_epi16(16, 15, 14, 13, 12, 11, 10, 9);
         const __m128i w3 = _mm_setr_epi16(8, 7, 6, 5, 4, 3, 2, 1);
         __m128i sums = zero, sums_before = zero, weighted = zero;
-        uint64_t s, before, w;
 
         for (size_t k = 0; k < n_pairs; k++, p += 32) {
                 __m128i x = _mm_loadu_si128((const __m128i *) p), y = _mm_loadu_si128((const __m128i *) (p + 16));
@@ -82,14 +90,7 @@ static void adler_pairs_sse2(uint32_t *a, uint32_t *b, const uint8_t *p, size_t 
                                          _mm_add_epi32(_mm_madd_epi16(_mm_unpacklo_epi8(y, zero), w2),
                                                        _mm_madd_epi16(_mm_unpackhi_epi8(y, zero), w3)));
         }
-        s = (uint64_t) (uint32_t) _mm_cvtsi128_si32(sums) + (uint32_t) _mm_cvtsi128_si32(_mm_srli_si128(sums, 8));
-        before = (uint64_t) (uint32_t) _mm_cvtsi128_si32(sums_before) +
-                 (uint32_t) _mm_cvtsi128_si32(_mm_srli_si128(sums_before, 8));
-        weighted = _mm_add_epi32(weighted, _mm_srli_si128(weighted, 8));
-        weighted = _mm_add_epi32(weighted, _mm_srli_si128(weighted, 4));
-        w = (uint32_t) _mm_cvtsi128_si32(weighted);
-        *b = (uint32_t) ((*b + 32 * ((uint64_t) n_pairs * *a + before) + w) % ADLER_MOD);
-        *a = (uint32_t) ((*a + s) % ADLER_MOD);
+        adler_fold(a, b, sums, sums_before, weighted, n_pairs, 32);
 }
 #endif
 
