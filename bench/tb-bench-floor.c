@@ -24,8 +24,10 @@
 #include "tb-bench.h"
 
 #define FLOOR_MAX_CPUS 256
-/* A pipe's default capacity: what one splice() can move. */
+/* A pipe's default capacity: what one splice() can move, unless --splice-pages asks for a
+ * larger pipe (F_SETPIPE_SZ). */
 #define SPLICE_PAGES 16
+#define SPLICE_PAGES_MAX 256
 
 typedef struct CpuStats {
         uint64_t entries, overrun, commit_overrun, dropped, read_events;
@@ -59,6 +61,7 @@ typedef struct Floor {
         bool mapped;                  /* --mmap */
         bool splice;                  /* --splice */
         long read_pages;              /* --read-pages: the size asked of each read() */
+        long splice_pages;            /* --splice-pages: the pipe's size, so each splice()'s */
         int dump_fd;                  /* --dump FILE, or -1 */
         uint8_t *page;                /* where read() puts each page (SPLICE_PAGES of them) */
         int fds[FLOOR_MAX_CPUS];      /* per_cpu/cpuN/trace_pipe_raw */
@@ -177,6 +180,9 @@ static void floor_open_cpus(Floor *f) {
                         map_cpu(f->fds[cpu], f->page_size, &f->maps[cpu]);
                 if (f->splice && pipe2(f->pipes[cpu], O_NONBLOCK | O_CLOEXEC) < 0)
                         die("pipe2", errno);
+                if (f->splice && f->splice_pages != SPLICE_PAGES &&
+                    fcntl(f->pipes[cpu][1], F_SETPIPE_SZ, (int) (f->splice_pages * f->page_size)) < 0)
+                        die("F_SETPIPE_SZ", errno);
         }
 }
 
@@ -202,7 +208,7 @@ static void drain_read(Floor *f, int fd, size_t size, FloorCounts *c) {
 /* splice() hands over only pages the kernel has finished writing, up to a pipe's worth at
  * a time; the page it is still writing is then taken by read(). */
 static void drain_splice(Floor *f, long cpu, FloorCounts *c) {
-        const size_t size = SPLICE_PAGES * (size_t) f->page_size;
+        const size_t size = (size_t) f->splice_pages * (size_t) f->page_size;
 
         for (;;) {
                 ssize_t n = splice(f->fds[cpu], NULL, f->pipes[cpu][1], NULL, size, SPLICE_F_NONBLOCK);
@@ -275,6 +281,7 @@ int cmd_floor(int argc, char **argv) {
                 .n_cpus = sysconf(_SC_NPROCESSORS_CONF),
                 .page_size = sysconf(_SC_PAGESIZE),
                 .read_pages = atol(arg(argc, argv, "--read-pages", "1")),
+                .splice_pages = atol(arg(argc, argv, "--splice-pages", "16")),
                 .dump_fd = -1,
         };
         uint64_t cpu0, cpu1, end, events, lost;
@@ -284,7 +291,9 @@ int cmd_floor(int argc, char **argv) {
                 f.n_cpus = FLOOR_MAX_CPUS;
         if (f.read_pages < 1 || f.read_pages > SPLICE_PAGES)
                 die("--read-pages: 1 to 16", EINVAL);
-        f.page = malloc(SPLICE_PAGES * (size_t) f.page_size);
+        if (f.splice_pages < 1 || f.splice_pages > SPLICE_PAGES_MAX)
+                die("--splice-pages: 1 to 256", EINVAL);
+        f.page = malloc(SPLICE_PAGES_MAX * (size_t) f.page_size);
         if (!f.page)
                 die("malloc", ENOMEM);
         for (int i = 2; i < argc; i++)
@@ -310,8 +319,8 @@ int cmd_floor(int argc, char **argv) {
         floor_destroy(&f, &events, &lost);
         free(f.page);
         printf("{\"cpu_ns\": %" PRIu64 ", \"pages\": %" PRIu64 ", \"bytes\": %" PRIu64
-               ", \"events\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"mmap\": %s, \"splice\": %s, \"read_pages\": %ld, \"touched\": %" PRIu64 "}\n",
+               ", \"events\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"mmap\": %s, \"splice\": %s, \"read_pages\": %ld, \"splice_pages\": %ld, \"touched\": %" PRIu64 "}\n",
                cpu1 - cpu0, c.pages, c.bytes, events, lost, f.mapped ? "true" : "false",
-               f.splice ? "true" : "false", f.read_pages, c.sum & 1);
+               f.splice ? "true" : "false", f.read_pages, f.splice_pages, c.sum & 1);
         return 0;
 }
