@@ -85,6 +85,8 @@ struct ProcessTreeBuilder {
 /* What the tree needs from /proc/PID/status. */
 typedef struct ProcStatus {
         long tgid, ppid, uid;
+        long threads;             /* the process's thread count; 0 when status had none */
+        bool has_mm;              /* an address space: a kernel thread or a zombie has none */
         char name[16];            /* the task's comm; "" when it must be read from comm */
 } ProcStatus;
 

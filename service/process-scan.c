@@ -170,7 +170,7 @@ static int read_proc_file(pid_t pid, const char *file, char **ret, size_t *ret_l
         char path[128];
 
         snprintf(path, sizeof(path), "/proc/%d/%s", (int) pid, file);
-        return read_full_file(path, MAX_CMDLINE, ret, ret_len);
+        return read_virtual_file(path, MAX_CMDLINE, ret, ret_len);
 }
 
 /* The first MAX_CMDLINE + 1 bytes of /proc/PID/cmdline, NUL-terminated: one more than
@@ -179,7 +179,7 @@ static int read_cmdline_head(pid_t pid, char **ret, size_t *ret_len) {
         char path[64];
 
         snprintf(path, sizeof(path), "/proc/%d/cmdline", (int) pid);
-        return read_file_head(path, MAX_CMDLINE + 1, ret, ret_len);
+        return read_virtual_file_head(path, MAX_CMDLINE + 1, ret, ret_len);
 }
 
 /* How much of a command line of @len bytes is kept: all of it up to MAX_CMDLINE; past
@@ -230,7 +230,7 @@ static void status_name(const char *status, char ret[static 16]) {
  * fifty lines for each read, the most expensive part of describing a thread. */
 static int read_status(pid_t pid, ProcStatus *ret) {
         _cleanup_free_ char *status = NULL;
-        const char *tgid, *ppid, *uid;
+        const char *tgid, *ppid, *uid, *threads;
         int r;
 
         r = read_proc_file(pid, "status", &status, NULL);
@@ -239,12 +239,16 @@ static int read_status(pid_t pid, ProcStatus *ret) {
         tgid = status_field(status, "Tgid");
         ppid = status_field(status, "PPid");
         uid = status_field(status, "Uid");
+        threads = status_field(status, "Threads");
         if (!tgid || !ppid)
                 return -ENOENT;
         *ret = (ProcStatus) {
                 .tgid = strtol(tgid, NULL, 10),
                 .ppid = strtol(ppid, NULL, 10),
                 .uid = uid ? strtol(uid, NULL, 10) : 0,
+                .threads = threads ? strtol(threads, NULL, 10) : 0,
+                /* The kernel prints the Vm lines only for a task with an address space. */
+                .has_mm = status_field(status, "VmSize") != NULL,
         };
         status_name(status, ret->name);
         return 0;
@@ -280,17 +284,21 @@ static int read_comm(pid_t pid, pid_t tid, const char *known, char **ret) {
         return 0;
 }
 
-/* argv from /proc/PID/cmdline; kernel threads have none: then their comm, marked as such. */
-static int fill_cmdline(Tracebus__ProcessTree__Process *p, pid_t pid, const char *comm) {
+/* argv from /proc/PID/cmdline; kernel threads have none: then their comm, marked as such.
+ * A task without an address space (@has_mm false: a kernel thread or a zombie) has an
+ * empty cmdline, which is not read: most of a machine's processes are kernel threads. */
+static int fill_cmdline(Tracebus__ProcessTree__Process *p, pid_t pid, const char *comm, bool has_mm) {
         _cleanup_free_ char *raw = NULL;
         size_t len = 0, n = 0;
         int r;
 
-        r = read_cmdline_head(pid, &raw, &len);
-        if (r < 0)
-                return r;
-        len = cmdline_kept_len(raw, len);
-        raw[len] = 0;
+        if (has_mm) {
+                r = read_cmdline_head(pid, &raw, &len);
+                if (r < 0)
+                        return r;
+                len = cmdline_kept_len(raw, len);
+                raw[len] = 0;
+        }
         if (len == 0) {
                 p->cmdline = calloc(1, sizeof(char *));
                 if (!p->cmdline || read_comm(pid, pid, comm, &p->cmdline[0]) < 0)
@@ -365,7 +373,7 @@ int add_process(ProcessTreeBuilder *b, pid_t pid, const ProcStatus *known) {
         p->uid = (int32_t) st.uid;
         if (b->record_age)
                 fill_start_time(b, p, pid);
-        if (fill_cmdline(p, pid, st.name) < 0) {
+        if (fill_cmdline(p, pid, st.name, st.has_mm) < 0) {
                 process_description_free(p, /* thread= */ false);
                 return 0;
         }
@@ -474,6 +482,12 @@ static int add_threads_of(ProcessTreeBuilder *b, pid_t pid, const ProcStatus *st
         char path[64];
         int r;
 
+        /* Most processes have one thread: its status said so, and listing task/ (five
+         * syscalls) would only find the main thread. One that starts a thread after
+         * this read would have it missed by the listing too, had the listing come
+         * first: the events name it, and it is described then. */
+        if (st->threads == 1)
+                return add_thread_of(b, pid, pid, /* again= */ false, st->name);
         snprintf(path, sizeof(path), "/proc/%d/task", (int) pid);
         d = opendir(path);
         if (!d)

@@ -436,6 +436,34 @@ static void test_long_cmdline(void) {
         }
 }
 
+/* A process of one thread ("Threads: 1" in its status) has its main thread described
+ * without a listing of task/; one of two threads still has both listed. */
+static void test_scan_single_thread(void) {
+        ProcessTreeBuilder *b = NULL;
+        const Tracebus__ProcessTree *tree;
+        const Tracebus__ProcessTree__Thread *t;
+        pid_t child = spawn_sh((char *[]) { "/bin/sh", "-c", "sleep 30; :", NULL });
+        pthread_t thread = start_named_thread();
+
+        g_assert_cmpint(process_tree_builder_new(&b), ==, 0);
+        g_assert_cmpint(process_tree_builder_add_all(b), ==, 0);
+        tree = process_tree_builder_tree(b);
+        g_assert_nonnull(find_process(tree, child));
+        t = find_thread(tree, child);
+        g_assert_nonnull(t);
+        g_assert_cmpint(t->tgid, ==, child);
+        g_assert_cmpstr(t->name, ==, "sh");
+        g_assert_nonnull(find_thread(tree, getpid()));
+        t = find_thread(tree, thread_tid);
+        g_assert_nonnull(t);
+        g_assert_cmpstr(t->name, ==, "tb-scan-test");
+
+        stop_named_thread(thread);
+        process_tree_builder_free(b);
+        kill(-child, SIGKILL);
+        waitpid(child, NULL, 0);
+}
+
 /* A chain born and gone within one pass, as a build's shells are: process A (of this
  * process), process B forked by A, thread C of B, the children's pids below their
  * creators' (the notes are taken in pid order). Each is described from the notes alone,
@@ -479,6 +507,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/process-scan/keep-latest", test_keep_latest);
         g_test_add_func("/process-scan/keep-first", test_keep_first);
         g_test_add_func("/process-scan/long-cmdline", test_long_cmdline);
+        g_test_add_func("/process-scan/single-thread", test_scan_single_thread);
         g_test_add_func("/process-scan/born-chain", test_born_chain);
         return g_test_run();
 }

@@ -11,6 +11,10 @@ int loop_write(int fd, const void *buf, size_t len);
 int read_full_file(const char *path, size_t max, char **ret, size_t *ret_len);
 /* The same, but a longer file gives its first @max bytes instead of -EFBIG. */
 int read_file_head(const char *path, size_t max, char **ret, size_t *ret_len);
+/* The same for procfs and sysfs files, which give all they hold in one read(): a short
+ * read ends the file. Not for regular files, pipes or sockets. */
+int read_virtual_file(const char *path, size_t max, char **ret, size_t *ret_len);
+int read_virtual_file_head(const char *path, size_t max, char **ret, size_t *ret_len);
 
 /* Writes @value to the file at @path, which must exist (sysfs/tracefs style). */
 int write_string_file(const char *path, const char *value);
