@@ -157,6 +157,10 @@ size_t ftrace_bundle_take_pids(FtraceBundle *b, const int32_t **ret) {
         return n;
 }
 
+void ftrace_bundle_forget_pids(FtraceBundle *b) {
+        memset(b->pid_cache, 0, sizeof(b->pid_cache));
+}
+
 
 /* Notes [start, end) of the bytes being packed from @base as worth coding; @literals as
  * in DeflateSpan. */

@@ -67,6 +67,9 @@ struct Recorder {
         unsigned *bundle_pages;       /* per CPU, pages in the current bundle */
         unsigned pages_per_bundle;
         double *fill_reported;        /* per CPU, percent */
+        uint64_t last_stats_ns;       /* CLOCK_MONOTONIC: the last sample of the CPUs' stats */
+        uint64_t lost_pages_sampled;  /* the parser's lost pages at that sample */
+        uint64_t *read_since_stats;   /* per CPU, events parsed since that sample */
         uint32_t buffer_size_kb;
         uint64_t packed_events, kernel_lost;
         uint64_t last_snapshot_ns;
@@ -152,6 +155,9 @@ int recorder_append_periodic_snapshot(Recorder *rec, bool force);
 int recorder_append_annotations(Recorder *rec);
 int recorder_append_process_tree(Recorder *rec);
 int recorder_describe_all_processes(Recorder *rec);
+/* Gone threads still waiting for the kernel's saved tables: a last look, before a trace
+ * or a chunk of it ends. */
+int recorder_describe_gone_threads(Recorder *rec);
 int recorder_write_closing_packets(Recorder *rec);
 
 /* recorder-inbox.c: packets from other threads, appended by the worker; freed at the end. */
@@ -166,6 +172,9 @@ int recorder_append_warnings(Recorder *rec);
 
 /* recorder-stats.c */
 int recorder_sample_cpu_stats(Recorder *rec);
+/* Whether a drain pass samples the CPUs' stats first; @urgent: Stop, a watermark, a
+ * clone or a drain asked for. */
+bool recorder_cpu_stats_due(Recorder *rec, bool urgent);
 void recorder_publish_stats(Recorder *rec);
 
 /* recorder-rotate.c (helper "rotate") */
@@ -178,6 +187,9 @@ int recorder_rotate_if_due(Recorder *rec);
 
 /* recorder-thread.c */
 int recorder_flush_output(Recorder *rec);
+/* Ends every CPU's open bundle (a stream written on a period keeps them open across
+ * passes): before a chunk ends, so that what was drained before the cut is in it. */
+int recorder_end_bundles(Recorder *rec);
 void *recorder_thread_main(void *userdata);
 
 /* Helper "clone" (recorder-packets.c): a snapshot's own opening and closing packets,

@@ -408,6 +408,12 @@ int recorder_describe_all_processes(Recorder *rec) {
         return write_collected(rec);
 }
 
+int recorder_describe_gone_threads(Recorder *rec) {
+        int r = process_tree_builder_retry_gone(rec->processes, /* force= */ true);
+
+        return r > 0 ? recorder_append_process_tree(rec) : r;
+}
+
 int recorder_write_closing_packets(Recorder *rec) {
         FtraceParserStats ps;
         int r;
@@ -417,10 +423,7 @@ int recorder_write_closing_packets(Recorder *rec) {
                 log_debug("Read %" PRIu64 " pages, %" PRIu64 " events.", ps.pages, ps.events);
         }
 
-        /* Gone threads still waiting for the kernel's saved tables: a last look. */
-        r = process_tree_builder_retry_gone(rec->processes, /* force= */ true);
-        if (r > 0)
-                r = recorder_append_process_tree(rec);
+        r = recorder_describe_gone_threads(rec);
         if (r >= 0)
                 r = process_tree_builder_write_kept(rec->processes, write_process_tree, &rec->writer);
         if (r < 0)

@@ -8,7 +8,9 @@
  * ProcessTree of every live process and thread from a process builder that forgets what
  * the chunks before described (a thread seen later is described again in its chunk).
  * Each sequence's first packet in the chunk clears its incremental state. The chunk
- * before ends with a sync marker and a clock snapshot, as a trace does. */
+ * before ends as a trace does: the threads its events showed that had gone from /proc,
+ * described from the kernel's saved tables read once more, a sync marker and a clock
+ * snapshot. */
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -176,7 +178,9 @@ static int close_chunk(Recorder *rec, uint32_t index) {
         struct RecorderChunkFile *f = chunk_file(rec, index);
         int r;
 
-        r = recorder_append_annotations(rec);
+        r = recorder_describe_gone_threads(rec);
+        if (r >= 0)
+                r = recorder_append_annotations(rec);
         if (r >= 0)
                 r = service_tracks_append_instant(&rec->writer, now_ns(CLOCK_BOOTTIME), "rotated");
         if (r >= 0)
@@ -190,10 +194,14 @@ static int close_chunk(Recorder *rec, uint32_t index) {
 }
 
 /* A process builder that has described nothing yet, so that the new chunk names every
- * thread again: the live ones now, the others when its events show them. */
+ * thread again: the live ones now, the others when its events show them (which the
+ * bundles note again, having forgotten the pids they noted). */
 static int renew_process_tree(Recorder *rec) {
         ProcessTreeBuilder *b;
         int r;
+
+        for (unsigned cpu = 0; cpu < rec->n_cpus; cpu++)
+                ftrace_bundle_forget_pids(rec->bundles[cpu]);
 
         r = process_tree_builder_new(&b);
         if (r < 0)
@@ -263,7 +271,9 @@ int recorder_rotate_if_due(Recorder *rec) {
                 rec->next_missing_warned = true;
                 return 0;
         }
-        r = close_chunk(rec, index - 1);
+        r = recorder_end_bundles(rec);
+        if (r >= 0)
+                r = close_chunk(rec, index - 1);
         if (r >= 0)
                 r = open_chunk(rec, fd);
         else

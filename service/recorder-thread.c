@@ -11,6 +11,8 @@
 
 /* The worker thread. */
 
+static bool write_due(Recorder *rec);
+
 /* Compressed, the bundle is packed into its own buffer and deflated from there into
  * the writer's; otherwise packed straight into the writer's memory: one copy fewer. */
 static int pack_bundle(Recorder *rec, unsigned cpu) {
@@ -118,6 +120,15 @@ static int flush_bundle(Recorder *rec, unsigned cpu) {
         return pack_bundle(rec, cpu);
 }
 
+int recorder_end_bundles(Recorder *rec) {
+        for (unsigned cpu = 0; cpu < rec->n_cpus; cpu++) {
+                int r = flush_bundle(rec, cpu);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 /* Reads up to MAX_PAGES_PER_CPU_PER_PASS pages of one CPU. Returns 1 if more may be waiting.
  *
  * trace_pipe_raw hands out the page the kernel is still writing as soon as it holds
@@ -139,7 +150,9 @@ int recorder_take_page(Recorder *rec, unsigned cpu, const uint8_t *page, size_t 
                         return r;
         }
         /* A damaged page is recorded as an FtraceError in the bundle; go on. */
-        (void) ftrace_parser_parse_page(rec->parser, page, n, rec->bundles[cpu]);
+        int events = ftrace_parser_parse_page(rec->parser, page, n, rec->bundles[cpu]);
+        if (events > 0)
+                rec->read_since_stats[cpu] += (uint64_t) events;
         /* Bundles small next to the service's buffer, so a ring keeps close to its size. */
         if (++rec->bundle_pages[cpu] >= rec->pages_per_bundle)
                 return flush_bundle(rec, cpu);
@@ -235,16 +248,30 @@ static int drain_cpu(Recorder *rec, unsigned cpu) {
                 r = recorder_take_page(rec, cpu, rec->page, (size_t) n);
                 if (r < 0)
                         return r;
-                if (i > 0 && ftrace_parser_page_data_size(rec->parser, rec->page, (size_t) n) < (ssize_t) (rec->page_size / 2))
+                /* Once splice() has taken the finished pages, the first read() is the page
+                 * being written, not the rest of one read part way last time. */
+                if ((i > 0 || rec->splice_pipe[0] >= 0) &&
+                    ftrace_parser_page_data_size(rec->parser, rec->page, (size_t) n) < (ssize_t) (rec->page_size / 2))
                         return 0;
         }
         return 1;
 }
 
+/* Whether the CPUs' bundles end with this pass. A quiet CPU's pass, a page with a few
+ * events, cost a packet and a deflate block of its own (perf, a quiet session drained
+ * every 100 ms: 10% of the worker's CPU, and the bundles' headers most of the file). A
+ * long trace written on a period keeps a bundle open across passes until it is full
+ * (MAX_PAGES_PER_BUNDLE) or the next write into the file; every pass that hands the data
+ * on (@end_all: Stop, a drain asked for, a clone, a new chunk, a write) ends it, and so
+ * does every pass of a ring or a discard buffer, whose data the writer holds. */
+static bool pass_ends_bundles(const Recorder *rec, bool end_all) {
+        return end_all || rec->writer.mode != TRACE_WRITER_STREAM || rec->write_period_ns == UINT64_MAX;
+}
+
 /* Drains every CPU until caught up, or until @deadline (CLOCK_MONOTONIC ns): the final
  * drain of a Stop is bounded by data_source_stop_timeout_ms, as Perfetto bounds the
  * data sources' stop. */
-static int drain_all(Recorder *rec, uint64_t deadline) {
+static int drain_all(Recorder *rec, uint64_t deadline, bool end_all) {
         bool more;
         int r;
 
@@ -255,7 +282,7 @@ static int drain_all(Recorder *rec, uint64_t deadline) {
                         if (r < 0)
                                 return r;
                         more = more || r > 0;
-                        r = flush_bundle(rec, cpu);
+                        r = pass_ends_bundles(rec, end_all) ? flush_bundle(rec, cpu) : 0;
                         if (r < 0)
                                 return r;
                 }
@@ -274,13 +301,13 @@ static int drain_all(Recorder *rec, uint64_t deadline) {
 /* One drain of every CPU. A wake by the watermark that finds nothing to read means this
  * kernel's poll does not wait for buffer_percent after all: drain on the period instead,
  * rather than spin. */
-static int drain_pass(Recorder *rec, unsigned why, bool stopping) {
+static int drain_pass(Recorder *rec, unsigned why, bool stopping, bool end_all) {
         uint64_t pages = rec->pages_read, data = rec->data_read;
         int r;
 
         rec->last_drain_ns = now_ns(CLOCK_MONOTONIC);
         r = drain_all(rec, stopping && rec->stop_timeout_ns != UINT64_MAX ?
-                           rec->last_drain_ns + rec->stop_timeout_ns : UINT64_MAX);
+                           rec->last_drain_ns + rec->stop_timeout_ns : UINT64_MAX, stopping || end_all);
         /* While events flow (a page of them or more in this pass), the next pass comes a
          * drain period later, as before the watermark: a short-lived process must still
          * be in /proc when its first event is read, or it is described only by the
@@ -358,12 +385,13 @@ static int take_pass(Recorder *rec, unsigned why, bool stopping) {
         RecorderDrainRequest requests[RECORDER_MAX_DRAIN_REQUESTS];
         size_t n_requests = recorder_take_drain_requests(rec, requests);
         /* A clone or a chunk takes what the kernel holds first. */
-        bool drain = stopping || n_requests > 0 || (why & RECORDER_WAKE_WATERMARK) || recorder_drain_due(rec) ||
-                     atomic_load(&rec->clone_request) || recorder_rotate_next_ns(rec) <= now_ns(CLOCK_MONOTONIC);
+        bool hand_on = n_requests > 0 || atomic_load(&rec->clone_request) ||
+                       recorder_rotate_next_ns(rec) <= now_ns(CLOCK_MONOTONIC);
+        bool drain = stopping || hand_on || (why & RECORDER_WAKE_WATERMARK) || recorder_drain_due(rec);
         int r = 0;
 
         /* Sampled before the drain: the fill is at its highest then. */
-        if (drain)
+        if (drain && recorder_cpu_stats_due(rec, stopping || hand_on || (why & RECORDER_WAKE_WATERMARK)))
                 r = recorder_sample_cpu_stats(rec);
         if (r >= 0)
                 r = recorder_append_annotations(rec);
@@ -374,7 +402,7 @@ static int take_pass(Recorder *rec, unsigned why, bool stopping) {
         if (r >= 0 && stopping)
                 r = recorder_drain_parallel(rec);
         if (r >= 0 && drain)
-                r = drain_pass(rec, why, stopping);
+                r = drain_pass(rec, why, stopping, hand_on || write_due(rec));
         for (size_t i = 0; i < n_requests; i++)
                 requests[i].callback(rec, r >= 0 ? &rec->writer : NULL, requests[i].userdata);
         return r;

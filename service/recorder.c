@@ -74,8 +74,9 @@ static int open_cpus(Recorder *rec, TraceInstance *instance, bool compact_sched)
         rec->lost_reported = calloc(n, sizeof(uint64_t));
         rec->bundle_pages = calloc(n, sizeof(unsigned));
         rec->fill_reported = calloc(n, sizeof(double));
+        rec->read_since_stats = calloc(n, sizeof(uint64_t));
         if (!rec->pipe_fds || !rec->stats_fds || !rec->start_stats || !rec->last_stats ||
-            !rec->lost_before_reset || !rec->bundles ||
+            !rec->lost_before_reset || !rec->bundles || !rec->read_since_stats ||
             !rec->lost_reported || !rec->fill_reported || !rec->bundle_pages)
                 return -ENOMEM;
         for (int cpu = 0; cpu < n; cpu++)
@@ -284,6 +285,7 @@ Recorder *recorder_free(Recorder *rec) {
         free(rec->lost_reported);
         free(rec->bundle_pages);
         free(rec->fill_reported);
+        free(rec->read_since_stats);
         free(rec->page);
         safe_close(rec->splice_pipe[0]);
         safe_close(rec->splice_pipe[1]);

@@ -64,9 +64,9 @@ static guint64 thread_slices(int tid) {
         return slices;
 }
 
-static int start_watched(Rec *r, const char *name, const char *ftrace_extra) {
+static int start_watched(Rec *r, const char *name, const char *ftrace_extra, const char *top) {
         const char *const events[] = { "sched/sched_switch", "sched/sched_waking", NULL };
-        g_autofree char *cfg = ftrace_config("buffers { size_kb: 8192 }\n", events, ftrace_extra);
+        g_autofree char *cfg = ftrace_config(top, events, ftrace_extra);
         g_autoptr(GHashTable) before = recorder_threads();
 
         rec_start(r, "tbuser", name, cfg);
@@ -83,8 +83,9 @@ static void test_idle(void) {
         g_auto(Trace) t = { 0 };
         g_autoptr(GHashTable) st = NULL;
         guint64 i0, p0, i1, p1;
-        int idle_tid = start_watched(&idle, "idle.pftrace", "  buffer_size_kb: 4096\n");
-        int periodic_tid = start_watched(&periodic, "periodic.pftrace", "  buffer_size_kb: 4096\n  drain_period_ms: 100\n");
+        int idle_tid = start_watched(&idle, "idle.pftrace", "  buffer_size_kb: 4096\n", "buffers { size_kb: 8192 }\n");
+        int periodic_tid = start_watched(&periodic, "periodic.pftrace", "  buffer_size_kb: 4096\n  drain_period_ms: 100\n",
+                                         "buffers { size_kb: 8192 }\n");
 
         g_usleep(300 * 1000);
         i0 = thread_slices(idle_tid);
@@ -106,6 +107,45 @@ static void test_idle(void) {
         check_trace(&t, &(CheckOpts) { .closed = true });
         check_stop_stats(st, &t, true);
         expect(n_events(&t) > 0, "the idle session recorded no event at all");
+        verdict();
+}
+
+/* A long trace written every second and drained every 100 ms, of the machine's own
+ * events: a CPU's bundle stays open across passes until the next write or until it is
+ * full, instead of one bundle (a packet, a deflate block) per CPU per pass, which held
+ * only the events of the ~100 ms since the pass before. Some bundle must hold events of
+ * more than three passes; busy enough to fill a bundle in three passes (some 30 pages a
+ * second per CPU), the machine would make this fail. */
+static void test_quiet_bundles(void) {
+        g_auto(Rec) r = { 0 };
+        g_auto(Trace) t = { 0 };
+        g_autoptr(GHashTable) st = NULL;
+        guint64 s0, s1, longest = 0;
+        int tid;
+
+        tid = start_watched(&r, "quiet-bundles.pftrace", "  buffer_size_kb: 4096\n  drain_period_ms: 100\n",
+                            "write_into_file: true\nfile_write_period_ms: 1000\nbuffers { size_kb: 8192 }\n");
+        g_usleep(300 * 1000);
+        s0 = thread_slices(tid);
+        g_usleep(2000 * 1000);
+        s1 = thread_slices(tid);
+        st = rec_stop(&r);
+        trace_load(r.out, false, &t);
+        check_trace(&t, &(CheckOpts) { .closed = true });
+        check_stop_stats(st, &t, true);
+        for (guint i = 0; i < t.bundles->len; i++) {
+                const Bundle *bd = BUNDLE(&t, i);
+
+                if (bd->n_ev >= 2)
+                        longest = MAX(longest, bd->max_ts - bd->min_ts);
+        }
+        note("the worker ran %" G_GUINT64_FORMAT " times in 2 s; %u bundles, the longest over %.0f ms of events\n",
+             s1 - s0, t.bundles->len, longest / 1e6);
+        expect(s1 - s0 >= 10, "the session with a 100 ms drain_period_ms ran only %" G_GUINT64_FORMAT " times in 2 s",
+               s1 - s0);
+        expect(n_events(&t) > 0, "the session recorded no event at all");
+        expect(longest > 300 * G_GUINT64_CONSTANT(1000000), "no bundle holds more than %.0f ms of events: a bundle "
+               "a pass", longest / 1e6);
         verdict();
 }
 
@@ -153,6 +193,7 @@ static void test_stop_parallel(void) {
 
 RECORDER_WRAP(test_idle)
 RECORDER_WRAP(test_stop_parallel)
+RECORDER_WRAP(test_quiet_bundles)
 
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
@@ -161,5 +202,6 @@ int main(int argc, char **argv) {
         g_setenv(TB_TEST_TRACEBUSD_CONF, "[Limits]\nStopDrainThreads=4\n", TRUE);
         RECORDER_CASE("08-idle", test_idle);
         RECORDER_CASE("08-stop-parallel", test_stop_parallel);
+        RECORDER_CASE("08-quiet-bundles", test_quiet_bundles);
         return tb_test_run(TB_START_SERVICE);
 }

@@ -149,6 +149,11 @@ uint64_t ftrace_bundle_last_timestamp(const FtraceBundle *b);
 /* The pids events named (common_pid, sched_switch's next_pid) since the last call, mostly
  * without repeats; valid until the next parse. For describing threads first seen. */
 size_t ftrace_bundle_take_pids(FtraceBundle *b, const int32_t **ret);
+/* Forgets which pids were noted, so that each is noted again when events next name it:
+ * for a new chunk of a rotated trace, which describes its threads afresh (a thread that
+ * ended before the chunk's /proc scan, its last events still in the kernel's buffer, is
+ * otherwise never looked up for it). */
+void ftrace_bundle_forget_pids(FtraceBundle *b);
 /* The pids task_rename events named since the last call: their threads' names changed. */
 size_t ftrace_bundle_take_renamed(FtraceBundle *b, const int32_t **ret);
 
