@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
 #include <stdbool.h>
 
 #include "macro.h"
+#include "pcre2-dlopen.h"
 #include "trace-filter.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(TraceFilter *, trace_filter_free);

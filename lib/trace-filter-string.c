@@ -27,8 +27,8 @@ static bool payload_starts_with(const FilterRule *rule, const char *payload, con
 
 /* Overwrites every group the last match of @rule captured. */
 static void redact_groups(const FilterRule *rule, char *s) {
-        uint32_t n = pcre2_get_ovector_count(rule->match);
-        PCRE2_SIZE *ov = pcre2_get_ovector_pointer(rule->match);
+        uint32_t n = sym_pcre2_get_ovector_count(rule->match);
+        PCRE2_SIZE *ov = sym_pcre2_get_ovector_pointer(rule->match);
 
         for (uint32_t g = 1; g < n; g++) {
                 size_t start = ov[2 * g], end = ov[2 * g + 1], glen, rlen;
@@ -44,8 +44,8 @@ static void redact_groups(const FilterRule *rule, char *s) {
 
 /* The whole of @s matches @rule's pattern (std::regex_match's meaning). */
 static bool match_whole(const FilterRule *rule, const char *s, size_t len) {
-        return pcre2_match(rule->re, (PCRE2_SPTR) s, len, 0, PCRE2_ANCHORED | PCRE2_ENDANCHORED,
-                           rule->match, rule->limits) >= 0;
+        return sym_pcre2_match(rule->re, (PCRE2_SPTR) s, len, 0, PCRE2_ANCHORED | PCRE2_ENDANCHORED,
+                               rule->match, rule->limits) >= 0;
 }
 
 /* Every match of @rule in @s, left to right, redacted; true if there was one. */
@@ -53,8 +53,8 @@ static bool redact_all(const FilterRule *rule, char *s, size_t len) {
         bool any = false;
         size_t at = 0;
 
-        while (at <= len && pcre2_match(rule->re, (PCRE2_SPTR) s, len, at, 0, rule->match, rule->limits) >= 0) {
-                PCRE2_SIZE *ov = pcre2_get_ovector_pointer(rule->match);
+        while (at <= len && sym_pcre2_match(rule->re, (PCRE2_SPTR) s, len, at, 0, rule->match, rule->limits) >= 0) {
+                PCRE2_SIZE *ov = sym_pcre2_get_ovector_pointer(rule->match);
 
                 redact_groups(rule, s);
                 any = true;
@@ -102,24 +102,26 @@ int trace_filter_add_rule(TraceFilter *f, int policy, const char *pattern, const
 
         if (policy < TRACE_FILTER_MATCH_REDACT_GROUPS || policy > TRACE_FILTER_ATRACE_REPEATED_SEARCH_REDACT_GROUPS)
                 return *ret_reason = "a string filter rule has no known policy", -EINVAL;
+        if (dlopen_pcre2(ret_reason) < 0)
+                return -EINVAL;   /* the config cannot be honoured here: refused, saying why */
         rules = realloc(f->rules, (f->n_rules + 1) * sizeof(FilterRule));
         if (!rules)
                 return -ENOMEM;
         f->rules = rules;
-        rule.re = pcre2_compile((PCRE2_SPTR) (pattern ?: ""), PCRE2_ZERO_TERMINATED, 0, &error, &offset, NULL);
+        rule.re = sym_pcre2_compile((PCRE2_SPTR) (pattern ?: ""), PCRE2_ZERO_TERMINATED, 0, &error, &offset, NULL);
         if (!rule.re)
                 return *ret_reason = "a string filter rule's regex_pattern does not compile", -EINVAL;
-        rule.match = pcre2_match_data_create_from_pattern(rule.re, NULL);
-        rule.limits = pcre2_match_context_create(NULL);
+        rule.match = sym_pcre2_match_data_create_from_pattern(rule.re, NULL);
+        rule.limits = sym_pcre2_match_context_create(NULL);
         rule.prefix = strdup(atrace_prefix ?: "");
         if (!rule.match || !rule.limits || !rule.prefix) {
-                pcre2_match_context_free(rule.limits);
-                pcre2_match_data_free(rule.match);
-                pcre2_code_free(rule.re);
+                sym_pcre2_match_context_free(rule.limits);
+                sym_pcre2_match_data_free(rule.match);
+                sym_pcre2_code_free(rule.re);
                 free(rule.prefix);
                 return -ENOMEM;
         }
-        (void) pcre2_set_match_limit(rule.limits, FILTER_MATCH_LIMIT);
+        (void) sym_pcre2_set_match_limit(rule.limits, FILTER_MATCH_LIMIT);
         rule.prefix_len = strlen(rule.prefix);
         f->rules[f->n_rules++] = rule;
         return 0;
@@ -127,9 +129,9 @@ int trace_filter_add_rule(TraceFilter *f, int policy, const char *pattern, const
 
 void trace_filter_rules_free(TraceFilter *f) {
         for (size_t i = 0; i < f->n_rules; i++) {
-                pcre2_match_data_free(f->rules[i].match);
-                pcre2_match_context_free(f->rules[i].limits);
-                pcre2_code_free(f->rules[i].re);
+                sym_pcre2_match_data_free(f->rules[i].match);
+                sym_pcre2_match_context_free(f->rules[i].limits);
+                sym_pcre2_code_free(f->rules[i].re);
                 free(f->rules[i].prefix);
         }
         f->rules = mfree(f->rules);

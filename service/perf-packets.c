@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "ksyms-cache.h"
+#include "libdw-dlopen.h"
 #include "log.h"
 #include "perf-packets.h"
 #include "perf-unwind.h"
@@ -41,8 +42,17 @@ int perf_writer_init(PerfWriter *w, Recorder *rec, const SessionConfig *c, uid_t
                 return -ENOMEM;
         w->intern.max_bytes = (size_t) c->perf_max_memory_kb * 1024u;
         /* Naming user frames (perf-unwind.c): its files count against the same cap. */
-        if (c->perf_user_frames && perf_unwinder_new(c->perf_max_memory_kb, &w->intern.unwinder) < 0)
-                w->intern.unwinder = NULL;
+        if (c->perf_user_frames) {
+                int r = perf_unwinder_new(c->perf_max_memory_kb, &w->intern.unwinder);
+                if (r < 0) {
+                        const char *reason;
+
+                        w->intern.unwinder = NULL;
+                        (void) dlopen_libdw(&reason);   /* the first result, kept: why it failed */
+                        (void) recorder_warn(rec, "linux.perf: user frames unnamed: %s",
+                                             r == -EOPNOTSUPP ? reason : strerror(-r));
+                }
+        }
         if (c->perf_kernel_frames && c->perf_manage) {
                 int r = ksyms_cache_get(/* retain= */ false, &w->intern.ksyms);
                 if (r < 0) {

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-#include <elfutils/libdwfl.h>
-
+#include "libdw-dlopen.h"
 #include "macro.h"
 #include "perf-unwind.h"
 

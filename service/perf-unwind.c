@@ -55,7 +55,9 @@ int perf_unwinder_new(uint64_t max_memory_kb, PerfUnwinder **ret) {
         _cleanup_(perf_unwinder_freep) PerfUnwinder *u = NULL;
         int r;
 
-        elf_version(EV_CURRENT);
+        r = dlopen_libdw(NULL);
+        if (r < 0)
+                return r;
         u = calloc(1, sizeof(*u));
         if (!u)
                 return -ENOMEM;
@@ -138,10 +140,10 @@ static void flush_names(PerfProcess *p) {
 static void drop_caches(PerfProcess *p) {
         flush_names(p);
         if (p->dwfl)
-                dwfl_end(p->dwfl);
+                sym_dwfl_end(p->dwfl);
         p->dwfl = NULL;
         if (p->backend_elf)
-                elf_end(p->backend_elf);
+                sym_elf_end(p->backend_elf);
         p->backend_elf = NULL;
         p->attached = p->attach_failed = false;
         p->unwinder->used_bytes -= p->bytes;
@@ -214,19 +216,19 @@ static int report_modules(PerfProcess *p) {
                 bool vdso = streq(p->maps[i].path, "[vdso]");
                 if (!exec || (!vdso && (p->maps[i].path[0] != '/' || p->maps[i].pgoff != 0)))
                         continue;
-                Dwfl_Module *mod = dwfl_report_module(p->dwfl, p->maps[i].path,
-                                                      p->maps[i].start, p->maps[j - 1].end);
+                Dwfl_Module *mod = sym_dwfl_report_module(p->dwfl, p->maps[i].path,
+                                                          p->maps[i].start, p->maps[j - 1].end);
                 if (!mod)
                         continue;       /* overlaps another: its frames go unnamed */
                 p->modules[n] = (PerfModule) {
                         .process = p, .first = i, .n = j - i, .inode = p->info[i].inode, .mod = mod,
                 };
                 void **userdata;
-                dwfl_module_info(mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
+                sym_dwfl_module_info(mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
                 *userdata = &p->modules[n++];
         }
         p->n_modules = n;
-        return dwfl_report_end(p->dwfl, NULL, NULL) == 0 ? 0 : -EIO;
+        return sym_dwfl_report_end(p->dwfl, NULL, NULL) == 0 ? 0 : -EIO;
 }
 
 /* dwfl kept the modules reported again with the same file and range, their ELF files
@@ -282,9 +284,9 @@ int perf_process_reload_maps(PerfProcess *p) {
                 return r;
         }
         if (!p->dwfl)
-                p->dwfl = dwfl_begin(&p->unwinder->callbacks);
+                p->dwfl = sym_dwfl_begin(&p->unwinder->callbacks);
         else
-                dwfl_report_begin(p->dwfl);
+                sym_dwfl_report_begin(p->dwfl);
         if (!p->dwfl)
                 return -ENOMEM;
         r = report_modules(p);
@@ -418,22 +420,22 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwar
 
         if (streq(modname, "[vdso]")) {
                 if (p->unwinder->vdso)
-                        *elfp = elf_memory((char *) p->unwinder->vdso, p->unwinder->vdso_len);
+                        *elfp = sym_elf_memory((char *) p->unwinder->vdso, p->unwinder->vdso_len);
                 return -1;
         }
         fd = open_mapped_file(m, &st);
         if (fd < 0 || !perf_process_charge(p, st.st_size))
                 return -1;
-        elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+        elf = sym_elf_begin(fd, ELF_C_READ_MMAP, NULL);
         /* Without a whole mapping libelf reads lazily from the fd: read it all now. */
-        if (!elf || elf_kind(elf) != ELF_K_ELF || elf_cntl(elf, ELF_C_FDREAD) < 0) {
+        if (!elf || sym_elf_kind(elf) != ELF_K_ELF || sym_elf_cntl(elf, ELF_C_FDREAD) < 0) {
                 if (elf)
-                        elf_end(elf);
+                        sym_elf_end(elf);
                 perf_process_uncharge(p, st.st_size);
                 return -1;
         }
         m->bytes += st.st_size;
-        elf_cntl(elf, ELF_C_FDDONE);
+        sym_elf_cntl(elf, ELF_C_FDDONE);
         /* Debuglinks are looked up next to this name, in the process's own root. */
         if (asprintf(file_name, "/proc/%d/root%s", (int) p->pid, modname) < 0)
                 *file_name = NULL;
@@ -451,8 +453,8 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 
         if (!m)
                 return -1;
-        fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name,
-                                          debuglink_file, debuglink_crc, debuginfo_file_name);
+        fd = sym_dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name,
+                                              debuglink_file, debuglink_crc, debuginfo_file_name);
         if (fd < 0)
                 return fd;
         if (!file_readable(fd, &st) || !perf_process_charge(m->process, st.st_size)) {

@@ -223,6 +223,14 @@ char *service_log(void) {
         return text;
 }
 
+bool service_maps(const char *file) {
+        g_autofree char *path = g_strdup_printf("/proc/%d/maps", (int) tb_bus()->service_pid);
+        g_autofree char *maps = NULL;
+
+        g_assert_true(g_file_get_contents(path, &maps, NULL, NULL));
+        return strstr(maps, file) != NULL;
+}
+
 /* The service logged how the session ended: "Session N of UID U ended (reason)". */
 void assert_end_reason_logged(const char *path, uid_t uid, const char *reason) {
         g_autofree char *needle = g_strdup_printf("Session %s of UID %u ended (%s)", session_id(path), (unsigned) uid,

@@ -62,6 +62,9 @@ char *must(Client *c, const char *cmd, char kind);
 char *must_fail(Client *c, const char *cmd, char kind);
 /* logs/service.log so far ("" when missing). */
 char *service_log(void);
+/* Whether tracebusd has a file named like @file mapped (its /proc/PID/maps): a library it
+ * loads only when a session needs it. */
+bool service_maps(const char *file);
 /* The service logged how the session ended: "Session N of UID U ended (reason)". */
 void assert_end_reason_logged(const char *path, uid_t uid, const char *reason);
 /* The session ends within timeout_ms, then the busy pair stops, and the

@@ -113,6 +113,35 @@ static void test_drop_process_tree(void) {
         g_assert_true(b.has_clock_snapshot && b.has_trace_config);
 }
 
+/* libpcre2 is loaded by the first session with string filter rules (pcre2-dlopen.c), not
+ * at the service's start; registered first, so no case before it had rules. The rule
+ * compiles and the trace is written; a pattern that does not compile is refused. */
+static void test_string_rules_load_pcre2(void) {
+        g_autofree char *dir = make_user_dir("tbuser", "filter-rules");
+        g_autofree char *text = config_filtered("trace_filter { bytecode_v2: \"" DROP_TREE "\"\n"
+                                                "  string_filter_chain { rules { policy: SFP_MATCH_REDACT_GROUPS"
+                                                " regex_pattern: \"pw=(\\\\w+)\" } } }\n");
+        g_autofree char *bad = config_filtered("trace_filter { bytecode_v2: \"" DROP_TREE "\"\n"
+                                               "  string_filter_chain { rules { policy: SFP_MATCH_REDACT_GROUPS"
+                                               " regex_pattern: \"(unclosed\" } } }\n");
+        g_autofree char *bad_cfg = user_file("tbuser", dir, "bad.pbtxt", bad, -1);
+        g_autofree char *out = g_build_filename(dir, "rules.pftrace", NULL);
+        g_auto(TbCommandResult) res = { 0 };
+        guint counts[8] = { 0 };
+
+        g_assert_false(service_maps("/libpcre2-8"));
+        record(dir, "rules.pbtxt", text, out);
+        g_assert_true(service_maps("/libpcre2-8"));
+        count_packets(out, counts);
+        g_assert_cmpuint(counts[0], ==, 0);
+        g_assert_cmpuint(counts[1], >, 0);
+
+        run_cli("tbuser", &res, "-c", bad_cfg, "--txt", "-o", out, NULL);
+        assert_exit(&res, 1);
+        assert_stderr_has(&res, "string_filter_chain rule 0");
+        assert_stderr_has(&res, "does not compile");
+}
+
 static void test_bad_bytecode(void) {
         g_autofree char *dir = make_user_dir("tbuser", "filter-bad");
         g_autofree char *text = config_filtered("trace_filter { bytecode_v2: \"\\x0b\\x01\\x00\\x09\" }\n");
@@ -132,6 +161,8 @@ int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         tb_require_system_bus_environment();
 
+        /* First: it looks at the service before any session had string rules. */
+        tb_test_add_isolated("/bus/cli/tracefilter/string-rules-load-pcre2", test_string_rules_load_pcre2);
         tb_test_add_isolated("/bus/cli/tracefilter/drop-process-tree", test_drop_process_tree);
         tb_test_add_isolated("/bus/cli/tracefilter/bad-bytecode", test_bad_bytecode);
         return tb_test_run(TB_START_SERVICE);

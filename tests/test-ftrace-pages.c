@@ -151,9 +151,20 @@ static void test_record_types(void) {
         ftrace_parser_free(p);
 }
 
-/* A page of sched_switch records to pid 777, whose next_comm is @comms[i] (@lens[i]
- * bytes of it, so that bytes after a NUL can differ). */
-static void page_of_comms(PageWriter *w, int id, const char *const *comms, const size_t *lens, size_t n) {
+/* A parser that knows sched_switch (the fixture's format); its event id in *@ret_id. */
+static FtraceParser *switch_parser(int *ret_id) {
+        FtraceParser *p = parser_new_from_fixtures(NULL);
+        g_autoptr(GBytes) fmt = fixture_read("events/sched/sched_switch/format");
+
+        *ret_id = ftrace_parser_add_event(p, "sched", g_bytes_get_data(fmt, NULL), g_bytes_get_size(fmt));
+        g_assert_cmpint(*ret_id, >, 0);
+        return p;
+}
+
+/* A page of switches to @comms (@lens bytes each, the rest of the 16 zero, so that bytes
+ * after a NUL can differ); next_pid is @pids[i], or 777 for every record when @pids is NULL. */
+static void page_of_comms(PageWriter *w, int id, const char *const *comms, const size_t *lens, const int32_t *pids,
+                          size_t n) {
         uint8_t rec[64];
 
         *w = (PageWriter) { .off = 16 };
@@ -161,7 +172,7 @@ static void page_of_comms(PageWriter *w, int id, const char *const *comms, const
                 make_switch(rec, id, 4242);
                 memset(rec + 40, 0, 16);
                 memcpy(rec + 40, comms[i], lens[i]);                     /* next_comm */
-                memcpy(rec + 56, &(int32_t) { 777 }, 4);                 /* next_pid */
+                memcpy(rec + 56, pids ? &pids[i] : &(int32_t) { 777 }, 4);  /* next_pid */
                 pw_word(w, 16 | 10 << 5);
                 pw_bytes(w, rec, 64);
         }
@@ -169,7 +180,7 @@ static void page_of_comms(PageWriter *w, int id, const char *const *comms, const
 }
 
 static void assert_compact_comms(FtraceBundle *b, const char *const *table, size_t n_table,
-                                 const uint32_t *index, size_t n) {
+                                 const uint32_t *index, const int32_t *pids, size_t n) {
         Tracebus__FtraceEventBundle *m = bundle_pack_unpack(b, NULL);
 
         g_assert_nonnull(m->compact_sched);
@@ -178,7 +189,7 @@ static void assert_compact_comms(FtraceBundle *b, const char *const *table, size
                 g_assert_cmpstr(m->compact_sched->intern_table[i], ==, table[i]);
         g_assert_cmpuint(m->compact_sched->n_switch_next_comm_index, ==, n);
         for (size_t i = 0; i < n; i++) {
-                g_assert_cmpint(m->compact_sched->switch_next_pid[i], ==, 777);
+                g_assert_cmpint(m->compact_sched->switch_next_pid[i], ==, pids ? pids[i] : 777);
                 g_assert_cmpuint(m->compact_sched->switch_next_comm_index[i], ==, index[i]);
         }
         tracebus__ftrace_event_bundle__free_unpacked(m, NULL);
@@ -197,21 +208,18 @@ static void test_compact_comm_cache(void) {
         static const size_t lens2[] = { 6, 5 };
         static const char *const table2[] = { "second", "first" };
         static const uint32_t index2[] = { 0, 1 };
-        FtraceParser *p = parser_new_from_fixtures(NULL);
-        g_autoptr(GBytes) fmt = fixture_read("events/sched/sched_switch/format");
+        int id;
+        FtraceParser *p = switch_parser(&id);
         FtraceBundle *b = NULL;
         PageWriter w;
-        int id;
 
-        id = ftrace_parser_add_event(p, "sched", g_bytes_get_data(fmt, NULL), g_bytes_get_size(fmt));
-        g_assert_cmpint(id, >, 0);
         g_assert_cmpint(ftrace_bundle_new(0, true, &b), ==, 0);
-        page_of_comms(&w, id, comms1, lens1, G_N_ELEMENTS(comms1));
+        page_of_comms(&w, id, comms1, lens1, NULL, G_N_ELEMENTS(comms1));
         g_assert_cmpint(ftrace_parser_parse_page(p, w.page, sizeof(w.page), b), ==, G_N_ELEMENTS(comms1));
-        assert_compact_comms(b, table1, G_N_ELEMENTS(table1), index1, G_N_ELEMENTS(index1));
-        page_of_comms(&w, id, comms2, lens2, G_N_ELEMENTS(comms2));
+        assert_compact_comms(b, table1, G_N_ELEMENTS(table1), index1, NULL, G_N_ELEMENTS(index1));
+        page_of_comms(&w, id, comms2, lens2, NULL, G_N_ELEMENTS(comms2));
         g_assert_cmpint(ftrace_parser_parse_page(p, w.page, sizeof(w.page), b), ==, G_N_ELEMENTS(comms2));
-        assert_compact_comms(b, table2, G_N_ELEMENTS(table2), index2, G_N_ELEMENTS(index2));
+        assert_compact_comms(b, table2, G_N_ELEMENTS(table2), index2, NULL, G_N_ELEMENTS(index2));
         ftrace_bundle_free(b);
         ftrace_parser_free(p);
 }
@@ -220,40 +228,65 @@ static void test_compact_comm_cache(void) {
  * (what the cache's memset(0xff) empties held, and so once got index UINT32_MAX), and
  * pids 0 and 1 with an all-zero comm (a zeroed entry's bytes). Each gets a real index. */
 static void test_compact_comm_cache_empty(void) {
+        static const char ff16[] = "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff";
         static const int32_t pids[] = { -1, 0, 1, -1 };
-        FtraceParser *p = parser_new_from_fixtures(NULL);
-        g_autoptr(GBytes) fmt = fixture_read("events/sched/sched_switch/format");
-        const Tracebus__FtraceEventBundle__CompactSched *c;
-        Tracebus__FtraceEventBundle *m;
-        PageWriter w = { .off = 16 };
-        FtraceBundle *b = NULL;
-        uint8_t rec[64];
+        static const char *const comms[] = { ff16, "", "", ff16 };
+        static const size_t lens[] = { 16, 0, 0, 16 };
+        static const char *const table[] = { ff16, "" };
+        static const uint32_t index[] = { 0, 1, 1, 0 };
         int id;
+        FtraceParser *p = switch_parser(&id);
+        FtraceBundle *b = NULL;
+        PageWriter w;
 
-        id = ftrace_parser_add_event(p, "sched", g_bytes_get_data(fmt, NULL), g_bytes_get_size(fmt));
-        g_assert_cmpint(id, >, 0);
-        for (size_t i = 0; i < G_N_ELEMENTS(pids); i++) {
-                make_switch(rec, id, 4242);
-                memset(rec + 40, pids[i] < 0 ? 0xff : 0, 16);          /* next_comm */
-                memcpy(rec + 56, &pids[i], 4);                           /* next_pid */
-                pw_word(&w, 16 | 10 << 5);
-                pw_bytes(&w, rec, 64);
-        }
-        pw_finish(&w, 1000);
+        page_of_comms(&w, id, comms, lens, pids, G_N_ELEMENTS(comms));
         g_assert_cmpint(ftrace_bundle_new(0, true, &b), ==, 0);
         g_assert_cmpint(ftrace_parser_parse_page(p, w.page, sizeof(w.page), b), ==, G_N_ELEMENTS(pids));
-        m = bundle_pack_unpack(b, NULL);
-        c = m->compact_sched;
-        g_assert_nonnull(c);
-        g_assert_cmpuint(c->n_intern_table, ==, 2);
-        g_assert_cmpuint(strlen(c->intern_table[0]), ==, 16);
-        g_assert_cmpstr(c->intern_table[1], ==, "");
-        g_assert_cmpuint(c->n_switch_next_comm_index, ==, G_N_ELEMENTS(pids));
-        for (size_t i = 0; i < G_N_ELEMENTS(pids); i++) {
-                g_assert_cmpint(c->switch_next_pid[i], ==, pids[i]);
-                g_assert_cmpuint(c->switch_next_comm_index[i], ==, pids[i] < 0 ? 0 : 1);
-        }
-        tracebus__ftrace_event_bundle__free_unpacked(m, NULL);
+        assert_compact_comms(b, table, G_N_ELEMENTS(table), index, pids, G_N_ELEMENTS(pids));
+        ftrace_bundle_free(b);
+        ftrace_parser_free(p);
+}
+
+static gint cmp_int32(gconstpointer a, gconstpointer b) {
+        int32_t x = *(const int32_t *) a, y = *(const int32_t *) b;
+
+        return x < y ? -1 : x > y;
+}
+
+/* The pids noted in @b since the last take, sorted: @n of them, @want's. */
+static void assert_taken_pids(FtraceBundle *b, const int32_t *want, size_t n) {
+        g_autoptr(GArray) got = g_array_new(false, false, sizeof(int32_t));
+        const int32_t *pids;
+        size_t k = ftrace_bundle_take_pids(b, &pids);
+
+        g_array_append_vals(got, pids, (guint) k);
+        g_array_sort(got, cmp_int32);
+        g_assert_cmpuint(got->len, ==, n);
+        for (size_t i = 0; i < n; i++)
+                g_assert_cmpint(g_array_index(got, int32_t, i), ==, want[i]);
+}
+
+/* A pid is noted once, not again in the next pass; after ftrace_bundle_forget_pids()
+ * (a new chunk of a rotated trace) every pid the events name is noted again. */
+static void test_forget_pids(void) {
+        static const char *const comms[] = { "a", "b", "a" };
+        static const size_t lens[] = { 1, 1, 1 };
+        static const int32_t next[] = { 777, 778, 777 };
+        static const int32_t all[] = { 777, 778 };   /* compact: switches note next_pid only */
+        int id;
+        FtraceParser *p = switch_parser(&id);
+        FtraceBundle *b = NULL;
+        PageWriter w;
+
+        page_of_comms(&w, id, comms, lens, next, G_N_ELEMENTS(comms));
+        g_assert_cmpint(ftrace_bundle_new(0, true, &b), ==, 0);
+        g_assert_cmpint(ftrace_parser_parse_page(p, w.page, sizeof(w.page), b), ==, G_N_ELEMENTS(comms));
+        assert_taken_pids(b, all, G_N_ELEMENTS(all));
+        g_assert_cmpint(ftrace_parser_parse_page(p, w.page, sizeof(w.page), b), ==, G_N_ELEMENTS(comms));
+        assert_taken_pids(b, NULL, 0);
+        ftrace_bundle_forget_pids(b);
+        g_assert_cmpint(ftrace_parser_parse_page(p, w.page, sizeof(w.page), b), ==, G_N_ELEMENTS(comms));
+        assert_taken_pids(b, all, G_N_ELEMENTS(all));
         ftrace_bundle_free(b);
         ftrace_parser_free(p);
 }
@@ -511,6 +544,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/ftrace-parser/record-types", test_record_types);
         g_test_add_func("/ftrace-parser/compact-comm-cache", test_compact_comm_cache);
         g_test_add_func("/ftrace-parser/compact-comm-cache-empty", test_compact_comm_cache_empty);
+        g_test_add_func("/ftrace-parser/forget-pids", test_forget_pids);
         g_test_add_func("/ftrace-parser/lost-events", test_lost_events);
         g_test_add_func("/ftrace-parser/pack-into", test_pack_into);
         g_test_add_func("/ftrace-parser/malformed-pages", test_malformed_pages);

@@ -20,6 +20,7 @@
 
 #include "cli-util.h"
 #include "recorder.h"
+#include "session-util.h"
 #include "system-bus.h"
 #include "tb-client.h"
 
@@ -331,8 +332,12 @@ static void profile_chain(const char *name, const char *unwind, bool by_cmdline)
         perf_clear(&p);
 }
 
+/* The first case of the service's life: libdw is loaded by the first session that names
+ * user frames (libdw-dlopen.c), not before. */
 static void test_perf_own_process(void) {
+        expect(!service_maps("/libdw"), "tracebusd maps libdw before any session named user frames");
         profile_chain("perf-target-fp", "UNWIND_FRAME_POINTER", false);
+        expect(service_maps("/libdw"), "tracebusd named user frames without libdw mapped");
         verdict();
 }
 
@@ -550,6 +555,7 @@ RECORDER_WRAP(test_perf_dwarf)
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         tb_require_system_bus_environment();
+        /* First: it looks at the service before any session named frames. */
         RECORDER_CASE("perf-own-process", test_perf_own_process);
         RECORDER_CASE("perf-scope", test_perf_scope);
         RECORDER_CASE("perf-dwarf", test_perf_dwarf);
