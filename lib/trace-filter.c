@@ -29,10 +29,14 @@ typedef struct Builder {
  * others' little-endian bytes, truncated to 32 bits. */
 static int bytecode_words(const uint8_t *p, size_t len, uint32_t **ret, size_t *ret_n, const char **reason) {
         _cleanup_free_ uint32_t *words = NULL;
-        const uint8_t *end = p + len;
         uint64_t hash = 0xcbf29ce484222325ull;
+        const uint8_t *end;
         size_t n = 0;
 
+        /* protobuf-c gives an empty bytes field as NULL: no arithmetic on it. */
+        if (len == 0)
+                return *reason = "the bytecode is empty", -EINVAL;
+        end = p + len;
         words = malloc((len + 1) * sizeof(uint32_t));
         if (!words)
                 return -ENOMEM;
