@@ -37,6 +37,7 @@ typedef struct PendingClone {
         uint64_t usage;
 } PendingClone;
 
+/* Freed by answer(), where every path a clone takes ends. */
 static PendingClone *pending_clone_free(PendingClone *p) {
         if (!p)
                 return NULL;
@@ -48,7 +49,6 @@ static PendingClone *pending_clone_free(PendingClone *p) {
         free(p->skip);
         return mfree(p);
 }
-DEFINE_TRIVIAL_CLEANUP_FUNC(PendingClone *, pending_clone_free);
 
 static void answer(PendingClone *p, int r, const SessionCloneResult *result) {
         SessionCloneResult none = { .error = r };
