@@ -22,6 +22,12 @@ static int load_symbols(DlopenLibrary *lib) {
 fail:
         e = dlerror();
         snprintf(lib->reason, sizeof(lib->reason), "%s cannot be loaded: %s", lib->soname, e ? e : "not found");
+        /* A library without one of its symbols is never used: unloaded, no pointer left set. */
+        if (handle) {
+                for (size_t i = 0; i < lib->n_symbols; i++)
+                        *lib->symbols[i].pointer = NULL;
+                (void) dlclose(handle);
+        }
         return -EOPNOTSUPP;
 }
 
