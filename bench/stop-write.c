@@ -9,7 +9,7 @@
  * file; each size once per round, --delay-ms after the last write. --fresh: the chunks are
  * new memory for each write, filled here, as a ring's are (not reused from the last
  * write, from which the kernel has read already); --staged: copied into one 1 MiB buffer
- * first, written a buffer at a time, as lib/trace-writer.c writes a ring's chunks.
+ * first, written a buffer at a time, as lib/trace/trace-writer.c writes a ring's chunks.
  * Prints one line per write: the size per call in KiB and the wall time in ms.
  */
 #include <fcntl.h>

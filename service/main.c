@@ -7,16 +7,16 @@
 #include <stdlib.h>
 #include <systemd/sd-daemon.h>
 
-#include "bus-context.h"
+#include "bus/bus-context.h"
 #include "config.h"
-#include "daemon-config.h"
-#include "idle.h"
-#include "kprobes.h"
+#include "core/daemon-config.h"
+#include "bus/idle.h"
+#include "sources/ftrace/kprobes.h"
 #include "log.h"
-#include "manager-dbus.h"
-#include "manager.h"
+#include "bus/manager-dbus.h"
+#include "core/manager.h"
 #include "tracebus-bus.h"
-#include "tracefs-instance.h"
+#include "kernel/tracefs-instance.h"
 
 /* SIGTERM: the sessions finish, and the calls still waiting for polkit are answered
  * ShuttingDown now, not NoReply once the last session is done. */

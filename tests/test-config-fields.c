@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Unit suite: the disposition of Perfetto's config fields (service/session-config-fields.c):
+/* Unit suite: the disposition of Perfetto's config fields (service/config/session-config-fields.c):
  * every field has a rule, the README shows the table, and the corpus of configs in
  * tests/configs parses with the warnings each file expects. */
 #include "session-config-fields.h"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Unit suite: tracebusd.conf parsing (service/daemon-config.c). */
+/* Unit suite: tracebusd.conf parsing (service/core/daemon-config.c). */
 #include "daemon-config.h"
 
 #include <glib.h>

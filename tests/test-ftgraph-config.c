@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * FtraceConfig's symbolize_ksyms, enable_function_graph and kprobe_events as the service
- * loads them (service/session-config-ftgraph.c), against fake tracefs roots: one of a
+ * loads them (service/config/session-config-ftgraph.c), against fake tracefs roots: one of a
  * kernel with the function_graph tracer and kprobe events, one without. What the kernel
  * lacks is a warning; a name that could carry a tracefs command is refused.
  */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Bus suite: FtraceConfig's options beyond events and sizes (service/session-config-ftrace.c,
- * service/ftrace-options.c), each recorded by the real service into its own tracefs
+ * Bus suite: FtraceConfig's options beyond events and sizes (service/config/session-config-ftrace.c,
+ * service/sources/ftrace/ftrace-options.c), each recorded by the real service into its own tracefs
  * instance and read back with the project's reader (tests/recorder.h). Each case names
  * what Perfetto v58's protos/perfetto/config/ftrace/ftrace_config.proto says the
  * option does, and checks the trace for that:

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Unit: FtraceConfig.print_filter's rules (lib/ftrace-print-filter.c) against what
+ * Unit: FtraceConfig.print_filter's rules (lib/ftrace/ftrace-print-filter.c) against what
  * Perfetto v58's ftrace_config.proto says of them: rules in order, the first match
  * decides; no match allows; a prefix matches the beginning of buf exactly; atrace_msg
  * matches "<type>|pid|<prefix>..."; an empty prefix with allow=false denies everything.

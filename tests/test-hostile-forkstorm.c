@@ -3,7 +3,7 @@
  * Bus suite, hostile resources (issue 20): a user who spawns processes must not grow
  * the service's memory without end. A ring session with a small buffer records while
  * a storm of N short-lived processes runs, then a storm of 3N more: what the service
- * keeps of the processes it described is bounded (service/process-scan-table.c), so
+ * keeps of the processes it described is bounded (service/kernel/process-scan-table.c), so
  * its RSS after all 4N has grown about as much as after the first N. Before, every
  * description stayed in memory until the end of the trace and the growth was four
  * times as large. Only a ratio measured in this run is checked, never bytes.

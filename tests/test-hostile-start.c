@@ -35,7 +35,7 @@
 #define TRACEFS "/sys/kernel/tracing"
 #define MAX_RATIO 3.0
 #define PROBES 61u
-/* The caps of service/session-config.h, as the contract states them. */
+/* The caps of service/config/session-config.h, as the contract states them. */
 #define CAP_OPTION_EVENTS 4096u
 #define CAP_OPTION_EVENTS_BYTES (256u * 1024u)
 #define CAP_CONFIG_BYTES (1024u * 1024u)

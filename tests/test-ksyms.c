@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * symbolize_ksyms without the kernel: /proc/kallsyms text parsed into a table
- * (lib/ksyms.c), code addresses of synthetic workqueue_execute_start records written as
- * iids of the functions holding them (lib/ftrace-symbols.c), and the packet of
- * InternedData.kernel_symbols that names them (service/ksyms-cache.c), read back.
+ * (lib/ftrace/ksyms.c), code addresses of synthetic workqueue_execute_start records written as
+ * iids of the functions holding them (lib/ftrace/ftrace-symbols.c), and the packet of
+ * InternedData.kernel_symbols that names them (service/kernel/ksyms-cache.c), read back.
  */
 #include <glib.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Unit suite: what the service takes as an Output fd (service/output-fd.c). Runs as any
+/* Unit suite: what the service takes as an Output fd (service/core/output-fd.c). Runs as any
  * user: the caller's UID is this process's EUID, "another user" is any other. */
 #include <errno.h>
 #include <fcntl.h>

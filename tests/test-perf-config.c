@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * linux.perf's PerfEventConfig as the service loads it (service/session-config-perf.c)
- * and what a caller may sample (perf_scope_authorize(), service/perf-scope.c): defaults,
+ * linux.perf's PerfEventConfig as the service loads it (service/sources/perf/session-config-perf.c)
+ * and what a caller may sample (perf_scope_authorize(), service/sources/perf/perf-scope.c): defaults,
  * a frequency over the kernel's cap, counters this machine lacks, ring sizes, the
  * tracepoint timebase (against a fake tracefs root), the legacy flat fields, and the
  * refusal of another user's process without org.tracebus.manage.

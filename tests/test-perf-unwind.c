@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * service/perf-unwind.c against real samples of this very thread: the kernel's
+ * service/sources/perf/perf-unwind.c against real samples of this very thread: the kernel's
  * frame-pointer callchains and libdw's DWARF unwinding of the copied stacks name
  * the test's own call chain in order; anonymous code and unmapped addresses give
  * unnamed frames; a stripped library is named from its separate debug file found

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Unit suite: the pollers' thread (service/poller.c): periods kept relative to each other,
+/* Unit suite: the pollers' thread (service/sources/poller.c): periods kept relative to each other,
  * an entry removed while it runs never runs again once poller_remove() returns, slow
  * polls reported and not starving the others, one-off calls (the final reads at Stop). */
 #include <stdatomic.h>

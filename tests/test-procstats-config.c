@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Unit suite: linux.process_stats's config (service/session-config-procstats.c): each
+/* Unit suite: linux.process_stats's config (service/sources/process/session-config-procstats.c): each
  * field of Perfetto v58's ProcessStatsConfig into SessionConfig, and a warning for each
  * one skipped or changed. */
 #include "session-config.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Unit test of service/session-config-trace.c: TraceConfig's own fields as the
+ * Unit test of service/config/session-config-trace.c: TraceConfig's own fields as the
  * service loads them from a text config, without tracefs: what is honoured lands
  * in SessionConfig, what cannot be done here is a warning, never a refusal.
  */

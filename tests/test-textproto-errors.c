@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Unit tests of the generic text format parser (lib/textproto.c): errors and protoc. The exact message, line and column of each kind
+ * Unit tests of the generic text format parser (lib/textproto/textproto.c): errors and protoc. The exact message, line and column of each kind
  * of mistake; Perfetto's documented configs (the .pbtxt files in
  * tests/fixtures/textproto) packed with protobuf-c and compared byte for byte
  * with `protoc --encode`; truncated and mutated inputs.

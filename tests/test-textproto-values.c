@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Unit tests of the generic text format parser (lib/textproto.c): values. Every field type, parsed into hand-written descriptors and
+ * Unit tests of the generic text format parser (lib/textproto/textproto.c): values. Every field type, parsed into hand-written descriptors and
  * asserted field by field, and the all-types text compared byte for byte with
  * what `protoc --encode` makes of it.
  * The descriptors and helpers are in tests/textproto-types.h.

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 /* Before glib.h, which redefines MIN and MAX over macro.h's. */
-#include "service/recorder.h"      /* not tests/recorder.h */
+#include "recorder/recorder.h"     /* the service's, not tests/recorder.h */
 #include "session-config.h"
 #include "trace-writer.h"
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Unit suite: the scan of a user's trace directory (service/trace-dir.c), which counts
+/* Unit suite: the scan of a user's trace directory (service/core/trace-dir.c), which counts
  * the quota's bytes and refuses what would hide usage from it. Runs as any user. */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Unit test of the one trace reader (lib/trace-reader.c) and of the tests'
+ * Unit test of the one trace reader (lib/trace/trace-reader.c) and of the tests'
  * GLib summary over it (tests/trace-file.c): fields and packets as the wire
  * has them, traces the lib's own writer writes (plain and with
  * compressed_packets), and torn, corrupt or garbage input, which must give a

@@ -5,7 +5,7 @@
  * CPU-profiling docs write it (SW_CPU_CLOCK as the timebase at HZ samples a second,
  * callstack_sampling with the scope and user frames), and a first scan of /proc so that
  * the sampled processes have names. The service decides who may sample what
- * (service/perf-scope.c): with org.tracebus.record, only the caller's own processes (a
+ * (service/sources/perf/perf-scope.c): with org.tracebus.record, only the caller's own processes (a
  * --pid of another user's is refused); every process and the kernel's frames need
  * org.tracebus.manage.
  */

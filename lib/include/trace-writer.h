@@ -148,14 +148,14 @@ typedef struct TraceWriter {
         int limit_error;              /* -EFBIG (max_bytes) or -EDQUOT (budget) once reached */
         TraceWriterStats stats;
 
-        /* helper "tracefilter": TraceConfig.trace_filter (lib/trace-writer-filter.c). */
+        /* helper "tracefilter": TraceConfig.trace_filter (lib/trace/trace-writer-filter.c). */
         const TraceFilter *filter;    /* not owned; NULL: packets kept as they are */
         uint8_t *filter_in, *filter_out; /* a packet packed, then filtered */
         size_t filter_in_allocated, filter_out_allocated;
         size_t filter_in_len;         /* the last ftrace packet packed into filter_in */
         TraceWriterFilterStats filter_stats;
 
-        /* Helper "clone" (lib/trace-writer-snapshot.c): a snapshot's data, shared with the
+        /* Helper "clone" (lib/trace/trace-writer-snapshot.c): a snapshot's data, shared with the
          * writer it was taken of, written after the first @shared_at bytes of meta. */
         TracePacketChunk **shared;
         size_t n_shared, shared_allocated;
@@ -220,7 +220,7 @@ void trace_writer_begin_output(TraceWriter *w, int fd);
 /* Encoding helpers, exposed for the unit tests. */
 size_t varint_encode(uint64_t v, uint8_t out[static 10]);
 
-/* Helper "clone" (lib/trace-writer-snapshot.c): a self-contained copy of a running
+/* Helper "clone" (lib/trace/trace-writer-snapshot.c): a self-contained copy of a running
  * writer, for Session.Clone, triggers' CLONE_SNAPSHOT and rotation. A snapshot is itself
  * a TraceWriter with no output yet, whose metadata region takes everything in order:
  *   trace_writer_snapshot_init(&snap);
