@@ -5,7 +5,7 @@
 # dbus/ says. Every interface name in it is an interface of dbus/*.xml (and every
 # interface there has a name in it); the object paths are the ones the XML files
 # document; the bus name is the one the policy, the activation file and the
-# README use; every error name is declared in the XML (the
+# user guide use; every error name is declared in the XML (the
 # org.tracebus.Tracebus1.Errors annotation) and the XML declares no other; and
 # every TB_ERROR_* has an errno in lib/bus/bus-errors.c's map and a sentence in
 # its explanations.
@@ -91,9 +91,9 @@ session_xml=$src/dbus/$(macro TB_SESSION_INTERFACE).xml
 check_documented "$manager_xml" "$(macro TB_MANAGER_INTERFACE), at $manager_path." "the Manager is at TB_MANAGER_PATH"
 check_documented "$session_xml" "$(macro TB_SESSION_INTERFACE), at $session_prefix/<n>" \
         "sessions are at TB_SESSION_PATH_PREFIX/<n>"
-check_documented "$src/README.md" "busctl call $bus_name $manager_path $(macro TB_MANAGER_INTERFACE)" \
+check_documented "$src/doc/user-guide.md" "busctl call $bus_name $manager_path $(macro TB_MANAGER_INTERFACE)" \
         "busctl call TB_BUS_NAME TB_MANAGER_PATH TB_MANAGER_INTERFACE"
-check_documented "$src/README.md" "$session_prefix/" "sessions are at TB_SESSION_PATH_PREFIX/"
+check_documented "$src/doc/user-guide.md" "$session_prefix/" "sessions are at TB_SESSION_PATH_PREFIX/"
 check_documented "$src/dbus/$bus_name.conf" "<allow own=\"$bus_name\"/>" "root owns TB_BUS_NAME"
 check_documented "$src/dbus/$bus_name.service.in" "Name=$bus_name" "it activates TB_BUS_NAME"
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Bus suite: the tracebus command line against the real service, polkitd and
- * dbus-daemon (tests/system-bus.h), run as the test users: the README's busctl
+ * dbus-daemon (tests/system-bus.h), run as the test users: the user guide's busctl
  * lines, and perfetto's documented detach examples (tests/perfetto-compat.sh).
  * The helpers are in tests/cli-util.h.
  *
@@ -22,15 +22,15 @@
 #include "cli-util.h"
 
 /* ===================================================================== */
-/* The README's busctl lines                                              */
+/* The user guide's busctl lines                                          */
 /* ===================================================================== */
 
 typedef struct {
         char *command;    /* one shell line */
-        char *expected;   /* the reply the README shows, or NULL */
-} ReadmeLine;
+        char *expected;   /* the reply the user guide shows, or NULL */
+} GuideLine;
 
-static void readme_line_free(ReadmeLine *l) {
+static void guide_line_free(GuideLine *l) {
         g_free(l->command);
         g_free(l->expected);
         g_free(l);
@@ -54,17 +54,17 @@ static char *split_comment(char *line) {
         return NULL;
 }
 
-/* The shell lines of the fenced sh blocks of README.md's "## busctl" section, with
- * continuation lines joined; each with the reply its comment shows. */
-static GPtrArray *readme_busctl_lines(void) {
-        g_autofree char *readme = g_build_filename(tb_bus()->source_dir, "README.md", NULL);
+/* The shell lines of the fenced sh blocks of doc/user-guide.md's "## busctl" section,
+ * with continuation lines joined; each with the reply its comment shows. */
+static GPtrArray *guide_busctl_lines(void) {
+        g_autofree char *guide = g_build_filename(tb_bus()->source_dir, "doc", "user-guide.md", NULL);
         g_autofree char *text = NULL;
         g_auto(GStrv) lines = NULL;
-        GPtrArray *out = g_ptr_array_new_with_free_func((GDestroyNotify) readme_line_free);
+        GPtrArray *out = g_ptr_array_new_with_free_func((GDestroyNotify) guide_line_free);
         g_autoptr(GString) pending = g_string_new(NULL);
         bool section = false, block = false;
 
-        g_assert_true(g_file_get_contents(readme, &text, NULL, NULL));
+        g_assert_true(g_file_get_contents(guide, &text, NULL, NULL));
         lines = g_strsplit(text, "\n", -1);
         for (size_t i = 0; lines[i]; i++) {
                 char *l = lines[i];
@@ -87,7 +87,7 @@ static GPtrArray *readme_busctl_lines(void) {
                 }
                 if (*l == '#') {
                         /* A comment line after a command is the reply it shows. */
-                        ReadmeLine *prev = out->len ? out->pdata[out->len - 1] : NULL;
+                        GuideLine *prev = out->len ? out->pdata[out->len - 1] : NULL;
                         if (prev && !prev->expected && pending->len == 0)
                                 prev->expected = g_strstrip(g_strdup(l + 1));
                         continue;
@@ -96,7 +96,7 @@ static GPtrArray *readme_busctl_lines(void) {
                         continue;
                 g_string_append(pending, l);
                 {
-                        ReadmeLine *rl = g_new0(ReadmeLine, 1);
+                        GuideLine *rl = g_new0(GuideLine, 1);
                         rl->command = g_string_free(g_steal_pointer(&pending), FALSE);
                         rl->expected = split_comment(rl->command);
                         pending = g_string_new(NULL);
@@ -110,7 +110,7 @@ static bool is_session_path(const char *s) {
         return g_str_has_prefix(s, TB_MANAGER_PATH "/session/");
 }
 
-/* Session paths the README shows, replaced by the ones the service gave. */
+/* Session paths the user guide shows, replaced by the ones the service gave. */
 static char *substitute(const char *command, GHashTable *paths, const char *config) {
         g_autoptr(GString) s = g_string_new(command);
         GHashTableIter it;
@@ -136,7 +136,7 @@ static bool is_number(const char *s) {
         return *s && strspn(s, "0123456789") == strlen(s);
 }
 
-/* The reply matches the README's: the same type, every word the README shows
+/* The reply matches the user guide's: the same type, every word the user guide shows
  * (numbers, "..." and file paths vary), and the session paths (mapped). */
 static void check_reply(const char *expected, const char *actual, GHashTable *paths) {
         g_auto(GStrv) exp = busctl_tokens(expected), act = busctl_tokens(actual);
@@ -153,31 +153,31 @@ static void check_reply(const char *expected, const char *actual, GHashTable *pa
                         if (!mapped) {
                                 g_assert_true(i < g_strv_length(act) && is_session_path(act[i]));
                                 g_hash_table_insert(paths, g_strdup(e), g_strdup(act[i]));
-                                note("README's %s is %s here\n", e, act[i]);
+                                note("the user guide's %s is %s here\n", e, act[i]);
                                 continue;
                         }
                         e = mapped;
                 }
                 if (!g_strv_contains((const char *const *) act, e)) {
-                        note("the reply lacks \"%s\" (README: %s)\n", e, expected);
+                        note("the reply lacks \"%s\" (user guide: %s)\n", e, expected);
                         g_assert_not_reached();
                 }
         }
 }
 
-/* Every busctl line of the README's busctl section, as tbuser, replies checked. */
-static void test_readme_busctl(void) {
-        g_autofree char *dir = make_user_dir("tbuser", "cli-readme");
+/* Every busctl line of the user guide's busctl section, as tbuser, replies checked. */
+static void test_guide_busctl(void) {
+        g_autofree char *dir = make_user_dir("tbuser", "cli-guide");
         g_autofree char *text = config_text(30000);
         g_autofree char *cfg = user_file("tbuser", dir, "config.pbtxt", text, -1);
-        g_autoptr(GPtrArray) lines = readme_busctl_lines();
+        g_autoptr(GPtrArray) lines = guide_busctl_lines();
         g_autoptr(GHashTable) paths = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
         g_autoptr(GString) prelude = g_string_new(NULL);
         guint calls = 0, checked = 0;
 
         g_assert_cmpuint(lines->len, >, 10);
         for (guint i = 0; i < lines->len; i++) {
-                ReadmeLine *l = lines->pdata[i];
+                GuideLine *l = lines->pdata[i];
                 g_autofree char *command = substitute(l->command, paths, cfg);
                 g_autofree char *script = NULL;
                 g_auto(TbCommandResult) res = { 0 };
@@ -252,7 +252,7 @@ int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         tb_require_system_bus_environment();
 
-        tb_test_add_isolated("/bus/cli/readme/busctl", test_readme_busctl);
+        tb_test_add_isolated("/bus/cli/guide/busctl", test_guide_busctl);
         tb_test_add_isolated("/bus/cli/compat/long-trace", test_compat_long_trace);
         tb_test_add_isolated("/bus/cli/compat/ring-buffer", test_compat_ring_buffer);
         tb_test_add_isolated("/bus/cli/compat/time-limit", test_compat_time_limit);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* Unit suite: the disposition of Perfetto's config fields (service/config/session-config-fields.c):
- * every field has a rule, the README shows the table, and the corpus of configs in
- * tests/configs parses with the warnings each file expects. */
+ * every field has a rule, doc/perfetto-compatibility.md shows the table, and the corpus of
+ * configs in tests/configs parses with the warnings each file expects. */
 #include "session-config-fields.h"
 #include "textproto-types.h"
 
@@ -21,9 +21,9 @@ static const char *rule_name(const ProtobufCMessageDescriptor *d) {
         return g_str_has_prefix(d->name, "tracebus.") ? d->name + 9 : d->name;
 }
 
-/* The *_config fields of DataSourceConfig are told by data source (the README's last
- * table); every other field of the walked messages needs a rule of its own, and each
- * *_config field a data source. */
+/* The *_config fields of DataSourceConfig are told by data source (the last table of
+ * doc/perfetto-compatibility.md); every other field of the walked messages needs a rule of
+ * its own, and each *_config field a data source. */
 static bool is_config_field(const ProtobufCMessageDescriptor *d, const ProtobufCFieldDescriptor *fd) {
         return d == &tracebus__data_source_config__descriptor && session_config_field_source(fd->name);
 }
@@ -75,17 +75,17 @@ static char *markdown(void) {
         return text;
 }
 
-/* The README's table is the table: regenerate it with `tests/test-config-fields --print`. */
-static void test_readme_shows_the_table(void) {
-        g_autofree char *path = source_path("README.md");
-        g_autofree char *readme = NULL;
+/* The page's table is the table: regenerate it with `tests/test-config-fields --print`. */
+static void test_doc_shows_the_table(void) {
+        g_autofree char *path = source_path("doc/perfetto-compatibility.md");
+        g_autofree char *doc = NULL;
         g_autofree char *table = markdown();
         const char *begin_mark = "<!-- perfetto-config-fields: begin -->\n";
         const char *begin, *end;
         g_autofree char *shown = NULL;
 
-        g_assert_true(g_file_get_contents(path, &readme, NULL, NULL));
-        begin = strstr(readme, begin_mark);
+        g_assert_true(g_file_get_contents(path, &doc, NULL, NULL));
+        begin = strstr(doc, begin_mark);
         g_assert_nonnull(begin);
         begin += strlen(begin_mark);
         end = strstr(begin, "<!-- perfetto-config-fields: end -->");
@@ -257,7 +257,7 @@ int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/config-fields/every-field-has-a-rule", test_every_field_has_a_rule);
         g_test_add_func("/config-fields/source-rules", test_source_rules);
-        g_test_add_func("/config-fields/readme", test_readme_shows_the_table);
+        g_test_add_func("/config-fields/doc", test_doc_shows_the_table);
         g_test_add_func("/config-fields/corpus", test_corpus);
         g_test_add_func("/config-fields/binary-unknown-fields", test_binary_unknown_fields);
         return g_test_run();

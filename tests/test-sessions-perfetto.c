@@ -159,7 +159,7 @@ static char **busctl_as(const char *user, const char *const *argv, const char *w
 }
 
 /*
- * The detach workflow with busctl only (the README quotes these):
+ * The detach workflow with busctl only (the user guide quotes these):
  *
  *   busctl --system call org.tracebus.Tracebus1 /org/tracebus/Tracebus1 \
  *       org.tracebus.Tracebus1.Manager Start 'sa{sv}' "$CONFIG" 1 DetachKey s mykey

@@ -236,8 +236,8 @@ static void test_other_user(void) {
         assert_trigger_packet(out, &t, "tbadmin");
 }
 
-/* README's recipe: a week-long ring of the trace directory, saved by the OnFailure= unit's
- * `tracebus --trigger=unit-failed` (the config as README shows it). */
+/* The user guide's recipe: a week-long ring of the trace directory, saved by the OnFailure=
+ * unit's `tracebus --trigger=unit-failed` (the config as the user guide shows it). */
 static void test_recipe(void) {
         static const char recipe[] =
                 "buffers { size_kb: 65536 fill_policy: RING_BUFFER }\n"

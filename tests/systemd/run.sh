@@ -218,7 +218,8 @@ check "the service fits its descriptor budget in it: $budget, $per_user per user
 
 # --- security and unit checks -------------------------------------------------------
 # At most 2.2: 2.0 before linux.perf's CAP_SYS_PTRACE (its 0.2 to 0.3, explained in the
-# unit and README's "What profiling adds"); anything more is a new exception to explain.
+# unit and doc/running-as-a-service.md's "What profiling adds"); anything more is a new
+# exception to explain.
 score=$(tbx systemd-analyze security tracebusd.service --no-pager | sed -n 's/.*Overall exposure level for tracebusd.service: \([0-9.]*\).*/\1/p')
 if [[ -n $score ]] && awk "BEGIN { exit !($score <= 2.2) }"; then ok "systemd-analyze security: exposure $score (at most 2.2)"
 else not_ok "systemd-analyze security: exposure '$score' (at most 2.2)"; fi
@@ -346,7 +347,8 @@ for unwind in fp dwarf; do
                 "uperf-$unwind" --pid "${target:-0}" --not-pid "$other" --chain main,tb_fa,tb_fb,tb_fc,tb_spin \
                 --no-warning "refused the service some processes' files"
 done
-# Without CAP_SYS_PTRACE (the drop-in README gives for machines that do not profile):
+# Without CAP_SYS_PTRACE (the drop-in doc/running-as-a-service.md gives for machines that do
+# not profile):
 # samples still, frames unnamed, and the trace says why.
 tbx sh -c 'mkdir -p /etc/systemd/system/tracebusd.service.d &&
         printf "[Service]\nCapabilityBoundingSet=~CAP_SYS_PTRACE\n" > /etc/systemd/system/tracebusd.service.d/80-noptrace.conf &&
