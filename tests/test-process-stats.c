@@ -43,12 +43,16 @@ static long cpu_ms(void) {
         return t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-/* Spins for @ms more of this process's CPU time: user time. */
+/* Spins for @ms more of this process's CPU time, in user mode: the process CPU clock is a
+ * system call, so it is read once per million additions, or most of the spin would be
+ * the kernel's time. */
 static void spin_cpu_ms(long ms) {
         long until = cpu_ms() + ms;
+        volatile unsigned long sum = 0;
 
         while (cpu_ms() < until)
-                ;
+                for (unsigned long i = 0; i < 1000000; i++)
+                        sum += i;
 }
 
 /* Sets its oom_score_adj (as root: after setuid, /proc/self is root's), becomes tbuser,
