@@ -257,6 +257,20 @@ int session_config_load_atrace(const Tracebus__TraceConfig *tc, SessionConfig *c
 int session_config_atrace_patterns(const Tracebus__FtraceConfig *fc,
                                    int (*select)(const char *pattern, void *userdata), void *userdata);
 
+/* The data sources of @tc, one after the other: the next one at or after index *@i whose
+ * name is @name (NULL: any named one), *@i left on it; NULL when there is none. */
+const Tracebus__DataSourceConfig *session_config_next_source(const Tracebus__TraceConfig *tc, const char *name,
+                                                             size_t *i);
+/* The next linux.ftrace data source that has an ftrace_config, as above: its FtraceConfig. */
+const Tracebus__FtraceConfig *session_config_next_ftrace(const Tracebus__TraceConfig *tc, size_t *i);
+
+/* Loops over @tc's data sources named @name (NULL: all named ones), in the config's order. */
+#define FOREACH_CONFIG_SOURCE(ds, tc, name) \
+        for (size_t ds##_index = 0; ((ds) = session_config_next_source((tc), (name), &ds##_index)); ds##_index++)
+/* Loops over the FtraceConfig of every linux.ftrace data source of @tc that has one. */
+#define FOREACH_FTRACE_CONFIG(fc, tc) \
+        for (size_t fc##_index = 0; ((fc) = session_config_next_ftrace((tc), &fc##_index)); fc##_index++)
+
 /* Parses a text-format TraceConfig. -EINVAL with a message in *ret_error on bad input. */
 int session_config_parse_text(const char *text, Tracebus__TraceConfig **ret, char **ret_error);
 
