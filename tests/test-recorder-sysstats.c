@@ -215,7 +215,7 @@ static void test_every_group(void) {
         expect((s.thermal > 0) == exists("/sys/class/thermal/thermal_zone0"), "thermal %u", s.thermal);
         expect(s.devfreq == 0 || exists("/sys/class/devfreq"), "devfreq without /sys/class/devfreq");
         expect(s.n_battery == 0 || exists("/sys/class/power_supply"), "battery counters without power_supply");
-        /* What is missing here is named (the probe paths of service/sources/sysstats/session-config-sysstats.c). */
+        /* What is missing here is named (the probe paths of service/sources/sysstats/sys-stats-config.c). */
         if (s.n_battery == 0)
                 expect_warning(warnings, &t, "no battery: linux.sysfs_power skipped");
         if (!exists("/sys/devices/system/cpu/cpu0/cpufreq"))

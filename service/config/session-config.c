@@ -50,8 +50,6 @@ void session_config_done(SessionConfig *c) {
         session_config_ftrace_done(c);
         c->buffers = mfree(c->buffers);
         c->n_buffers = 0;
-        c->journald_identifiers = strv_free(c->journald_identifiers);
-        c->journald_units = strv_free(c->journald_units);
         c->unknown_ftrace_events = strv_free(c->unknown_ftrace_events);
         c->data_sources = strv_free(c->data_sources);
         c->failed_ftrace_events = strv_free(c->failed_ftrace_events);
@@ -59,7 +57,11 @@ void session_config_done(SessionConfig *c) {
         session_config_ftgraph_done(c);
         c->unique_session_name = mfree(c->unique_session_name);
         c->trace_filter = trace_filter_free(c->trace_filter);
-        session_config_perf_done(c);
+        for (size_t i = 0; i < SESSION_MAX_SECTIONS; i++) {
+                if (c->sections[i].data && c->sections[i].free)
+                        c->sections[i].free(c->sections[i].data);
+                c->sections[i] = (SessionSection) {};
+        }
         session_config_triggers_done(c);
 }
 
@@ -443,9 +445,6 @@ int session_config_load_flags(const Tracebus__TraceConfig *tc, const char *root,
         r = session_config_load_buffers(tc, &c, ret_error);
         if (r < 0)
                 return r;
-        r = session_config_load_process_sources(tc, &c);
-        if (r < 0)
-                return r;
         r = session_config_load_trace(tc, &c, ret_error);
         if (r < 0)
                 return r;
@@ -464,12 +463,6 @@ int session_config_load_flags(const Tracebus__TraceConfig *tc, const char *root,
                 return r;
         /* No ftrace events: no kernel buffer at all. */
         c.buffer_size_kb = !c.events ? 0 : c.buffer_size_kb ?: SESSION_DEFAULT_BUFFER_SIZE_KB;
-        r = session_config_load_sys_stats(tc, &c);
-        if (r < 0)
-                return r;
-        r = session_config_load_perf(tc, root, &c, ret_error);
-        if (r < 0)
-                return r;
 
         r = session_config_load_source_names(tc, &c);
         if (r >= 0)

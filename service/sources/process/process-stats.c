@@ -529,30 +529,31 @@ static bool unsubscribe(ProcessStatsSource *s, Feed *f) {
         return last;
 }
 
-int process_stats_start(Poller *poller, Recorder *rec, const SessionConfig *config, uid_t owner_uid,
-                        ProcessStatsSource **ret) {
+int process_stats_start(const DataSourceContext *ctx, void *data, void **ret) {
+        const ProcessStatsSection *section = data;
+        uint32_t max_entries = ctx->config->max_process_entries;
         ProcessStatsSource *s;
         int r;
 
         *ret = NULL;
-        if (!config->process_stats || config->process_stats_poll_ms == 0)
+        if (section->poll_ms == 0)
                 return 0;
         s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
         *s = (ProcessStatsSource) {
-                .rec = rec,
-                .owner_uid = owner_uid,
-                .smaps = config->process_stats_smaps,
-                .runtime = config->process_stats_runtime,
-                .ttl_ticks = config->process_stats_cache_ttl_ms / config->process_stats_poll_ms,
-                .target_buffer = config->process_stats_target_buffer,
-                .max_entries = config->max_process_entries ?: PROCESS_TREE_DEFAULT_MAX_ENTRIES,
+                .rec = ctx->recorder,
+                .owner_uid = ctx->owner_uid,
+                .smaps = section->smaps,
+                .runtime = section->runtime,
+                .ttl_ticks = section->cache_ttl_ms / section->poll_ms,
+                .target_buffer = section->target_buffer,
+                .max_entries = max_entries ?: PROCESS_TREE_DEFAULT_MAX_ENTRIES,
         };
-        if (config->process_stats_cache_ttl_ms > 0)
+        if (section->cache_ttl_ms > 0)
                 s->ttl_ticks = MAX(s->ttl_ticks, 1u);
         /* As poller_add() would: periods under the minimum are one. */
-        r = subscribe(s, poller, MAX(config->process_stats_poll_ms, POLLER_MIN_PERIOD_MS));
+        r = subscribe(s, ctx->poller, MAX(section->poll_ms, POLLER_MIN_PERIOD_MS));
         if (r < 0) {
                 free(s);
                 return r;
@@ -561,9 +562,11 @@ int process_stats_start(Poller *poller, Recorder *rec, const SessionConfig *conf
         return 0;
 }
 
-ProcessStatsSource *process_stats_stop(ProcessStatsSource *s) {
+void process_stats_stop(void *state) {
+        ProcessStatsSource *s = state;
+
         if (!s)
-                return NULL;
+                return;
         if (unsubscribe(s, s->feed)) {
                 /* Unlinked: no one else finds it. Waits for a walk in progress. */
                 poller_remove(s->feed->poller, s->feed->entry);
@@ -577,7 +580,7 @@ ProcessStatsSource *process_stats_stop(ProcessStatsSource *s) {
         free(s->out);
         free(s->outp);
         free(s->packed);
-        return mfree(s);
+        free(s);
 }
 
 /* At Stop: a walk of its own for this session (the feed's others keep their period). */
@@ -589,6 +592,8 @@ static void final_walk(uint64_t now, void *userdata) {
         free(walk.reads);
 }
 
-int process_stats_queue_final(ProcessStatsSource *s, const void *owner) {
+int process_stats_queue_final(void *state, const void *owner) {
+        ProcessStatsSource *s = state;
+
         return s ? poller_call(s->feed->poller, final_walk, s, owner) : 0;
 }

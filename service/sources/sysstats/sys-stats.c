@@ -417,7 +417,7 @@ static int subscribe_all(SysStatsSession *s) {
         return 0;
 }
 
-/* protofacts: linux.system_info's IRQ names, after its CpuInfo, when
+/* linux.system_info's IRQ names, after its CpuInfo, when
  * SystemInfoConfig.irq_names is true, as traced_probes writes them. */
 static void poll_interrupts(uint64_t now_ns, SysStatsSession *s) {
         Tracebus__TracePacket p = TRACEBUS__TRACE_PACKET__INIT;
@@ -466,7 +466,9 @@ static bool selection_empty(const SysStatsSelection *sel) {
         return !sel->system_info;
 }
 
-int sys_stats_subscribe(Poller *poller, const SysStatsSelection *sel, Recorder *rec, SysStatsSession **ret) {
+int sys_stats_subscribe(const DataSourceContext *ctx, void *section, void **ret) {
+        const SysStatsSelection *sel = section;
+        Poller *poller = ctx->poller;
         SysStatsSession *s;
         int r = 0;
 
@@ -478,7 +480,7 @@ int sys_stats_subscribe(Poller *poller, const SysStatsSelection *sel, Recorder *
         s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
-        *s = (SysStatsSession) { .poller = poller, .rec = rec, .sel = *sel };
+        *s = (SysStatsSession) { .poller = poller, .rec = ctx->recorder, .sel = *sel };
         /* Once: the period only has to outlast any session. */
         if (sel->system_info)
                 r = poller_add(poller, UINT32_MAX, poll_system_info, s, &s->system_info);
@@ -492,13 +494,15 @@ int sys_stats_subscribe(Poller *poller, const SysStatsSelection *sel, Recorder *
         return 0;
 }
 
-SysStatsSession *sys_stats_unsubscribe(SysStatsSession *s) {
+void sys_stats_unsubscribe(void *state) {
+        SysStatsSession *s = state;
+
         if (!s)
-                return NULL;
+                return;
         poller_remove(s->poller, s->system_info);
         for (size_t i = 0; i < s->n_feeds; i++)
                 unsubscribe_one(s, i);
-        return mfree(s);
+        free(s);
 }
 
 /* At Stop: each of the session's subscriptions read once more, for it alone (the
@@ -519,6 +523,8 @@ static void final_sample(uint64_t ts, void *userdata) {
         }
 }
 
-int sys_stats_queue_final(SysStatsSession *s, const void *owner) {
+int sys_stats_queue_final(void *state, const void *owner) {
+        SysStatsSession *s = state;
+
         return s && s->n_feeds > 0 ? poller_call(s->poller, final_sample, s, owner) : 0;
 }
