@@ -82,6 +82,13 @@ const Tracebus__DataSourceConfig *data_source_next_config(const char *const *nam
 #define FOREACH_SOURCE_CONFIG(ds, names, tc) \
         for (size_t ds##_index = 0; ((ds) = data_source_next_config((names), (tc), &ds##_index)); ds##_index++)
 
+/* For a source that records one data source of its names: the first one of @tc, NULL
+ * when there is none; and, once it is loaded, a warning in @c for each later one
+ * ("NAME: a second @what: skipped"). Returns 0 or -ENOMEM. */
+const Tracebus__DataSourceConfig *data_source_first_config(const char *const *names, const Tracebus__TraceConfig *tc);
+int data_source_warn_repeats(const char *const *names, const Tracebus__TraceConfig *tc, SessionConfig *c,
+                             const char *what);
+
 /* Every registered source's section of @tc into @c (after session_config_load()). On
  * failure the sections loaded so far stay in @c, freed by session_config_done(). */
 int data_sources_load(const Tracebus__TraceConfig *tc, const char *tracefs_root, SessionConfig *c,

@@ -56,6 +56,31 @@ const Tracebus__DataSourceConfig *data_source_next_config(const char *const *nam
         return NULL;
 }
 
+const Tracebus__DataSourceConfig *data_source_first_config(const char *const *names, const Tracebus__TraceConfig *tc) {
+        size_t i = 0;
+
+        return data_source_next_config(names, tc, &i);
+}
+
+int data_source_warn_repeats(const char *const *names, const Tracebus__TraceConfig *tc, SessionConfig *c,
+                             const char *what) {
+        const Tracebus__DataSourceConfig *ds;
+        bool first = true;
+
+        FOREACH_SOURCE_CONFIG(ds, names, tc) {
+                int r;
+
+                if (first) {
+                        first = false;
+                        continue;
+                }
+                r = session_config_warn(c, "%s: a second %s: skipped", ds->name, what);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 int data_sources_load(const Tracebus__TraceConfig *tc, const char *tracefs_root, SessionConfig *c,
                       char **ret_error) {
         for (size_t i = 0; i < ELEMENTSOF(registry); i++) {

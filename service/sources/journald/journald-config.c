@@ -70,7 +70,7 @@ static int load_one(const Tracebus__TraceConfig *tc, const Tracebus__DataSourceC
         return r;
 }
 
-/* The first journal data source, once this machine is known to have a journal. */
+/* The first journal data source, into a section, when this machine has a journal. */
 static int load_first(const Tracebus__TraceConfig *tc, const Tracebus__DataSourceConfig *ds, SessionConfig *c,
                       JournaldSection **ret) {
         _cleanup_(journald_section_freep) JournaldSection *section = NULL;
@@ -91,21 +91,17 @@ static int load_first(const Tracebus__TraceConfig *tc, const Tracebus__DataSourc
 
 int journald_load(const Tracebus__TraceConfig *tc, const char *tracefs_root, SessionConfig *c, void **ret,
                   char **ret_error) {
+        const Tracebus__DataSourceConfig *ds = data_source_first_config(journald_source_names, tc);
         _cleanup_(journald_section_freep) JournaldSection *section = NULL;
-        const Tracebus__DataSourceConfig *ds;
-        bool seen = false;
+        int r;
 
-        FOREACH_SOURCE_CONFIG(ds, journald_source_names, tc) {
-                int r;
-
-                if (seen)
-                        r = session_config_warn(c, "%s: a second journal data source: skipped", ds->name);
-                else
-                        r = load_first(tc, ds, c, &section);
-                seen = true;
-                if (r < 0)
-                        return r;
-        }
+        if (!ds)
+                return 0;
+        r = load_first(tc, ds, c, &section);
+        if (r >= 0)
+                r = data_source_warn_repeats(journald_source_names, tc, c, "journal data source");
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(section);
         return 0;
 }

@@ -363,35 +363,21 @@ static int load_one(const Tracebus__TraceConfig *tc, const Tracebus__DataSourceC
         return 0;
 }
 
-/* The first linux.perf data source, into a section of its own. */
-static int load_first(const Tracebus__TraceConfig *tc, const Tracebus__DataSourceConfig *ds, const char *root,
-                      SessionConfig *c, PerfSection **ret, char **ret_error) {
-        _cleanup_(perf_section_freep) PerfSection *perf = calloc(1, sizeof(PerfSection));
+int perf_load(const Tracebus__TraceConfig *tc, const char *root, SessionConfig *c, void **ret, char **ret_error) {
+        const Tracebus__DataSourceConfig *ds = data_source_first_config(perf_source_names, tc);
+        _cleanup_(perf_section_freep) PerfSection *perf = NULL;
         int r;
 
+        if (!ds)
+                return 0;
+        perf = calloc(1, sizeof(*perf));
         if (!perf)
                 return -ENOMEM;
         r = load_one(tc, ds, root, perf, c, ret_error);
+        if (r >= 0)
+                r = data_source_warn_repeats(perf_source_names, tc, c, "linux.perf data source");
         if (r < 0)
                 return r;
-        *ret = TAKE_PTR(perf);
-        return 0;
-}
-
-int perf_load(const Tracebus__TraceConfig *tc, const char *root, SessionConfig *c, void **ret, char **ret_error) {
-        _cleanup_(perf_section_freep) PerfSection *perf = NULL;
-        const Tracebus__DataSourceConfig *ds;
-
-        FOREACH_SOURCE_CONFIG(ds, perf_source_names, tc) {
-                int r;
-
-                if (perf)
-                        r = session_config_warn(c, PERF_SOURCE ": a second linux.perf data source: skipped");
-                else
-                        r = load_first(tc, ds, root, c, &perf, ret_error);
-                if (r < 0)
-                        return r;
-        }
         *ret = TAKE_PTR(perf);
         return 0;
 }

@@ -88,21 +88,20 @@ static int load_one(const Tracebus__TraceConfig *tc, const Tracebus__DataSourceC
 
 int process_stats_load(const Tracebus__TraceConfig *tc, const char *tracefs_root, SessionConfig *c, void **ret,
                        char **ret_error) {
+        const Tracebus__DataSourceConfig *ds = data_source_first_config(process_stats_source_names, tc);
         _cleanup_free_ ProcessStatsSection *section = NULL;
-        const Tracebus__DataSourceConfig *ds;
+        int r;
 
-        FOREACH_SOURCE_CONFIG(ds, process_stats_source_names, tc) {
-                int r;
-
-                if (section)
-                        r = session_config_warn(c, PROCESS_STATS_SOURCE ": a second data source of this name: skipped");
-                else if (!(section = calloc(1, sizeof(*section))))
-                        r = -ENOMEM;
-                else
-                        r = load_one(tc, ds, section, c);
-                if (r < 0)
-                        return r;
-        }
+        if (!ds)
+                return 0;
+        section = calloc(1, sizeof(*section));
+        if (!section)
+                return -ENOMEM;
+        r = load_one(tc, ds, section, c);
+        if (r >= 0)
+                r = data_source_warn_repeats(process_stats_source_names, tc, c, "data source of this name");
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(section);
         return 0;
 }
