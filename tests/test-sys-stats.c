@@ -195,7 +195,7 @@ static void test_power(void) {
         g_assert_cmpint(power_count_batteries(missing), ==, 0);
 }
 
-/* protofacts: /proc/interrupts as traced_probes reads it (x86 IO-APIC and MSI lines,
+/* /proc/interrupts as traced_probes reads it (x86 IO-APIC and MSI lines,
  * ARM GIC lines, a name of several words); lines without a trigger or a number skipped. */
 static void test_interrupts(void) {
         static const struct { int32_t id; const char *name; } want[] = {

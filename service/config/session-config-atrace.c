@@ -7,7 +7,7 @@
 #include "strv.h"
 
 /*
- * Perfetto's tolerance, and what it tells (helper "warn"): an event this kernel lacks is
+ * Perfetto's tolerance, and what it tells: an event this kernel lacks is
  * skipped with a warning and listed in FtraceStats.unknown_ftrace_events; an atrace
  * category enables the kernel events of Perfetto's predefined table; what has no kernel
  * side (Android's userspace categories, atrace_apps) is a warning and an atrace error.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * FtraceConfig's options beyond events and buffer sizes (issue 22, item 4), read as
+ * FtraceConfig's options beyond events and buffer sizes, read as
  * Perfetto v58's protos/perfetto/config/ftrace/ftrace_config.proto describes them. Each
  * session has its own tracefs instance, so the options Perfetto keeps for one exclusive
  * session at a time (tids_to_trace, tracefs_options, tracing_cpumask) are per session
