@@ -45,13 +45,14 @@ typedef struct DataSourceVisibility {
 } DataSourceVisibility;
 
 typedef struct DataSourceOps {
-        /* The TraceConfig data source names it serves, NULL-terminated; the first is the
-         * one its warnings and errors use. */
+        /* The TraceConfig data source names it serves, NULL-terminated; the first is its
+         * current name, the others older or sibling ones. */
         const char *const *names;
         /* Reads and checks its data sources of @tc into a section it allocates (*ret_section;
          * NULL when the config has none of them, or the machine cannot record them), with
          * a warning in @c for each thing skipped or changed. A bad value is -EINVAL with
-         * the field named in *ret_error. */
+         * the field named in *ret_error; on failure the loader frees what it allocated.
+         * The config owns the section and frees it with free_section. */
         int (*load)(const Tracebus__TraceConfig *tc, const char *tracefs_root, SessionConfig *c,
                     void **ret_section, char **ret_error);
         void (*free_section)(void *section);
