@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * libFuzzer target: the text-format TraceConfig a caller passes to Start, through
- * the same two steps as the service (session_config_parse_text(), then
- * session_config_load() against the captured tracefs tree in
+ * the same steps as the service (session_config_parse_text(), then
+ * session_config_load() and data_sources_load() against the captured tracefs tree in
  * tests/fixtures/ftrace, so that event names are resolved as on a machine); and
  * the CLI's --txt-lossy parse, which skips the values of names it drops.
  */
@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "fuzz-common.h"
+#include "data-source.h"
 #include "session-config.h"
 #include "strv.h"
 #include "textproto.h"
@@ -38,8 +39,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (session_config_parse_text(text, &tc, &msg) >= 0) {
                 free(msg);
                 msg = NULL;
-                if (session_config_load(tc, fuzz_tracefs_root(), &c, &msg) >= 0)
+                if (session_config_load(tc, fuzz_tracefs_root(), &c, &msg) >= 0) {
+                        (void) data_sources_load(tc, fuzz_tracefs_root(), &c, &msg);
                         session_config_done(&c);
+                }
                 tracebus__trace_config__free_unpacked(tc, NULL);
         }
         free(msg);

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Unit test of `tracebus --profile` (client/cli/cli-profile.c, helper "perfclients"): the
- * command line parsed as the CLI parses it, the config it builds read back field by field,
- * then loaded by the service's own loader (session_config_load(), against a tracefs tree
- * made here), and the combinations it refuses.
+ * Unit test of `tracebus --profile` (client/cli/cli-profile.c): the command line parsed as
+ * the CLI parses it, the config it builds read back field by field, then loaded by the
+ * service's own loaders (session_config_load() and data_sources_load(), against a tracefs
+ * tree made here), and the combinations it refuses.
  */
 #include <stdio.h>
 #include <string.h>
@@ -11,6 +11,10 @@
 
 /* Before glib.h, which redefines MIN and MAX over macro.h's. */
 #include "cli.h"
+#include "data-source.h"
+#include "perf-config.h"
+#include "perf-sampler.h"
+#include "process-stats.h"
 #include "session-config.h"
 #include "strv.h"
 
@@ -152,14 +156,17 @@ static void test_service_loads(void) {
         _cleanup_(session_config_done) SessionConfig sc = {};
         _cleanup_(trace_config_freep) Tracebus__TraceConfig *tc = NULL;
         g_autofree char *error = NULL;
+        const PerfSection *perf;
 
         g_assert_cmpint(PARSE(&c, "--profile=250", "--cmdline", "bash", "-o", "/dev/null"), ==, 0);
         g_assert_nonnull(c.text);
         g_test_message("%s", c.text);
         g_assert_cmpint(session_config_parse_text(c.text, &tc, &error), ==, 0);
         g_assert_cmpint(session_config_load(tc, tracefs_root, &sc, &error), ==, 0);
+        g_assert_cmpint(data_sources_load(tc, tracefs_root, &sc, &error), ==, 0);
         g_assert_null(error);
-        g_assert_true(sc.process_stats && !sc.process_initial_dump_off);
+        g_assert_true(data_source_section(&sc, &process_stats_data_source) && !sc.process_tree.initial_dump_off);
+        perf = data_source_section(&sc, &perf_data_source);
         STRV_FOREACH(w, sc.warnings) {
                 g_test_message("warning: %s", *w);
                 /* Honoured, not skipped: the sampler gets it as written (a build without
@@ -167,17 +174,17 @@ static void test_service_loads(void) {
                 if (!strstr(*w, "UNWIND_DWARF"))
                         g_assert_null(strstr(*w, "linux.perf"));
         }
-        g_assert_true(sc.perf && sc.perf_callstacks && sc.perf_user_frames && sc.perf_unwind_dwarf);
-        g_assert_false(sc.perf_kernel_frames);
-        g_assert_true(sc.perf_freq);
-        g_assert_cmpuint(sc.perf_interval, ==, 250);
+        g_assert_true(perf && perf->callstacks && perf->user_frames && perf->unwind_dwarf);
+        g_assert_false(perf->kernel_frames);
+        g_assert_true(perf->freq);
+        g_assert_cmpuint(perf->interval, ==, 250);
         /* 250 Hz: 12 samples a read, four times over, 102 pages: Perfetto's 128 kept. */
-        g_assert_cmpuint(sc.perf_ring_pages, ==, 128);
-        g_assert_cmpuint(sc.perf_read_period_ms, ==, 50);
-        g_assert_cmpuint(sc.perf_n_target_pids, ==, 0);
-        g_assert_nonnull(sc.perf_target_cmdlines);
-        g_assert_cmpstr(sc.perf_target_cmdlines[0], ==, "bash");
-        g_assert_null(sc.perf_target_cmdlines[1]);
+        g_assert_cmpuint(perf->ring_pages, ==, 128);
+        g_assert_cmpuint(perf->read_period_ms, ==, 50);
+        g_assert_cmpuint(perf->n_target_pids, ==, 0);
+        g_assert_nonnull(perf->target_cmdlines);
+        g_assert_cmpstr(perf->target_cmdlines[0], ==, "bash");
+        g_assert_null(perf->target_cmdlines[1]);
 }
 
 int main(int argc, char *argv[]) {

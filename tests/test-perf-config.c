@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * linux.perf's PerfEventConfig as the service loads it (service/sources/perf/session-config-perf.c)
+ * linux.perf's PerfEventConfig as the service loads it (service/sources/perf/perf-config.c)
  * and what a caller may sample (perf_scope_authorize(), service/sources/perf/perf-scope.c): defaults,
  * a frequency over the kernel's cap, counters this machine lacks, ring sizes, the
  * tracepoint timebase (against a fake tracefs root), the legacy flat fields, and the
@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 /* Before GLib, whose MIN and MAX are the same macros. */
+#include "data-source.h"
+#include "perf-config.h"
 #include "perf-sampler.h"
 #include "session-config.h"
 #include "strv.h"
@@ -29,6 +31,11 @@ static bool has_warning(const SessionConfig *c, const char *part) {
         return false;
 }
 
+/* The linux.perf section of @c. */
+static PerfSection *perf_of(const SessionConfig *c) {
+        return data_source_section(c, &perf_data_source);
+}
+
 /* Loads @perf (the inside of perf_event_config { }); the error, or NULL. */
 static char *load(const char *perf, SessionConfig *c) {
         g_autofree char *text = g_strdup_printf("data_sources { config { name: \"linux.perf\" "
@@ -38,7 +45,7 @@ static char *load(const char *perf, SessionConfig *c) {
 
         g_assert_cmpint(session_config_parse_text(text, &tc, &error), ==, 0);
         *c = (SessionConfig) {};
-        (void) session_config_load_perf(tc, root, c, &error);
+        (void) data_sources_load(tc, root, c, &error);
         trace_config_freep(&tc);
         return error;
 }
@@ -47,13 +54,13 @@ static void test_defaults(void) {
         SessionConfig c;
 
         g_assert_null(load("", &c));
-        g_assert_true(c.perf);
-        g_assert_true(c.perf_freq);
-        g_assert_cmpuint(c.perf_interval, ==, PERF_DEFAULT_FREQUENCY);
-        g_assert_cmpuint(c.perf_counter, ==, TRACEBUS__PERF_EVENTS__COUNTER__SW_CPU_CLOCK);
-        g_assert_cmpuint(c.perf_ring_pages, ==, PERF_DEFAULT_RING_PAGES);
-        g_assert_cmpuint(c.perf_read_period_ms, ==, PERF_DEFAULT_READ_PERIOD_MS);
-        g_assert_false(c.perf_callstacks);   /* counting only, as Perfetto without callstack_sampling */
+        g_assert_nonnull(perf_of(&c));
+        g_assert_true(perf_of(&c)->freq);
+        g_assert_cmpuint(perf_of(&c)->interval, ==, PERF_DEFAULT_FREQUENCY);
+        g_assert_cmpuint(perf_of(&c)->counter, ==, TRACEBUS__PERF_EVENTS__COUNTER__SW_CPU_CLOCK);
+        g_assert_cmpuint(perf_of(&c)->ring_pages, ==, PERF_DEFAULT_RING_PAGES);
+        g_assert_cmpuint(perf_of(&c)->read_period_ms, ==, PERF_DEFAULT_READ_PERIOD_MS);
+        g_assert_false(perf_of(&c)->callstacks);   /* counting only, as Perfetto without callstack_sampling */
         session_config_done(&c);
 }
 
@@ -63,13 +70,13 @@ static void test_frequency_clamped(void) {
 
         g_assert_true(g_file_get_contents("/proc/sys/kernel/perf_event_max_sample_rate", &max_text, NULL, NULL));
         g_assert_null(load("timebase { frequency: 100000000 counter: SW_CPU_CLOCK }", &c));
-        g_assert_cmpuint(c.perf_interval, ==, g_ascii_strtoull(max_text, NULL, 10));
+        g_assert_cmpuint(perf_of(&c)->interval, ==, g_ascii_strtoull(max_text, NULL, 10));
         g_assert_true(has_warning(&c, "perf_event_max_sample_rate"));
         session_config_done(&c);
         g_assert_null(load("timebase { period: 5000 counter: SW_PAGE_FAULTS }", &c));
-        g_assert_false(c.perf_freq);
-        g_assert_cmpuint(c.perf_interval, ==, 5000);
-        g_assert_cmpuint(c.perf_counter, ==, TRACEBUS__PERF_EVENTS__COUNTER__SW_PAGE_FAULTS);
+        g_assert_false(perf_of(&c)->freq);
+        g_assert_cmpuint(perf_of(&c)->interval, ==, 5000);
+        g_assert_cmpuint(perf_of(&c)->counter, ==, TRACEBUS__PERF_EVENTS__COUNTER__SW_PAGE_FAULTS);
         g_assert_null(c.warnings);
         session_config_done(&c);
 }
@@ -79,10 +86,10 @@ static void test_hw_counter(void) {
         SessionConfig c;
 
         g_assert_null(load("timebase { frequency: 100 counter: HW_CPU_CYCLES }", &c));
-        if (c.perf_counter == TRACEBUS__PERF_EVENTS__COUNTER__HW_CPU_CYCLES)
+        if (perf_of(&c)->counter == TRACEBUS__PERF_EVENTS__COUNTER__HW_CPU_CYCLES)
                 g_assert_null(c.warnings);
         else {
-                g_assert_cmpuint(c.perf_counter, ==, TRACEBUS__PERF_EVENTS__COUNTER__SW_CPU_CLOCK);
+                g_assert_cmpuint(perf_of(&c)->counter, ==, TRACEBUS__PERF_EVENTS__COUNTER__SW_CPU_CLOCK);
                 g_assert_true(has_warning(&c, "HW_CPU_CYCLES is not available"));
                 g_test_message("HW_CPU_CYCLES missing here: SW_CPU_CLOCK, warned");
         }
@@ -94,15 +101,15 @@ static void test_sizes_and_skipped(void) {
 
         g_assert_null(load("ring_buffer_pages: 100 followers { counter: SW_PAGE_FAULTS } target_cpu: 0 "
                            "callstack_sampling { user_frames: UNWIND_FRAME_POINTER }", &c));
-        g_assert_cmpuint(c.perf_ring_pages, ==, 64);
+        g_assert_cmpuint(perf_of(&c)->ring_pages, ==, 64);
         g_assert_true(has_warning(&c, "ring_buffer_pages 100"));
         g_assert_true(has_warning(&c, "followers are not recorded"));
         g_assert_true(has_warning(&c, "target_cpu"));
-        g_assert_true(c.perf_callstacks && c.perf_user_frames && !c.perf_unwind_dwarf);
+        g_assert_true(perf_of(&c)->callstacks && perf_of(&c)->user_frames && !perf_of(&c)->unwind_dwarf);
         session_config_done(&c);
         /* Perfetto's case study asks for 2048 pages: a power of two, over tracebus's cap. */
         g_assert_null(load("ring_buffer_pages: 2048", &c));
-        g_assert_cmpuint(c.perf_ring_pages, ==, PERF_MAX_RING_PAGES);
+        g_assert_cmpuint(perf_of(&c)->ring_pages, ==, PERF_MAX_RING_PAGES);
         g_assert_true(has_warning(&c, "ring_buffer_pages 2048 is over tracebus's cap of 1024 pages per CPU"));
         session_config_done(&c);
 }
@@ -112,15 +119,15 @@ static void test_tracepoint(void) {
         SessionConfig c;
 
         g_assert_null(load("timebase { period: 1 tracepoint { name: \"sched:sched_switch\" filter: \"prev_pid > 0\" } }", &c));
-        g_assert_cmpuint(c.perf_type, ==, 2);   /* PERF_TYPE_TRACEPOINT */
-        g_assert_cmpuint(c.perf_event_config, ==, 316);
-        g_assert_cmpstr(c.perf_tracepoint, ==, "sched:sched_switch");
-        g_assert_cmpstr(c.perf_tracepoint_filter, ==, "prev_pid > 0");
+        g_assert_cmpuint(perf_of(&c)->type, ==, 2);   /* PERF_TYPE_TRACEPOINT */
+        g_assert_cmpuint(perf_of(&c)->event_config, ==, 316);
+        g_assert_cmpstr(perf_of(&c)->tracepoint, ==, "sched:sched_switch");
+        g_assert_cmpstr(perf_of(&c)->tracepoint_filter, ==, "prev_pid > 0");
         session_config_done(&c);
         /* Perfetto's other form, which its docs use ("sched/sched_switch"): the same event. */
         g_assert_null(load("timebase { period: 1 tracepoint { name: \"sched/sched_switch\" } }", &c));
-        g_assert_cmpuint(c.perf_type, ==, 2);
-        g_assert_cmpuint(c.perf_event_config, ==, 316);
+        g_assert_cmpuint(perf_of(&c)->type, ==, 2);
+        g_assert_cmpuint(perf_of(&c)->event_config, ==, 316);
         session_config_done(&c);
         error = load("timebase { tracepoint { name: \"sched:nope\" } }", &c);
         g_assert_nonnull(strstr(error, "does not exist"));
@@ -142,19 +149,19 @@ static void test_legacy_and_authorize(void) {
 
         g_assert_null(load("all_cpus: true sampling_frequency: 99 kernel_frames: true target_pid: 1 "
                            "target_cmdline: \"tracebusd\" exclude_pid: 2", &c));
-        g_assert_true(c.perf_callstacks && c.perf_kernel_frames);
-        g_assert_cmpuint(c.perf_interval, ==, 99);
-        g_assert_cmpuint(c.perf_n_target_pids, ==, 1);
-        g_assert_cmpint(c.perf_target_pids[0], ==, 1);
-        g_assert_cmpstr(c.perf_target_cmdlines[0], ==, "tracebusd");
-        g_assert_cmpint(c.perf_exclude_pids[0], ==, 2);
+        g_assert_true(perf_of(&c)->callstacks && perf_of(&c)->kernel_frames);
+        g_assert_cmpuint(perf_of(&c)->interval, ==, 99);
+        g_assert_cmpuint(perf_of(&c)->n_target_pids, ==, 1);
+        g_assert_cmpint(perf_of(&c)->target_pids[0], ==, 1);
+        g_assert_cmpstr(perf_of(&c)->target_cmdlines[0], ==, "tracebusd");
+        g_assert_cmpint(perf_of(&c)->exclude_pids[0], ==, 2);
         /* pid 1 is root's: a caller of another uid without manage is refused, naming it. */
         g_assert_cmpint(perf_scope_authorize(&c, 4242, false, &pid), ==, -EPERM);
         g_assert_cmpint(pid, ==, 1);
-        g_assert_false(c.perf_kernel_frames);
+        g_assert_false(perf_of(&c)->kernel_frames);
         g_assert_true(has_warning(&c, "kernel_frames need org.tracebus.manage"));
         g_assert_cmpint(perf_scope_authorize(&c, 4242, true, &pid), ==, 0);
-        g_assert_true(c.perf_manage);
+        g_assert_true(perf_of(&c)->manage);
         session_config_done(&c);
 }
 

@@ -92,7 +92,7 @@ typedef struct {
         bool bad_seq, bad_ts, bad_cpu_stat, bad_key;
         GArray *times;                /* guint64: sys_stats packet timestamps */
         const Tracebus__CpuInfo *cpu_info;
-        const Tracebus__InterruptInfo *interrupt_info;  /* protofacts */
+        const Tracebus__InterruptInfo *interrupt_info;
 } SysSummary;
 
 static void sys_summary_clear(SysSummary *s) {
@@ -215,7 +215,7 @@ static void test_every_group(void) {
         expect((s.thermal > 0) == exists("/sys/class/thermal/thermal_zone0"), "thermal %u", s.thermal);
         expect(s.devfreq == 0 || exists("/sys/class/devfreq"), "devfreq without /sys/class/devfreq");
         expect(s.n_battery == 0 || exists("/sys/class/power_supply"), "battery counters without power_supply");
-        /* What is missing here is named (the probe paths of service/sources/sysstats/session-config-sysstats.c). */
+        /* What is missing here is named (the probe paths of service/sources/sysstats/sys-stats-config.c). */
         if (s.n_battery == 0)
                 expect_warning(warnings, &t, "no battery: linux.sysfs_power skipped");
         if (!exists("/sys/devices/system/cpu/cpu0/cpufreq"))
@@ -228,7 +228,7 @@ static void test_every_group(void) {
                 expect_warning(warnings, &t, "linux.sys_stats devfreq: this kernel has no");
 
         expect(s.n_cpu_info == 1, "%u CpuInfo packets, expected 1", s.n_cpu_info);
-        /* protofacts: with irq_names, the IRQ names of /proc/interrupts, once (TracePacket.interrupt_info). */
+        /* With irq_names, the IRQ names of /proc/interrupts, once (TracePacket.interrupt_info). */
         expect(s.n_interrupt_info == 1, "%u InterruptInfo packets, expected 1", s.n_interrupt_info);
         if (s.interrupt_info)
                 expect(s.interrupt_info->n_irq_mapping > 0 && s.interrupt_info->irq_mapping[0]->has_irq_id &&
@@ -285,7 +285,7 @@ static void test_cpufreq_doc_config(void) {
                 expect_warning(warnings, &t, "linux.sys_stats cpufreq: this kernel has no");
         }
         expect(s.n_cpu_info == 1, "%u CpuInfo packets for linux.system_info", s.n_cpu_info);
-        /* protofacts2: no irq_names in this config, so no InterruptInfo (as traced_probes). */
+        /* No irq_names in this config, so no InterruptInfo (as traced_probes). */
         expect(s.n_interrupt_info == 0, "%u InterruptInfo packets without irq_names", s.n_interrupt_info);
         verdict();
 }

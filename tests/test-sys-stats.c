@@ -195,7 +195,7 @@ static void test_power(void) {
         g_assert_cmpint(power_count_batteries(missing), ==, 0);
 }
 
-/* protofacts: /proc/interrupts as traced_probes reads it (x86 IO-APIC and MSI lines,
+/* /proc/interrupts as traced_probes reads it (x86 IO-APIC and MSI lines,
  * ARM GIC lines, a name of several words); lines without a trigger or a number skipped. */
 static void test_interrupts(void) {
         static const struct { int32_t id; const char *name; } want[] = {
@@ -264,25 +264,26 @@ static void test_config(void) {
                 "data_sources { config { name: \"linux.system_info\" } }";
         Tracebus__TraceConfig *tc = NULL;
         g_autofree char *error = NULL;
+        SysStatsSelection sel = {};
         SessionConfig c = {};
 
         g_assert_cmpint(session_config_parse_text(text, &tc, &error), ==, 0);
-        g_assert_cmpint(session_config_load_sys_stats(tc, &c), ==, 0);
-        g_assert_cmpuint(c.sys_stats.period_ms[SYS_STATS_MEMINFO], ==, 10);
+        g_assert_cmpint(sys_stats_load_selection(tc, &c, &sel), ==, 0);
+        g_assert_cmpuint(sel.period_ms[SYS_STATS_MEMINFO], ==, 10);
         g_assert_true(has_warning(&c, "meminfo_period_ms 5 is under the minimum of 10 ms"));
         g_assert_true(has_warning(&c, "gpufreq_period_ms is not supported"));
-        g_assert_true(sys_stats_keys_test(&c.sys_stats.meminfo, 2));
-        g_assert_false(sys_stats_keys_test(&c.sys_stats.meminfo, 1));
+        g_assert_true(sys_stats_keys_test(&sel.meminfo, 2));
+        g_assert_false(sys_stats_keys_test(&sel.meminfo, 1));
         /* No vmstat_counters: all of them, as Perfetto. */
-        g_assert_true(sys_stats_keys_test(&c.sys_stats.vmstat, 1));
-        g_assert_cmpuint(c.sys_stats.stat_fields, ==, 1u << 4);
-        g_assert_true(c.sys_stats.system_info);
+        g_assert_true(sys_stats_keys_test(&sel.vmstat, 1));
+        g_assert_cmpuint(sel.stat_fields, ==, 1u << 4);
+        g_assert_true(sel.system_info);
         /* This machine's batteries decide: none, a warning and no poller. */
         if (power_count_batteries("/sys/class/power_supply") == 0) {
                 g_assert_true(has_warning(&c, "no battery: linux.sysfs_power skipped"));
-                g_assert_cmpuint(c.sys_stats.period_ms[SYS_STATS_POWER], ==, 0);
+                g_assert_cmpuint(sel.period_ms[SYS_STATS_POWER], ==, 0);
         } else
-                g_assert_cmpuint(c.sys_stats.period_ms[SYS_STATS_POWER], ==, SYS_STATS_POWER_PERIOD_MS);
+                g_assert_cmpuint(sel.period_ms[SYS_STATS_POWER], ==, SYS_STATS_POWER_PERIOD_MS);
         session_config_done(&c);
         tracebus__trace_config__free_unpacked(tc, NULL);
 }
@@ -297,6 +298,7 @@ static void test_config_unknown_counters(void) {
         Tracebus__TraceConfig tc = TRACEBUS__TRACE_CONFIG__INIT;
         int meminfo[] = { 2, 99, 35 }, vmstat[] = { 1, 4000 };
         Tracebus__SysStatsConfig__StatCounters stat[] = { 1, 77 };
+        SysStatsSelection sel = {};
         SessionConfig c = {};
 
         sc.has_meminfo_period_ms = sc.has_vmstat_period_ms = sc.has_stat_period_ms = true;
@@ -313,17 +315,17 @@ static void test_config_unknown_counters(void) {
         tc.n_data_sources = 1;
         tc.data_sources = srcs;
 
-        g_assert_cmpint(session_config_load_sys_stats(&tc, &c), ==, 0);
+        g_assert_cmpint(sys_stats_load_selection(&tc, &c, &sel), ==, 0);
         g_assert_true(has_warning(&c, "meminfo counter 99 is not one tracebus reads"));
         /* v58's MEMINFO_ZRAM (35): named by Perfetto, no /proc/meminfo line tracebus reads. */
         g_assert_true(has_warning(&c, "meminfo counter MEMINFO_ZRAM (35) is not one tracebus reads"));
-        g_assert_false(sys_stats_keys_test(&c.sys_stats.meminfo, 35));
+        g_assert_false(sys_stats_keys_test(&sel.meminfo, 35));
         g_assert_true(has_warning(&c, "vmstat counter 4000 is not one tracebus reads"));
         g_assert_true(has_warning(&c, "stat counter 77 is not one tracebus reads"));
-        g_assert_true(sys_stats_keys_test(&c.sys_stats.meminfo, 2));
-        g_assert_true(sys_stats_keys_test(&c.sys_stats.vmstat, 1));
-        g_assert_cmpuint(c.sys_stats.stat_fields, ==, 1u << 1);
-        g_assert_cmpuint(c.sys_stats.period_ms[SYS_STATS_STAT], ==, 250);
+        g_assert_true(sys_stats_keys_test(&sel.meminfo, 2));
+        g_assert_true(sys_stats_keys_test(&sel.vmstat, 1));
+        g_assert_cmpuint(sel.stat_fields, ==, 1u << 1);
+        g_assert_cmpuint(sel.period_ms[SYS_STATS_STAT], ==, 250);
         session_config_done(&c);
 }
 
@@ -337,14 +339,15 @@ static void test_config_absent_counters(void) {
         g_autofree char *vmstat = NULL, *error = NULL;
         Tracebus__TraceConfig *tc = NULL;
         bool has_batch, has_overhead;
+        SysStatsSelection sel = {};
         SessionConfig c = {};
 
         g_assert_true(g_file_get_contents("/proc/vmstat", &vmstat, NULL, NULL));
         has_batch = g_str_has_prefix(vmstat, "nr_alloc_batch ") || strstr(vmstat, "\nnr_alloc_batch ");
         has_overhead = g_str_has_prefix(vmstat, "nr_overhead ") || strstr(vmstat, "\nnr_overhead ");
         g_assert_cmpint(session_config_parse_text(text, &tc, &error), ==, 0);
-        g_assert_cmpint(session_config_load_sys_stats(tc, &c), ==, 0);
-        g_assert_true(sys_stats_keys_test(&c.sys_stats.vmstat, TRACEBUS__VMSTAT_COUNTERS__VMSTAT_NR_FREE_PAGES));
+        g_assert_cmpint(sys_stats_load_selection(tc, &c, &sel), ==, 0);
+        g_assert_true(sys_stats_keys_test(&sel.vmstat, TRACEBUS__VMSTAT_COUNTERS__VMSTAT_NR_FREE_PAGES));
         g_assert_false(has_warning(&c, "VMSTAT_NR_FREE_PAGES"));
         g_assert_true(has_warning(&c, "this kernel's /proc/vmstat has no") == (!has_batch || !has_overhead));
         g_assert_true(has_warning(&c, "VMSTAT_NR_ALLOC_BATCH") == !has_batch);

@@ -7,7 +7,7 @@
 #include "strv.h"
 
 /*
- * Perfetto's tolerance, and what it tells (helper "warn"): an event this kernel lacks is
+ * Perfetto's tolerance, and what it tells: an event this kernel lacks is
  * skipped with a warning and listed in FtraceStats.unknown_ftrace_events; an atrace
  * category enables the kernel events of Perfetto's predefined table; what has no kernel
  * side (Android's userspace categories, atrace_apps) is a warning and an atrace error.
@@ -115,15 +115,10 @@ static int atrace_apps_error(SessionConfig *c, const Tracebus__FtraceConfig *fc)
 
 int session_config_load_atrace(const Tracebus__TraceConfig *tc, SessionConfig *c) {
         _cleanup_strv_free_ char **seen = NULL;
+        const Tracebus__FtraceConfig *fc;
         int r;
 
-        for (size_t i = 0; i < tc->n_data_sources; i++) {
-                const Tracebus__DataSourceConfig *ds = tc->data_sources[i]->config;
-                const Tracebus__FtraceConfig *fc = ds && ds->name && strcmp(ds->name, "linux.ftrace") == 0 ?
-                        ds->ftrace_config : NULL;
-
-                if (!fc)
-                        continue;
+        FOREACH_FTRACE_CONFIG(fc, tc) {
                 for (size_t j = 0; j < fc->n_atrace_categories; j++) {
                         r = atrace_error(c, seen, fc->atrace_categories[j]);
                         if (r >= 0)

@@ -103,12 +103,11 @@ static int load_sizes(const Tracebus__TraceConfig *tc, SessionConfig *c, char **
 }
 
 bool session_config_has_other_sources(const Tracebus__TraceConfig *tc) {
-        for (size_t i = 0; i < tc->n_data_sources; i++) {
-                const Tracebus__DataSourceConfig *ds = tc->data_sources[i]->config;
+        const Tracebus__DataSourceConfig *ds;
 
-                if (ds && ds->name && strcmp(ds->name, "linux.ftrace") != 0)
+        FOREACH_CONFIG_SOURCE(ds, tc, NULL)
+                if (strcmp(ds->name, "linux.ftrace") != 0)
                         return true;
-        }
         return false;
 }
 

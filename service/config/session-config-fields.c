@@ -348,9 +348,10 @@ static int check_unknown_fields(const ProtobufCMessage *m, const char *path, uns
  * Session's DataSources): linux.ftrace only when it has a kernel buffer to record. What a
  * listed source cannot do on this machine is in the warnings. */
 int session_config_load_source_names(const Tracebus__TraceConfig *tc, SessionConfig *c) {
-        for (size_t i = 0; i < tc->n_data_sources; i++) {
-                const Tracebus__DataSourceConfig *ds = tc->data_sources[i]->config;
-                const SourceRule *rule = ds && ds->name ? session_config_source_rule(ds->name) : NULL;
+        const Tracebus__DataSourceConfig *ds;
+
+        FOREACH_CONFIG_SOURCE(ds, tc, NULL) {
+                const SourceRule *rule = session_config_source_rule(ds->name);
 
                 if (!rule || rule->disposition != FIELD_HONOURED || strv_contains(c->data_sources, ds->name))
                         continue;

@@ -181,14 +181,11 @@ static int check_kernel(const char *root, SessionConfig *c) {
 
 int session_config_load_ftgraph(const Tracebus__TraceConfig *tc, const char *root, SessionConfig *c,
                                 char **ret_error) {
+        const Tracebus__FtraceConfig *fc;
         int r;
 
-        for (size_t i = 0; i < tc->n_data_sources; i++) {
-                const Tracebus__DataSourceConfig *ds = tc->data_sources[i]->config;
-
-                if (!ds || !ds->name || strcmp(ds->name, "linux.ftrace") != 0 || !ds->ftrace_config)
-                        continue;
-                r = load_one(ds->ftrace_config, c, ret_error);
+        FOREACH_FTRACE_CONFIG(fc, tc) {
+                r = load_one(fc, c, ret_error);
                 if (r < 0)
                         return r;
         }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * FtraceConfig's options beyond events and buffer sizes (issue 22, item 4), read as
+ * FtraceConfig's options beyond events and buffer sizes, read as
  * Perfetto v58's protos/perfetto/config/ftrace/ftrace_config.proto describes them. Each
  * session has its own tracefs instance, so the options Perfetto keeps for one exclusive
  * session at a time (tids_to_trace, tracefs_options, tracing_cpumask) are per session
@@ -452,17 +452,12 @@ static int load_one(const Tracebus__FtraceConfig *fc, const char *root, SyscallS
 
 int session_config_load_ftrace_options(const Tracebus__TraceConfig *tc, const char *root, SessionConfig *c,
                                        char **ret_error) {
+        const Tracebus__FtraceConfig *fc;
         SyscallSet syscalls = {};
         bool throttle = false, no_generic = false;
         int r;
 
-        for (size_t i = 0; i < tc->n_data_sources; i++) {
-                const Tracebus__DataSourceConfig *ds = tc->data_sources[i]->config;
-                const Tracebus__FtraceConfig *fc = ds && ds->name && strcmp(ds->name, "linux.ftrace") == 0 ?
-                        ds->ftrace_config : NULL;
-
-                if (!fc)
-                        continue;
+        FOREACH_FTRACE_CONFIG(fc, tc) {
                 r = load_one(fc, root, &syscalls, c, ret_error);
                 if (r < 0)
                         return r;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Start's rotation options (helper "rotate"): RotateEveryMs, RotateBytes, RotateKeep.
+/* Start's rotation options: RotateEveryMs, RotateBytes, RotateKeep.
  *
  * A rotating session writes its trace as chunks FILE.0, FILE.1, ..., each a trace that
  * loads alone (service/recorder/recorder-rotate.c). The chunks are cut between two drain passes

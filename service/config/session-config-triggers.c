@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * TraceConfig.trigger_config (helper "triggers", issue 23), refused where Perfetto v58's
+ * TraceConfig.trigger_config, refused where Perfetto v58's
  * EnableTracing refuses it: an unknown mode, no trigger_timeout_ms or one over 7 days,
  * duration_ms with triggers, STOP_TRACING or CLONE_SNAPSHOT with write_into_file,
  * use_clone_snapshot_if_available without STOP_TRACING, a name twice. tracebus adds caps

@@ -50,8 +50,6 @@ void session_config_done(SessionConfig *c) {
         session_config_ftrace_done(c);
         c->buffers = mfree(c->buffers);
         c->n_buffers = 0;
-        c->journald_identifiers = strv_free(c->journald_identifiers);
-        c->journald_units = strv_free(c->journald_units);
         c->unknown_ftrace_events = strv_free(c->unknown_ftrace_events);
         c->data_sources = strv_free(c->data_sources);
         c->failed_ftrace_events = strv_free(c->failed_ftrace_events);
@@ -59,7 +57,11 @@ void session_config_done(SessionConfig *c) {
         session_config_ftgraph_done(c);
         c->unique_session_name = mfree(c->unique_session_name);
         c->trace_filter = trace_filter_free(c->trace_filter);
-        session_config_perf_done(c);
+        for (size_t i = 0; i < SESSION_MAX_SECTIONS; i++) {
+                if (c->sections[i].data && c->sections[i].free)
+                        c->sections[i].free(c->sections[i].data);
+                c->sections[i] = (SessionSection) {};
+        }
         session_config_triggers_done(c);
 }
 
@@ -255,26 +257,36 @@ static int load_ftrace_config(const Tracebus__FtraceConfig *fc, SessionConfig *c
         return 0;
 }
 
-static const Tracebus__FtraceConfig *ftrace_config_of(const Tracebus__TraceConfig__DataSource *source) {
-        const Tracebus__DataSourceConfig *ds = source->config;
+const Tracebus__DataSourceConfig *session_config_next_source(const Tracebus__TraceConfig *tc, const char *name,
+                                                             size_t *i) {
+        for (; *i < tc->n_data_sources; (*i)++) {
+                const Tracebus__DataSourceConfig *ds = tc->data_sources[*i]->config;
 
-        if (!ds || !ds->name || strcmp(ds->name, "linux.ftrace") != 0)
-                return NULL;
-        return ds->ftrace_config;
+                if (ds && ds->name && (!name || strcmp(ds->name, name) == 0))
+                        return ds;
+        }
+        return NULL;
+}
+
+const Tracebus__FtraceConfig *session_config_next_ftrace(const Tracebus__TraceConfig *tc, size_t *i) {
+        const Tracebus__DataSourceConfig *ds;
+
+        for (; (ds = session_config_next_source(tc, "linux.ftrace", i)); (*i)++)
+                if (ds->ftrace_config)
+                        return ds->ftrace_config;
+        return NULL;
 }
 
 /* The caps on the work a config asks for, checked before any of it is done. */
 static int check_config_size(const Tracebus__TraceConfig *tc, char **ret_error) {
+        const Tracebus__FtraceConfig *fc;
         size_t names = 0;
 
         if (tc->n_data_sources > SESSION_MAX_DATA_SOURCES)
                 return session_config_error(ret_error, "%zu data sources, at most %u are allowed",
                                  tc->n_data_sources, SESSION_MAX_DATA_SOURCES);
-        for (size_t i = 0; i < tc->n_data_sources; i++) {
-                const Tracebus__FtraceConfig *fc = ftrace_config_of(tc->data_sources[i]);
-
-                names += fc ? fc->n_ftrace_events + fc->n_atrace_categories : 0;
-        }
+        FOREACH_FTRACE_CONFIG(fc, tc)
+                names += fc->n_ftrace_events + fc->n_atrace_categories;
         if (names > SESSION_MAX_CONFIG_EVENT_NAMES)
                 return session_config_error(ret_error, "the linux.ftrace data sources name %zu events together, at most %u are allowed",
                                  names, SESSION_MAX_CONFIG_EVENT_NAMES);
@@ -283,13 +295,10 @@ static int check_config_size(const Tracebus__TraceConfig *tc, char **ret_error) 
 
 static int load_data_sources(const Tracebus__TraceConfig *tc, SessionConfig *c, EventResolution *res,
                              char **ret_error) {
+        const Tracebus__FtraceConfig *fc;
         int r;
 
-        for (size_t i = 0; i < tc->n_data_sources; i++) {
-                const Tracebus__FtraceConfig *fc = ftrace_config_of(tc->data_sources[i]);
-
-                if (!fc)
-                        continue;
+        FOREACH_FTRACE_CONFIG(fc, tc) {
                 r = load_ftrace_config(fc, c, res, ret_error);
                 if (r < 0)
                         return r;
@@ -436,9 +445,6 @@ int session_config_load_flags(const Tracebus__TraceConfig *tc, const char *root,
         r = session_config_load_buffers(tc, &c, ret_error);
         if (r < 0)
                 return r;
-        r = session_config_load_process_sources(tc, &c);
-        if (r < 0)
-                return r;
         r = session_config_load_trace(tc, &c, ret_error);
         if (r < 0)
                 return r;
@@ -457,12 +463,6 @@ int session_config_load_flags(const Tracebus__TraceConfig *tc, const char *root,
                 return r;
         /* No ftrace events: no kernel buffer at all. */
         c.buffer_size_kb = !c.events ? 0 : c.buffer_size_kb ?: SESSION_DEFAULT_BUFFER_SIZE_KB;
-        r = session_config_load_sys_stats(tc, &c);
-        if (r < 0)
-                return r;
-        r = session_config_load_perf(tc, root, &c, ret_error);
-        if (r < 0)
-                return r;
 
         r = session_config_load_source_names(tc, &c);
         if (r >= 0)

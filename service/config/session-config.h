@@ -9,7 +9,6 @@
 #include "ftrace-parser.h"
 #include "macro.h"
 #include "trace-filter.h"
-#include "sys-stats-types.h"
 
 /*
  * What a session records, validated: the TraceConfig a caller sent (text format, or
@@ -54,6 +53,27 @@ typedef struct SessionBuffer {
         bool discard;                  /* fill_policy DISCARD; else RING_BUFFER */
 } SessionBuffer;
 
+/* How the recorder describes processes (ProcessTree), in every session: the service
+ * describes them as if linux.process_stats with scan_all_processes_on_start and
+ * record_thread_names were always there. That data source's options change it, and its
+ * loader sets these. */
+typedef struct SessionProcessTree {
+        bool age;                      /* record_process_age: each process's start time */
+        bool skip_main_thread;         /* skip_main_thread_message */
+        bool initial_dump_off;         /* quirk DISABLE_INITIAL_DUMP: no scan at start */
+        bool on_demand_off;            /* quirk DISABLE_ON_DEMAND: no scan of new pids */
+} SessionProcessTree;
+
+/* One data source's validated section, beside ftrace (sources/data-source.h): the config
+ * owns it and frees it with @free, but never reads it; the source that loaded it does. */
+typedef struct SessionSection {
+        void *data;
+        void (*free)(void *data);
+} SessionSection;
+
+/* How many data sources the registry may hold (sources/data-sources.c checks it). */
+#define SESSION_MAX_SECTIONS 8u
+
 typedef struct SessionConfig {
         char **events;                 /* "group/name", wildcards and bare names resolved */
         uint32_t buffer_size_kb;       /* kernel buffer per CPU */
@@ -78,8 +98,8 @@ typedef struct SessionConfig {
          * At most SESSION_MAX_WARNINGS, the last saying how many more were left out. */
         char **warnings;
         size_t n_warnings_dropped;
-        /* ftfilter: FtraceConfig's remaining options, checked by session-config-ftrace.c and
-         * applied to the session's instance by ftrace-options.c. */
+        /* FtraceConfig's remaining options, checked by session-config-ftrace.c and applied
+         * to the session's instance by sources/ftrace/ftrace-options.c. */
         char *syscall_filter;          /* "id == 0 || id == 1", for raw_syscalls; NULL: all */
         uint32_t *tids_to_trace;       /* written to set_event_pid */
         size_t n_tids_to_trace;
@@ -89,42 +109,26 @@ typedef struct SessionConfig {
         uint32_t drain_buffer_percent; /* the instance's buffer_percent, the pipes polled; 0: off */
         FtracePrintRule *print_rules;  /* ftrace/print filter, strings owned */
         size_t n_print_rules;
-        /* Helper "buffers" (service/config/session-config-buffers.c): TraceConfig.buffers as
-         * configured, each with its own size and fill policy; their sizes add up to at
-         * most SESSION_MAX_TRACE_BUFFER_KB. The linux.ftrace data source's buffer. */
+        /* TraceConfig.buffers as configured (session-config-buffers.c), each with its own
+         * size and fill policy; their sizes add up to at most SESSION_MAX_TRACE_BUFFER_KB.
+         * ftrace_buffer is the one the linux.ftrace data source writes to. */
         SessionBuffer *buffers;
         size_t n_buffers;
         uint32_t ftrace_buffer;
 
-        /* linux.sys_stats, linux.system_info, linux.sysfs_power (helper "sysstats"). */
-        SysStatsSelection sys_stats;
-        /* procstats: linux.process_stats (session-config-procstats.c, process-stats.c) */
-        bool process_stats;                   /* the data source is in the config */
-        uint32_t process_stats_poll_ms;       /* 0: no periodic ProcessStats */
-        uint32_t process_stats_cache_ttl_ms;  /* 0: a value is written only when it changes */
-        uint32_t process_stats_target_buffer;
-        bool process_stats_smaps;             /* scan_smaps_rollup */
-        bool process_stats_runtime;           /* record_process_runtime */
-        bool process_age;                     /* record_process_age: ProcessTree's start times */
-        bool process_skip_main_thread;        /* skip_main_thread_message */
-        bool process_initial_dump_off;        /* quirk DISABLE_INITIAL_DUMP: no scan at start */
-        bool process_on_demand_off;           /* quirk DISABLE_ON_DEMAND: no scan of new pids */
-        /* procstats: linux.systemd_journald (session-config-journald.c, journald.c) */
-        bool journald;                        /* the data source is in the config, and a journal here */
-        uint32_t journald_min_prio;           /* entries of PRIORITY up to this (7: all) */
-        char **journald_identifiers;          /* only these SYSLOG_IDENTIFIERs, when not NULL */
-        char **journald_units;                /* only these _SYSTEMD_UNITs, when not NULL */
-        uint32_t journald_target_buffer;
-        /* Helper "warn": the ftrace setup errors, written into the FtraceStats at the start
-         * of the trace (unknown_ftrace_events, failed_ftrace_events, atrace_errors), which
+        /* The other data sources' sections, in the registry's order (sources/data-sources.c):
+         * a NULL data where the config has none of that source's data sources. */
+        SessionSection sections[SESSION_MAX_SECTIONS];
+        SessionProcessTree process_tree;
+        /* The ftrace setup errors, written into the FtraceStats at the start of the trace
+         * (unknown_ftrace_events, failed_ftrace_events, atrace_errors), which
          * trace_processor counts in its ftrace_setup_errors stat. Each is also a warning. */
         char **unknown_ftrace_events;  /* "group/name" asked for, not on this kernel */
         char **failed_ftrace_events;   /* on this kernel, but enabling it failed */
         char **atrace_errors;          /* atrace categories and apps that enable nothing here */
         bool strict_events;            /* SESSION_CONFIG_STRICT_EVENTS: no event of the list exists: refused */
         char **data_sources;           /* the config's data sources tracebus runs (DataSources property) */
-        /* ftgraph (issue 22, session-config-ftgraph.c): kernel symbols, the function_graph
-         * tracer, kprobes. */
+        /* Kernel symbols, the function_graph tracer, kprobes (session-config-ftgraph.c). */
         bool symbolize_ksyms;          /* code addresses as iids of InternedData.kernel_symbols */
         bool ksyms_retain;             /* ksyms_mem_policy KSYMS_RETAIN: the table outlives the session */
         bool function_graph;           /* current_tracer function_graph in the instance */
@@ -134,7 +138,7 @@ typedef struct SessionConfig {
         char **kprobes;                /* "p:SYMBOL" (kprobe) and "r:SYMBOL" (kretprobe) */
         bool needs_kprobes_action;     /* kprobes or function tracing: org.tracebus.kprobes */
 
-        /* helper "tracecfg": TraceConfig's own fields (service/config/session-config-trace.c). */
+        /* TraceConfig's own fields (session-config-trace.c). */
         char *unique_session_name;     /* NULL: none; else one live session of it per user */
         bool disable_clock_snapshotting, disable_trace_config, disable_system_info, disable_service_events;
         uint32_t snapshot_interval_ms; /* clock snapshots and sync markers */
@@ -143,76 +147,26 @@ typedef struct SessionConfig {
         uint32_t flush_period_ms;      /* 0: none */
         uint32_t stop_timeout_ms;      /* data_source_stop_timeout_ms: bounds the final drain */
 
-        /* helper "tracefilter": TraceConfig.trace_filter (service/config/session-config-filter.c). */
+        /* TraceConfig.trace_filter (session-config-filter.c). */
         TraceFilter *trace_filter;     /* NULL: none; the recorder's writer applies it */
 
-        /* helper "perf" (issue 24): linux.perf (service/sources/perf/session-config-perf.c, perf-*.c). */
-        bool perf;                       /* the data source is in the config */
-        uint32_t perf_target_buffer;
-        uint32_t perf_counter;           /* PerfEvents.Counter of the timebase; 0 for a tracepoint */
-        uint32_t perf_type;              /* perf_event_attr type and config */
-        uint64_t perf_event_config;
-        char *perf_tracepoint;           /* a tracepoint timebase's "group:name", NULL: a counter */
-        char *perf_tracepoint_filter;    /* its filter, NULL: none */
-        char *perf_timebase_name;        /* Timebase.name, NULL: none */
-        bool perf_freq;                  /* perf_interval is a frequency (Hz), else a period */
-        uint64_t perf_interval;
-        bool perf_callstacks;            /* callstack_sampling: samples with their callchain */
-        bool perf_kernel_frames;         /* asked for; kept only with org.tracebus.manage */
-        bool perf_user_frames;
-        bool perf_unwind_dwarf;          /* UNWIND_DWARF asked for (frame pointers used) */
-        int32_t *perf_target_pids, *perf_exclude_pids;
-        size_t perf_n_target_pids, perf_n_exclude_pids;
-        char **perf_target_cmdlines, **perf_exclude_cmdlines;
-        uint32_t perf_additional_cmdline_count;
-        uint32_t perf_process_shard_count;
-        uint32_t perf_ring_pages;        /* data pages per CPU, a power of two */
-        uint32_t perf_read_period_ms;
-        uint64_t perf_max_enqueued_kb;   /* samples read but not yet written */
-        uint32_t perf_max_memory_kb;     /* the sampler's interning tables and caches */
-        bool perf_manage;                /* the caller holds org.tracebus.manage (or is root) */
-        /* helper "rotate": Start's RotateEveryMs, RotateBytes and RotateKeep
-         * (service/config/session-config-rotate.c); all 0: one file, no rotation. */
+        /* Start's RotateEveryMs, RotateBytes and RotateKeep (session-config-rotate.c); all
+         * 0: one file, no rotation. */
         uint64_t rotate_every_ms;      /* a new chunk this often */
         uint64_t rotate_bytes;         /* a new chunk once this much went into the current one */
         uint32_t rotate_keep;          /* 0: every chunk kept; else the newest N */
-        /* helper "triggers" (issue 23): TraceConfig.trigger_config (session-config-triggers.c). */
+        /* TraceConfig.trigger_config (session-config-triggers.c). */
         int trigger_mode;              /* a SessionTriggerMode; SESSION_TRIGGER_NONE: no triggers */
         uint32_t trigger_timeout_ms;   /* START: armed at most this; STOP, CLONE: the end without one */
         bool trigger_clone_if_available; /* use_clone_snapshot_if_available: CLONE, else STOP */
         struct SessionTrigger *triggers;
         size_t n_triggers;
-        /* helper "idle": the recorder wakes every drain_period_ms only when the config asked
-         * for it (drain_period_ms, flush_period_ms); else on the buffers' watermark. Stop's
-         * final drain reads this many CPUs at once (tracebusd.conf StopDrainThreads=). */
+        /* The recorder wakes every drain_period_ms only when the config asked for it
+         * (drain_period_ms, flush_period_ms); else on the buffers' watermark. Stop's final
+         * drain reads this many CPUs at once (tracebusd.conf StopDrainThreads=). */
         bool drain_period_set;
         uint32_t stop_drain_threads;   /* 0 or 1: one CPU after another */
 } SessionConfig;
-
-/* perf (issue 24): linux.perf's defaults (Perfetto's) and caps. */
-#define PERF_DEFAULT_FREQUENCY 10u
-#define PERF_DEFAULT_RING_PAGES 128u
-#define PERF_MAX_RING_PAGES 1024u
-#define PERF_DEFAULT_READ_PERIOD_MS 100u
-#define PERF_DEFAULT_MAX_ENQUEUED_KB (8u * 1024u)
-#define PERF_DEFAULT_MAX_MEMORY_KB (64u * 1024u)
-#define PERF_MAX_SCOPE_ENTRIES 64u
-#define PERF_MAX_CMDLINE_LEN 256u
-#define PERF_MAX_FILTER_LEN 1024u
-/* service/sources/perf/session-config-perf.c: the linux.perf data source of @tc into @c; a tracepoint
- * timebase is looked up under the tracefs @root. -EINVAL with *ret_error on a bad value. */
-int session_config_load_perf(const Tracebus__TraceConfig *tc, const char *root, SessionConfig *c, char **ret_error);
-void session_config_perf_done(SessionConfig *c);
-
-/* Perfetto's minimum proc_stats_poll_ms: a shorter one is raised, with a warning. */
-#define PROCESS_STATS_MIN_POLL_MS 100u
-
-/* session-config-procstats.c: the linux.process_stats data source, into @c. */
-int session_config_load_process_stats(const Tracebus__TraceConfig *tc, SessionConfig *c);
-/* session-config-journald.c: the linux.systemd_journald data source, into @c. */
-int session_config_load_journald(const Tracebus__TraceConfig *tc, SessionConfig *c);
-/* Both of the above. */
-int session_config_load_process_sources(const Tracebus__TraceConfig *tc, SessionConfig *c);
 
 #define SESSION_MAX_WARNINGS 64u
 
@@ -246,9 +200,8 @@ static inline void trace_config_freep(Tracebus__TraceConfig **tc) {
                 tracebus__trace_config__free_unpacked(*tc, NULL);
 }
 
-/* session-config-atrace.c (helper "warn"): what loading skipped, as warnings and setup
- * errors. @unknown holds the first of the @n_unknown event names that resolved to
- * nothing; the atrace categories and apps of @tc are checked against c->events. */
+/* session-config-atrace.c: what loading skipped, as warnings and setup errors. @unknown
+ * holds the first of the @n_unknown event names that resolved to nothing; the atrace categories and apps of @tc are checked against c->events. */
 int session_config_note_unknown_events(SessionConfig *c, char **unknown, size_t n_unknown);
 int session_config_load_atrace(const Tracebus__TraceConfig *tc, SessionConfig *c);
 /* What ftrace_events and atrace_categories of the linux.ftrace data sources add to the
@@ -256,6 +209,20 @@ int session_config_load_atrace(const Tracebus__TraceConfig *tc, SessionConfig *c
  * @select for each pattern; the events of a category this kernel lacks are no error. */
 int session_config_atrace_patterns(const Tracebus__FtraceConfig *fc,
                                    int (*select)(const char *pattern, void *userdata), void *userdata);
+
+/* The data sources of @tc, one after the other: the next one at or after index *@i whose
+ * name is @name (NULL: any named one), *@i left on it; NULL when there is none. */
+const Tracebus__DataSourceConfig *session_config_next_source(const Tracebus__TraceConfig *tc, const char *name,
+                                                             size_t *i);
+/* The next linux.ftrace data source that has an ftrace_config, as above: its FtraceConfig. */
+const Tracebus__FtraceConfig *session_config_next_ftrace(const Tracebus__TraceConfig *tc, size_t *i);
+
+/* Loops over @tc's data sources named @name (NULL: all named ones), in the config's order. */
+#define FOREACH_CONFIG_SOURCE(ds, tc, name) \
+        for (size_t ds##_index = 0; ((ds) = session_config_next_source((tc), (name), &ds##_index)); ds##_index++)
+/* Loops over the FtraceConfig of every linux.ftrace data source of @tc that has one. */
+#define FOREACH_FTRACE_CONFIG(fc, tc) \
+        for (size_t fc##_index = 0; ((fc) = session_config_next_ftrace((tc), &fc##_index)); fc##_index++)
 
 /* Parses a text-format TraceConfig. -EINVAL with a message in *ret_error on bad input. */
 int session_config_parse_text(const char *text, Tracebus__TraceConfig **ret, char **ret_error);
@@ -278,7 +245,9 @@ int session_config_from_options(char **events, uint32_t duration_ms, uint32_t bu
 /* Validates @tc against the limits and the kernel's events under @tracefs_root, which
  * the event index resolves ("group/name", "group/ *", a bare "name"): no tracefs walk per
  * name. -EINVAL: bad value (message in *ret_error); -ENOENT: unknown events (their
- * names, comma-separated, in *ret_error). */
+ * names, comma-separated, in *ret_error). This is the TraceConfig's own part and
+ * linux.ftrace's: the other data sources' sections are loaded after it, by the
+ * registry of sources/data-sources.c (data_sources_load()). */
 int session_config_load(const Tracebus__TraceConfig *tc, const char *tracefs_root,
                         SessionConfig *ret, char **ret_error);
 
@@ -298,14 +267,14 @@ int session_config_load_source_names(const Tracebus__TraceConfig *tc, SessionCon
 int session_config_load_flags(const Tracebus__TraceConfig *tc, const char *tracefs_root, SessionConfigFlags flags,
                               SessionConfig *ret, char **ret_error);
 
-/* ftgraph (issue 22): service/config/session-config-ftgraph.c. */
-/* Caps on what a config may ask of the kernel's function tracing and probes. */
+/* session-config-ftgraph.c: caps on what a config may ask of the kernel's function
+ * tracing and probes. */
 #define FTGRAPH_MAX_NAME 128u          /* a function name or glob */
 #define FTGRAPH_MAX_FUNCTIONS 256u     /* function_filters, and function_graph_roots */
 #define FTGRAPH_MAX_KPROBES 64u        /* kprobes and kretprobes together */
 
 /* symbolize_ksyms, ksyms_mem_policy, enable_function_graph and its lists, kprobe_events
- * of every linux.ftrace data source of @tc into @c (SessionConfig's ftgraph block);
+ * of every linux.ftrace data source of @tc into @c (SessionConfig's kernel symbols and function tracing fields);
  * what this kernel lacks (under the tracefs @root) is a warning. -EINVAL with a message
  * in *ret_error for a name that is not a function's. */
 int session_config_load_ftgraph(const Tracebus__TraceConfig *tc, const char *root, SessionConfig *c,
@@ -333,12 +302,8 @@ bool session_config_has_other_sources(const Tracebus__TraceConfig *tc);
  * else its target_buffer. -EINVAL with a message naming @ds when there is no such buffer. */
 int session_config_target_buffer(const Tracebus__TraceConfig *tc, const Tracebus__DataSourceConfig *ds,
                                  uint32_t *ret, char **ret_error);
-/* Reads the linux.sys_stats, linux.system_info and linux.sysfs_power data sources of @tc
- * into @c->sys_stats (service/sources/sysstats/session-config-sysstats.c). What this kernel lacks, a period
- * under 10 ms, a counter tracebus does not read: warnings, never errors. */
-int session_config_load_sys_stats(const Tracebus__TraceConfig *tc, SessionConfig *c);
 
-/* session-config-rotate.c (helper "rotate"): Start's rotation options, checked against
+/* session-config-rotate.c: Start's rotation options, checked against
  * the limits below and the loaded config (write_into_file only), into @c. -EINVAL with
  * the option named in *ret_error. */
 #define SESSION_MIN_ROTATE_EVERY_MS 1000u
@@ -353,7 +318,7 @@ typedef struct SessionRotation {
 } SessionRotation;
 
 int session_config_load_rotation(SessionConfig *c, const SessionRotation *r, char **ret_error);
-/* helper "triggers" (issue 23): TraceConfig.trigger_config, as Perfetto v58's service
+/* session-config-triggers.c: TraceConfig.trigger_config, as Perfetto v58's service
  * checks it (tracing_service_impl.cc EnableTracing) and acts on it (ActivateTriggers). */
 typedef enum SessionTriggerMode {
         SESSION_TRIGGER_NONE = 0,

@@ -23,6 +23,13 @@ int manager_load_session_config(Manager *m, const Tracebus__TraceConfig *tc, Ses
         r = session_config_load_flags(tc, m->tracefs_root, flags, ret, ret_error);
         if (r < 0)
                 return r;
+        /* Then each data source beside ftrace reads its own part, through the registry. */
+        r = data_sources_load(tc, m->tracefs_root, ret, ret_error);
+        if (r < 0) {
+                session_config_done(ret);
+                *ret = (SessionConfig) {};
+                return r;
+        }
         /* session_config_load() holds the hard limit; tracebusd.conf may set a lower one,
          * which also applies to the default size: reduce rather than refuse. */
         if (ret->buffer_size_kb > m->limits.max_buffer_size_kb) {

@@ -68,8 +68,9 @@ int manager_check_limits(Manager *m, uid_t uid, bool *ret_per_uid);
 
 /* Validates @tc for a session of this service: the kernel's events, the limits of
  * session-config.h, and tracebusd.conf's MaxBufferSizeKB, which reduces a larger
- * kernel buffer rather than refusing it. -ENOMEDIUM: tracefs is not mounted; otherwise
- * as session_config_load_flags(). */
+ * kernel buffer rather than refusing it; then the sections of the other data sources
+ * (data_sources_load()). -ENOMEDIUM: tracefs is not mounted; otherwise as
+ * session_config_load_flags() and data_sources_load(). */
 int manager_load_session_config(Manager *m, const Tracebus__TraceConfig *tc, SessionConfigFlags flags,
                                 SessionConfig *ret, char **ret_error);
 

@@ -84,10 +84,7 @@ static int on_recorder_done(sd_event_source *source, int fd, uint32_t revents, v
                 s->end_reason = SESSION_END_STOPPED;
 
         session_cancel_final_reads(s);
-        s->sys_stats = sys_stats_unsubscribe(s->sys_stats);
-        s->process_stats = process_stats_stop(s->process_stats);
-        s->journald = journald_stop(s->journald);
-        s->perf = perf_sampler_stop(s->perf);
+        data_sources_stop(&s->sources);
         session_rotate_done(s);
         end = recorder_join(s->recorder, &s->end_error);
         session_clone_abandon(s);
@@ -273,18 +270,18 @@ int session_new(sd_event *event, Poller *poller, uint64_t id, uid_t owner_uid, S
 }
 
 int session_begin_recording(Session *s) {
+        DataSourceContext ctx = {
+                .poller = s->poller,
+                .recorder = s->recorder,
+                .owner_uid = s->owner_uid,
+                .config = &s->config,
+        };
         int r;
 
         s->started_at_usec = now_usec(CLOCK_REALTIME);
         r = recorder_start(s->recorder, s->instance);
         if (r >= 0)
-                r = sys_stats_subscribe(s->poller, &s->config.sys_stats, s->recorder, &s->sys_stats);
-        if (r >= 0)
-                r = process_stats_start(s->poller, s->recorder, &s->config, s->owner_uid, &s->process_stats);
-        if (r >= 0)
-                r = journald_start(s->poller, s->recorder, &s->config, s->owner_uid, &s->journald);
-        if (r >= 0)
-                r = perf_sampler_start(s->recorder, &s->config, s->owner_uid, &s->perf);
+                r = data_sources_start(&ctx, &s->sources);
         if (r < 0)
                 return r;
         s->state = SESSION_RECORDING;
@@ -302,10 +299,7 @@ Session *session_free(Session *s) {
         session_triggers_free(s);
         session_cancel_final_reads(s);
         session_rotate_done(s);
-        sys_stats_unsubscribe(s->sys_stats);
-        process_stats_stop(s->process_stats);
-        journald_stop(s->journald);
-        perf_sampler_stop(s->perf);
+        data_sources_stop(&s->sources);
         session_clone_abandon(s);
         recorder_free(s->recorder);
         trace_instance_free(s->instance);
@@ -317,13 +311,10 @@ Session *session_free(Session *s) {
         return mfree(s);
 }
 
-/* Every poller's packets are in: no packet may reach the recorder after its final drain. */
+/* Every source's packets are in: no packet may reach the recorder after its final drain. */
 static void session_finish_stop(Session *s) {
         s->final_source = sd_event_source_disable_unref(s->final_source);
-        s->sys_stats = sys_stats_unsubscribe(s->sys_stats);
-        s->process_stats = process_stats_stop(s->process_stats);
-        s->journald = journald_stop(s->journald);
-        s->perf = perf_sampler_stop(s->perf);
+        data_sources_stop(&s->sources);
         recorder_stop(s->recorder);
 }
 
@@ -342,24 +333,20 @@ static int on_final_reads(sd_event_source *source, int fd, uint32_t revents, voi
 static int queue_final_reads(Session *s) {
         int r;
 
-        r = journald_queue_final(s->journald, s);
-        if (r >= 0)
-                r = process_stats_queue_final(s->process_stats, s);
-        if (r >= 0)
-                r = sys_stats_queue_final(s->sys_stats, s);
+        r = data_sources_queue_final(&s->sources, s);
         if (r >= 0)
                 r = poller_call(s->poller, final_reads_done, s, s);
         return r;
 }
 
-/* As Perfetto's data sources flush at Stop: each poller of the session reads once more
- * (the journal's last entries, a last sample) on the poller's thread, while the loop
- * goes on; the recorder is told to stop when they are done. 0 when there is none. */
+/* As Perfetto's data sources flush at Stop: each source of the session that polls reads
+ * once more (the journal's last entries, a last sample) on the pollers' thread, while the
+ * loop goes on; the recorder is told to stop when they are done. 0 when there is none. */
 static int start_final_reads(Session *s) {
         _cleanup_close_ int fd = -EBADF;
         int r;
 
-        if (!s->sys_stats && !s->process_stats && !s->journald)
+        if (!data_sources_have_final_reads(&s->sources))
                 return 0;
         fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (fd < 0)
@@ -384,9 +371,9 @@ void session_cancel_final_reads(Session *s) {
         s->final_source = sd_event_source_disable_unref(s->final_source);
 }
 
-/* helper "triggers": an armed session recorded nothing and its recorder's thread never
- * ran, so nothing else makes done_fd readable: the end is taken on the loop as any
- * recorder's (on_recorder_done()), with an empty trace, as Perfetto returns no data. */
+/* An armed session recorded nothing and its recorder's thread never ran, so nothing
+ * else makes done_fd readable: the end is taken on the loop as any recorder's
+ * (on_recorder_done()), with an empty trace, as Perfetto returns no data. */
 static int session_stop_armed(Session *s, SessionEndReason reason) {
         s->state = SESSION_STOPPING;
         s->end_reason = reason;
@@ -414,8 +401,8 @@ int session_stop(Session *s, SessionEndReason reason) {
         if (r < 0)
                 log_warning_errno(r, "Failed to switch tracing off in %s, stopping anyway: %m",
                                   trace_instance_name(s->instance));
-        /* helper "idle": the events' unregistering (an RCU grace period) runs while the
-         * recorder drains, not after it, before Stop's reply. */
+        /* The events' unregistering (an RCU grace period) runs while the recorder
+         * drains, not after it, before Stop's reply. */
         if (s->instance)
                 (void) trace_instance_write_file(s->instance, "events/enable", "0");
         r = start_final_reads(s);

@@ -6,14 +6,11 @@
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
-#include "sources/poller.h"
-#include "sources/journald/journald.h"
-#include "sources/perf/perf-sampler.h"
-#include "sources/process/process-stats.h"
-#include "recorder/recorder.h"
 #include "config/session-config.h"
-#include "sources/sysstats/sys-stats.h"
 #include "kernel/tracefs-instance.h"
+#include "recorder/recorder.h"
+#include "sources/data-source.h"
+#include "sources/poller.h"
 
 typedef struct Manager Manager;
 typedef struct Session Session;
@@ -23,7 +20,7 @@ typedef enum SessionState {
         SESSION_RECORDING,
         SESSION_STOPPING,
         SESSION_ENDED,
-        SESSION_ARMED,               /* helper "triggers": START_TRACING, waiting for a trigger */
+        SESSION_ARMED,               /* START_TRACING, waiting for a trigger */
         _SESSION_STATE_MAX,
         _SESSION_STATE_INVALID = -EINVAL,
 } SessionState;
@@ -37,8 +34,8 @@ typedef enum SessionEndReason {
         SESSION_END_SERVICE_SHUTDOWN,
         SESSION_END_QUOTA,
         SESSION_END_OUTPUT_STALLED,
-        SESSION_END_TRIGGER_TIMEOUT, /* helper "triggers": trigger_timeout_ms passed without a trigger */
-        SESSION_END_TRIGGERED,       /* helper "triggers": stop_delay_ms after a STOP_TRACING trigger */
+        SESSION_END_TRIGGER_TIMEOUT, /* trigger_timeout_ms passed without a trigger */
+        SESSION_END_TRIGGERED,       /* stop_delay_ms after a STOP_TRACING trigger */
         _SESSION_END_REASON_MAX,
         _SESSION_END_REASON_INVALID = -EINVAL,
 } SessionEndReason;
@@ -51,8 +48,8 @@ typedef enum SessionChange {
         SESSION_CHANGED_STATE = 1 << 0,     /* state, detached */
         SESSION_CHANGED_PROGRESS = 1 << 1,  /* bytes, events, lost: at most once a second */
         SESSION_CHANGED_WARNINGS = 1 << 2,  /* config.warnings grew */
-        SESSION_CHANGED_ROTATED = 1 << 3,   /* helper "rotate": a new chunk (chunk_index) began */
-        SESSION_CHANGED_TRIGGER_SNAPSHOTS = 1 << 3, /* helper "triggers": a CLONE_SNAPSHOT file written */
+        SESSION_CHANGED_ROTATED = 1 << 3,   /* a new chunk (chunk_index) began */
+        SESSION_CHANGED_TRIGGER_SNAPSHOTS = 1 << 3, /* a CLONE_SNAPSHOT file written */
 } SessionChange;
 
 /* How a session reports to its owner. It calls no one else: whoever presents sessions
@@ -64,7 +61,7 @@ typedef struct SessionCallbacks {
         void (*on_ended)(Session *s, void *userdata);
         /* The session is being freed: drop what was kept for it (observer_data). */
         void (*on_free)(Session *s, void *userdata);
-        /* helper "triggers": CLONE_SNAPSHOT's snapshot @n is due (stop_delay_ms after a trigger). */
+        /* CLONE_SNAPSHOT's snapshot @n is due (stop_delay_ms after a trigger). */
         void (*on_snapshot_due)(Session *s, unsigned n, void *userdata);
 } SessionCallbacks;
 
@@ -107,25 +104,21 @@ struct Session {
         sd_event_source *progress_source;
         RecorderStats progress_reported;
 
-        /* linux.sys_stats, linux.sysfs_power, linux.system_info: the shared reads it
-         * takes packets from, left before the recorder's final drain. */
-        SysStatsSession *sys_stats;
-        ProcessStatsSource *process_stats;  /* linux.process_stats's polls (process-stats.c) */
-        JournaldSource *journald;           /* linux.systemd_journald's reads (journald.c) */
-        /* Helper "warn": the pollers' packets the recorder refused, as last warned about. */
+        /* The data sources beside ftrace that run for it (sources/data-sources.c), stopped
+         * before the recorder's final drain. */
+        DataSourcesRunning sources;
+        /* The sources' packets the recorder refused, as last warned about. */
         uint64_t submitted_dropped_warned;
-        /* Helper "pollshare": the pollers' final reads at Stop, queued on the poller's
-         * thread; its last call writes @final_fd (owned by @final_source) to wake the loop. */
+        /* The sources' final reads at Stop, queued on the pollers' thread; its last call
+         * writes @final_fd (owned by @final_source) to wake the loop. */
         sd_event_source *final_source;
         int final_fd;
-        /* helper "perf" (issue 24): linux.perf's sampler (perf-sampler.c). */
-        PerfSampler *perf;
-        /* helper "rotate" (session-rotate.c): the recorder's rotations, watched. */
+        /* The recorder's rotations, watched (session-rotate.c). */
         sd_event_source *rotated_source;
         uint32_t chunk_index;
-        /* helper "triggers" (issue 23): trigger_config at run time (session-triggers.c). */
+        /* trigger_config at run time (session-triggers.c). */
         struct SessionTriggers *triggers;
-        /* Helper "clone" (session-clone.c): the clone running, one at a time, and when
+        /* The clone running (session-clone.c), one at a time, and when
          * the last began (CLOCK_MONOTONIC; 0: never), for the rate limit. */
         struct SessionClone *clone;
         uint64_t last_clone_usec;
@@ -141,7 +134,7 @@ typedef struct SessionOutput {
         uint64_t timeout_usec;       /* pipes and sockets: the write deadline */
         TraceBudget *budget;         /* the owner's trace-directory quota; NULL for a caller's fd.
                                       * Not owned: it must outlive the session's recorder. */
-        /* helper "rotate": the trace directory's file of a rotating session is BASE.0, and
+        /* The trace directory's file of a rotating session is BASE.0, and
          * its next chunks BASE.N go into @chunk_dir_fd (taken over by session_new()). */
         bool has_chunk_dir;
         int chunk_dir_fd;
@@ -162,7 +155,7 @@ Session *session_free(Session *s);
 int session_stop(Session *s, SessionEndReason reason);
 
 /* Drops the pollers' final reads session_stop() queued, if any: after it returns none
- * of them runs (helper "pollshare"). */
+ * of them runs. */
 void session_cancel_final_reads(Session *s);
 
 /* The client the session is bound to has gone: an attached session stops with it. */
@@ -185,7 +178,7 @@ bool session_detach_key_valid(const char *key);
  * reports the change. */
 void session_set_detached(Session *s, bool detached, char *key);
 
-/* session-warnings.c (helper "warn"): a warning made on the event loop, printf format:
+/* session-warnings.c: a warning made on the event loop, printf format:
  * added to the session's Warnings (config.warnings, capped), written into the trace and
  * reported (SESSION_CHANGED_WARNINGS). Returns 0 or -ENOMEM. */
 int session_warn(Session *s, const char *fmt, ...) _printf_(2, 3);
@@ -193,7 +186,7 @@ int session_warn(Session *s, const char *fmt, ...) _printf_(2, 3);
  * from its progress timer, and before the recorder goes. */
 void session_collect_warnings(Session *s);
 
-/* session-rotate.c (helper "rotate"): after the recorder is made, the chunks' directory
+/* session-rotate.c: after the recorder is made, the chunks' directory
  * (SessionOutput.chunk_dir_fd, taken; -EBADF: none) and the watch on its rotations
  * (SESSION_CHANGED_ROTATED). */
 int session_rotate_setup(Session *s, int chunk_dir_fd);
@@ -201,7 +194,7 @@ void session_rotate_done(Session *s);
 /* SetNextOutput: @fd (taken) is the next chunk's output. -ENOTCONN: the session does not
  * rotate into fds; -ESTALE: it is stopping. */
 int session_set_next_output(Session *s, int fd);
-/* helper "triggers" (issue 23). Whether the session takes Stop, Detach, triggers: it is
+/* Whether the session takes Stop, Detach, triggers: it is
  * recording, or armed (START_TRACING) and waiting for a trigger. */
 static inline bool session_is_running(const Session *s) {
         return s->state == SESSION_RECORDING || s->state == SESSION_ARMED;
@@ -218,7 +211,7 @@ void session_triggers_free(Session *s);
  * as Perfetto's ActivateTriggers does for one session. 1 when the session took it
  * (recorded in the trace, acted on), 0 when it has no such trigger or skipped it. */
 int session_activate_trigger(Session *s, const char *name, const char *producer, uid_t uid, uint64_t now_ns);
-/* Helper "clone" (session-clone.c): the session or its recorder goes; a clone not
+/* session-clone.c: the session or its recorder goes; a clone not
  * copied yet fails with -ECANCELED, one being written finishes on its own. */
 void session_clone_abandon(Session *s);
 /* CLONE_SNAPSHOT: the snapshot files its triggers wrote (the last

@@ -31,8 +31,8 @@ int recorder_rotate_init(Recorder *rec, const SessionConfig *config) {
         rec->rotate_keep = config->rotate_keep;
         rec->chunk_started_ns = now_ns(CLOCK_MONOTONIC);
         rec->max_process_entries = config->max_process_entries ?: PROCESS_TREE_DEFAULT_MAX_ENTRIES;
-        rec->process_age = config->process_age;
-        rec->process_skip_main = config->process_skip_main_thread;
+        rec->process_age = config->process_tree.age;
+        rec->process_skip_main = config->process_tree.skip_main_thread;
         if (!recorder_rotates(rec))
                 return 0;
         rec->rotated_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

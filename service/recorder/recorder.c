@@ -180,9 +180,10 @@ static int setup_process_tree(Recorder *rec, const SessionConfig *config) {
                                         rec->writer.mode == TRACE_WRITER_STREAM ? PROCESS_TREE_WRITE :
                                         rec->writer.mode == TRACE_WRITER_RING ? PROCESS_TREE_KEEP_LATEST :
                                                                                 PROCESS_TREE_KEEP_FIRST);
-        process_tree_builder_set_options(rec->processes, config->process_age, config->process_skip_main_thread);
-        rec->initial_dump = !config->process_initial_dump_off;
-        rec->on_demand = !config->process_on_demand_off;
+        process_tree_builder_set_options(rec->processes, config->process_tree.age,
+                                         config->process_tree.skip_main_thread);
+        rec->initial_dump = !config->process_tree.initial_dump_off;
+        rec->on_demand = !config->process_tree.on_demand_off;
         return 0;
 }
 

@@ -283,27 +283,27 @@ static void journal_slow(uint64_t took_ns, uint64_t period_ns, void *userdata) {
                              period_ns / 1000000, POLLER_SLOW_RUNS);
 }
 
-int journald_start(Poller *poller, Recorder *rec, const SessionConfig *config, uid_t owner_uid, JournaldSource **ret) {
+int journald_start(const DataSourceContext *ctx, void *data, void **ret) {
+        const JournaldSection *section = data;
+        Poller *poller = ctx->poller;
         JournaldSource *s;
         int r;
 
         *ret = NULL;
-        if (!config->journald)
-                return 0;
         s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
         s->poller = poller;
-        s->rec = rec;
-        s->uid = owner_uid;
+        s->rec = ctx->recorder;
+        s->uid = ctx->owner_uid;
         s->start_usec = now_usec(CLOCK_REALTIME);
-        s->min_prio = config->journald_min_prio;
-        s->target_buffer = config->journald_target_buffer;
+        s->min_prio = section->min_prio;
+        s->target_buffer = section->target_buffer;
         r = 0;
-        STRV_FOREACH(i, config->journald_identifiers)
+        STRV_FOREACH(i, section->identifiers)
                 if (r >= 0)
                         r = strv_extend(&s->identifiers, *i);
-        STRV_FOREACH(u, config->journald_units)
+        STRV_FOREACH(u, section->units)
                 if (r >= 0)
                         r = strv_extend(&s->units, *u);
         if (r >= 0)
@@ -320,11 +320,12 @@ int journald_start(Poller *poller, Recorder *rec, const SessionConfig *config, u
         return 0;
 }
 
-JournaldSource *journald_stop(JournaldSource *s) {
+void journald_stop(void *state) {
         JournalEvent stats = TRACEBUS__SYSTEMD_JOURNALD_EVENT__INIT;
+        JournaldSource *s = state;
 
         if (!s)
-                return NULL;
+                return;
         poller_remove(s->poller, s->entry);
         /* As Perfetto does at its flush: what was written and what could not be. */
         stats.has_num_total = stats.has_num_failed = true;
@@ -335,7 +336,7 @@ JournaldSource *journald_stop(JournaldSource *s) {
                 sd_journal_close(s->journal);
         strv_free(s->identifiers);
         strv_free(s->units);
-        return mfree(s);
+        free(s);
 }
 
 /* journald takes entries off its sockets on its own time: io.systemd.Journal.Synchronize
@@ -377,6 +378,8 @@ static void final_read(uint64_t now, void *userdata) {
         poll_journal(now, s);
 }
 
-int journald_queue_final(JournaldSource *s, const void *owner) {
+int journald_queue_final(void *state, const void *owner) {
+        JournaldSource *s = state;
+
         return s ? poller_call(s->poller, final_read, s, owner) : 0;
 }

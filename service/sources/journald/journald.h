@@ -3,9 +3,10 @@
 
 #include <sys/types.h>
 
-#include "sources/poller.h"
+#include "journald-config.h"
 #include "recorder/recorder.h"
-#include "config/session-config.h"
+#include "sources/data-source.h"
+#include "sources/poller.h"
 
 /*
  * linux.systemd_journald: the journal entries written during the session, read with
@@ -16,13 +17,16 @@
 
 typedef struct JournaldSource JournaldSource;
 
-/* Starts reading for @config's session (owned by @owner_uid) into @rec; *ret is NULL
- * when the config has no journal data source. */
-int journald_start(Poller *poller, Recorder *rec, const SessionConfig *config, uid_t owner_uid, JournaldSource **ret);
-/* Stops reading (a running read finishes first), hands the recorder the counts, frees
- * @s; NULL is a no-op. */
-JournaldSource *journald_stop(JournaldSource *s);
+/* The registry's entry for the journal (journald-source.c). */
+extern const DataSourceOps journald_data_source;
 
-/* Queues one last read on the poller's thread (poller_call() under @owner): the entries
- * written since the last poll, at Stop. NULL: 0. */
-int journald_queue_final(JournaldSource *s, const void *owner);
+/* DataSourceOps.start: reads @section (a JournaldSection) for the session of @ctx,
+ * entries its owner may read only; *ret is a JournaldSource. */
+int journald_start(const DataSourceContext *ctx, void *section, void **ret);
+/* DataSourceOps.stop: stops reading (a running read finishes first), hands the recorder
+ * the counts, frees @state; NULL is a no-op. */
+void journald_stop(void *state);
+
+/* DataSourceOps.queue_final: one last read on the poller's thread (poller_call() under
+ * @owner), the entries written since the last poll, at Stop. NULL: 0. */
+int journald_queue_final(void *state, const void *owner);

@@ -7,7 +7,7 @@
 
 #include "ksyms.h"
 #include "recorder/recorder.h"
-#include "config/session-config.h"
+#include "perf-config.h"
 #include "trace.pb-c.h"
 
 /* The sampler's parts, on its thread only: who is in scope (perf-scope.c), the mappings
@@ -48,7 +48,7 @@ typedef struct PerfProc {
  * that execs or changes its uid is judged again at the next pass (or at once, on its
  * PERF_RECORD_COMM exec record). */
 typedef struct PerfScope {
-        const SessionConfig *config;
+        const PerfSection *config;
         uid_t owner_uid;
         bool manage;
         uint32_t chosen_shard;
@@ -76,8 +76,8 @@ typedef struct PerfIntern {
         U64Map names, mappings, frames, callstacks, paths, build_ids;
         uint64_t next_iid;
         Ksyms *ksyms;                  /* kernel frames only */
-        /* perf-unwind.c's (helper "unwind") per-process ELF caches, which name user
-         * frames: kept across passes (opening the files is the cost), by pid. */
+        /* perf-unwind.c's per-process ELF caches, which name user frames: kept across
+         * passes (opening the files is the cost), by pid. */
         struct PerfUnwinder *unwinder;
         U64Map unwind_index;           /* pid -> index in unwind_procs + 1 */
         struct PerfProcess **unwind_procs;

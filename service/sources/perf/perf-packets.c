@@ -28,22 +28,22 @@ static int submit(PerfWriter *w, Tracebus__TracePacket *packet, bool meta) {
         if (!buf)
                 return -ENOMEM;
         tracebus__trace_packet__pack(packet, buf);
-        return recorder_submit_packet(w->rec, TRACE_SEQUENCE_PERF, w->config->perf_target_buffer, meta, buf, len);
+        return recorder_submit_packet(w->rec, TRACE_SEQUENCE_PERF, w->config->target_buffer, meta, buf, len);
 }
 
-int perf_writer_init(PerfWriter *w, Recorder *rec, const SessionConfig *c, uid_t owner_uid) {
+int perf_writer_init(PerfWriter *w, Recorder *rec, const PerfSection *c, uid_t owner_uid) {
         *w = (PerfWriter) { .rec = rec, .config = c };
-        w->scope = (PerfScope) { .config = c, .owner_uid = owner_uid, .manage = c->perf_manage };
-        if (c->perf_process_shard_count > 0 &&
+        w->scope = (PerfScope) { .config = c, .owner_uid = owner_uid, .manage = c->manage };
+        if (c->process_shard_count > 0 &&
             getrandom(&w->scope.chosen_shard, sizeof(w->scope.chosen_shard), 0) == sizeof(w->scope.chosen_shard))
-                w->scope.chosen_shard %= c->perf_process_shard_count;
-        if (c->perf_additional_cmdline_count > 0 &&
-            !(w->scope.additional = calloc(c->perf_additional_cmdline_count, sizeof(pid_t))))
+                w->scope.chosen_shard %= c->process_shard_count;
+        if (c->additional_cmdline_count > 0 &&
+            !(w->scope.additional = calloc(c->additional_cmdline_count, sizeof(pid_t))))
                 return -ENOMEM;
-        w->intern.max_bytes = (size_t) c->perf_max_memory_kb * 1024u;
+        w->intern.max_bytes = (size_t) c->max_memory_kb * 1024u;
         /* Naming user frames (perf-unwind.c): its files count against the same cap. */
-        if (c->perf_user_frames) {
-                int r = perf_unwinder_new(c->perf_max_memory_kb, &w->intern.unwinder);
+        if (c->user_frames) {
+                int r = perf_unwinder_new(c->max_memory_kb, &w->intern.unwinder);
                 if (r < 0) {
                         const char *reason;
 
@@ -53,7 +53,7 @@ int perf_writer_init(PerfWriter *w, Recorder *rec, const SessionConfig *c, uid_t
                                              r == -EOPNOTSUPP ? reason : strerror(-r));
                 }
         }
-        if (c->perf_kernel_frames && c->perf_manage) {
+        if (c->kernel_frames && c->manage) {
                 int r = ksyms_cache_get(/* retain= */ false, &w->intern.ksyms);
                 if (r < 0) {
                         w->intern.ksyms = NULL;
@@ -65,33 +65,33 @@ int perf_writer_init(PerfWriter *w, Recorder *rec, const SessionConfig *c, uid_t
 }
 
 int perf_writer_defaults(PerfWriter *w) {
-        const SessionConfig *c = w->config;
+        const PerfSection *c = w->config;
         Tracebus__TracePacket packet = TRACEBUS__TRACE_PACKET__INIT;
         Tracebus__TracePacketDefaults defaults = TRACEBUS__TRACE_PACKET_DEFAULTS__INIT;
         Tracebus__PerfSampleDefaults perf = TRACEBUS__PERF_SAMPLE_DEFAULTS__INIT;
         Tracebus__PerfEvents__Timebase tb = TRACEBUS__PERF_EVENTS__TIMEBASE__INIT;
         Tracebus__PerfEvents__Tracepoint tp = TRACEBUS__PERF_EVENTS__TRACEPOINT__INIT;
 
-        tb.interval_case = c->perf_freq ? TRACEBUS__PERF_EVENTS__TIMEBASE__INTERVAL_FREQUENCY
+        tb.interval_case = c->freq ? TRACEBUS__PERF_EVENTS__TIMEBASE__INTERVAL_FREQUENCY
                                         : TRACEBUS__PERF_EVENTS__TIMEBASE__INTERVAL_PERIOD;
-        if (c->perf_freq)
-                tb.frequency = c->perf_interval;
+        if (c->freq)
+                tb.frequency = c->interval;
         else
-                tb.period = c->perf_interval;
-        if (c->perf_tracepoint) {
-                tp.name = c->perf_tracepoint;
-                tp.filter = c->perf_tracepoint_filter;
+                tb.period = c->interval;
+        if (c->tracepoint) {
+                tp.name = c->tracepoint;
+                tp.filter = c->tracepoint_filter;
                 tb.event_case = TRACEBUS__PERF_EVENTS__TIMEBASE__EVENT_TRACEPOINT;
                 tb.tracepoint = &tp;
         } else {
                 tb.event_case = TRACEBUS__PERF_EVENTS__TIMEBASE__EVENT_COUNTER;
-                tb.counter = c->perf_counter;
+                tb.counter = c->counter;
         }
-        tb.name = c->perf_timebase_name;
+        tb.name = c->timebase_name;
         perf.timebase = &tb;
-        if (c->perf_process_shard_count > 0) {
+        if (c->process_shard_count > 0) {
                 perf.has_process_shard_count = perf.has_chosen_process_shard = true;
-                perf.process_shard_count = c->perf_process_shard_count;
+                perf.process_shard_count = c->process_shard_count;
                 perf.chosen_process_shard = w->scope.chosen_shard;
         }
         defaults.perf_sample_defaults = &perf;
@@ -111,7 +111,7 @@ static void flush_queue(PerfWriter *w) {
                 uint32_t len;
 
                 memcpy(&len, w->queued + off, 4);
-                if (recorder_submit_packet(w->rec, TRACE_SEQUENCE_PERF, w->config->perf_target_buffer, false,
+                if (recorder_submit_packet(w->rec, TRACE_SEQUENCE_PERF, w->config->target_buffer, false,
                                            w->queued + off + 4, len) < 0)
                         w->dropped++;
                 off += 4 + len;
@@ -137,7 +137,7 @@ static void queue_packet(PerfWriter *w, Tracebus__TracePacket *packet) {
         tracebus__trace_packet__pack(packet, w->queued + w->queued_len + 4);
         w->queued_len += 4 + len;
         /* max_enqueued_footprint_kb: what waits for the recorder stays under it. */
-        if (w->queued_len > w->config->perf_max_enqueued_kb * 1024u)
+        if (w->queued_len > w->config->max_enqueued_kb * 1024u)
                 flush_queue(w);
 }
 
@@ -163,7 +163,7 @@ void perf_writer_sample(PerfWriter *w, const PerfRawSample *s) {
                 if (w->intern.full && !w->warned_memory) {
                         w->warned_memory = true;
                         (void) recorder_warn(w->rec, "linux.perf: max_daemon_memory_kb (%u KiB) reached: later "
-                                             "samples are written without their callstack", w->config->perf_max_memory_kb);
+                                             "samples are written without their callstack", w->config->max_memory_kb);
                 }
         }
         packet.has_timestamp = true;
@@ -206,7 +206,7 @@ static void warn_unwinder(PerfWriter *w) {
         if (perf_unwinder_take_memory_exceeded(u) && !w->warned_memory) {
                 w->warned_memory = true;
                 (void) recorder_warn(w->rec, "linux.perf: max_daemon_memory_kb (%u KiB) reached: some user frames "
-                                     "are not named or unwound", w->config->perf_max_memory_kb);
+                                     "are not named or unwound", w->config->max_memory_kb);
         }
         if (perf_unwinder_take_files_denied(u) && !w->warned_files) {
                 w->warned_files = true;

@@ -15,7 +15,7 @@ typedef struct PerfRawSample {
  * read pass's new InternedData (metadata) and PerfSamples (the data source's buffer). */
 typedef struct PerfWriter {
         Recorder *rec;
-        const SessionConfig *config;
+        const PerfSection *config;
         PerfScope scope;
         PerfIntern intern;
         int cpu;                       /* the ring being read */
@@ -25,7 +25,7 @@ typedef struct PerfWriter {
         bool warned_memory, warned_files;
 } PerfWriter;
 
-int perf_writer_init(PerfWriter *w, Recorder *rec, const SessionConfig *config, uid_t owner_uid);
+int perf_writer_init(PerfWriter *w, Recorder *rec, const PerfSection *config, uid_t owner_uid);
 int perf_writer_defaults(PerfWriter *w);
 void perf_writer_sample(PerfWriter *w, const PerfRawSample *s);
 void perf_writer_lost(PerfWriter *w, const PerfRawSample *s, uint64_t lost);

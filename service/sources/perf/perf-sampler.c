@@ -35,7 +35,7 @@ struct PerfSampler {
         bool dwarf;                    /* samples carry REGS_USER and STACK_USER */
         uint64_t boot_offset;          /* a tracepoint's samples: BOOTTIME - MONOTONIC, added */
         Recorder *rec;
-        const SessionConfig *config;
+        const PerfSection *config;
         int n_cpus;
         int *fds;
         void **rings;
@@ -47,46 +47,40 @@ struct PerfSampler {
         PerfWriter writer;
 };
 
-int perf_event_open_fd(struct perf_event_attr *attr, pid_t pid, int cpu) {
-        long fd = syscall(SYS_perf_event_open, attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-
-        return fd < 0 ? -errno : (int) fd;
-}
-
-static void sampler_attr(const SessionConfig *c, struct perf_event_attr *attr) {
+static void sampler_attr(const PerfSection *c, struct perf_event_attr *attr) {
         *attr = (struct perf_event_attr) {
                 .size = sizeof(*attr),
-                .type = c->perf_type,
-                .config = c->perf_event_config,
+                .type = c->type,
+                .config = c->event_config,
                 .sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD |
-                        (c->perf_callstacks ? PERF_SAMPLE_CALLCHAIN : 0),
+                        (c->callstacks ? PERF_SAMPLE_CALLCHAIN : 0),
                 .disabled = 1,
-                .freq = c->perf_freq,
+                .freq = c->freq,
                 .use_clockid = 1,
                 /* The tracepoint PMU takes only NMI-safe clocks (MONOTONIC, MONOTONIC_RAW):
                  * BOOTTIME is EINVAL there, so its samples are moved to BOOTTIME as read. */
-                .clockid = c->perf_type == PERF_TYPE_TRACEPOINT ? CLOCK_MONOTONIC : CLOCK_BOOTTIME,
+                .clockid = c->type == PERF_TYPE_TRACEPOINT ? CLOCK_MONOTONIC : CLOCK_BOOTTIME,
                 .comm = 1,
                 .comm_exec = 1,
                 /* Kernel-mode samples of a caller without org.tracebus.manage would show
                  * where other users' work enters the kernel: not taken at all. */
-                .exclude_kernel = !c->perf_manage,
+                .exclude_kernel = !c->manage,
                 .exclude_hv = 1,
-                .exclude_callchain_kernel = !c->perf_kernel_frames,
-                .exclude_callchain_user = !c->perf_user_frames,
+                .exclude_callchain_kernel = !c->kernel_frames,
+                .exclude_callchain_user = !c->user_frames,
         };
 #if defined(__x86_64__)
         /* UNWIND_DWARF: the user registers and a copy of the stack, for perf-unwind-dwarf.c. */
-        if (c->perf_callstacks && c->perf_unwind_dwarf) {
+        if (c->callstacks && c->unwind_dwarf) {
                 attr->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
                 attr->sample_regs_user = PERF_DWARF_REGS;
                 attr->sample_stack_user = PERF_DWARF_STACK_BYTES;
         }
 #endif
-        if (c->perf_freq)
-                attr->sample_freq = c->perf_interval;
+        if (c->freq)
+                attr->sample_freq = c->interval;
         else
-                attr->sample_period = c->perf_interval;
+                attr->sample_period = c->interval;
 }
 
 static int open_cpu(PerfSampler *s, int cpu) {
@@ -108,7 +102,7 @@ static int open_cpu(PerfSampler *s, int cpu) {
         if (fd < 0)
                 return fd;
         s->fds[cpu] = fd;
-        if (s->config->perf_tracepoint_filter && ioctl(fd, PERF_EVENT_IOC_SET_FILTER, s->config->perf_tracepoint_filter) < 0)
+        if (s->config->tracepoint_filter && ioctl(fd, PERF_EVENT_IOC_SET_FILTER, s->config->tracepoint_filter) < 0)
                 return -errno;
         ring = mmap(NULL, s->page_size + s->ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         if (ring == MAP_FAILED)
@@ -173,7 +167,7 @@ static void handle_record(PerfSampler *s, const struct perf_event_header *h) {
                 memcpy(&sample.cpu, p + 16, 4);
                 memcpy(&sample.period, p + 24, 8);
                 p += 32;
-                if (s->config->perf_callstacks && parse_stack(s, p, end, &sample.stack) < 0)
+                if (s->config->callstacks && parse_stack(s, p, end, &sample.stack) < 0)
                         return;
                 perf_writer_sample(&s->writer, &sample);
                 break;
@@ -234,7 +228,7 @@ static void read_ring(PerfSampler *s, int cpu) {
 static void read_all(PerfSampler *s) {
         /* Read each pass: the two clocks part only while the machine is suspended (a sample
          * taken before a suspend and read after it is off by the suspension). */
-        if (s->config->perf_type == PERF_TYPE_TRACEPOINT)
+        if (s->config->type == PERF_TYPE_TRACEPOINT)
                 s->boot_offset = now_ns(CLOCK_BOOTTIME) - now_ns(CLOCK_MONOTONIC);
         for (int cpu = 0; cpu < s->n_cpus; cpu++)
                 if (s->rings[cpu])
@@ -247,7 +241,7 @@ static void *sampler_thread(void *userdata) {
         struct pollfd pfd = { .fd = s->stop_fd, .events = POLLIN };
 
         for (;;) {
-                int n = poll(&pfd, 1, (int) s->config->perf_read_period_ms);
+                int n = poll(&pfd, 1, (int) s->config->read_period_ms);
 
                 read_all(s);
                 if (n > 0)
@@ -299,22 +293,22 @@ static PerfSampler *sampler_free(PerfSampler *s) {
         return mfree(s);
 }
 
-int perf_sampler_start(Recorder *rec, const SessionConfig *config, uid_t owner_uid, PerfSampler **ret) {
+int perf_sampler_start(const DataSourceContext *ctx, void *section, void **ret) {
+        const PerfSection *config = section;
+        Recorder *rec = ctx->recorder;
         PerfSampler *s;
         int r;
 
         *ret = NULL;
-        if (!config->perf)
-                return 0;
         s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
         *s = (PerfSampler) { .rec = rec, .config = config, .stop_fd = -EBADF, .page_size = (size_t) getpagesize() };
-        s->ring_bytes = s->page_size * config->perf_ring_pages;
+        s->ring_bytes = s->page_size * config->ring_pages;
 #if defined(__x86_64__)
-        s->dwarf = config->perf_callstacks && config->perf_unwind_dwarf;
+        s->dwarf = config->callstacks && config->unwind_dwarf;
 #endif
-        r = perf_writer_init(&s->writer, rec, config, owner_uid);
+        r = perf_writer_init(&s->writer, rec, config, ctx->owner_uid);
         if (r >= 0)
                 r = open_events(s);
         if (r >= 0 && (s->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
@@ -334,14 +328,16 @@ int perf_sampler_start(Recorder *rec, const SessionConfig *config, uid_t owner_u
         return 0;
 }
 
-PerfSampler *perf_sampler_stop(PerfSampler *s) {
+void perf_sampler_stop(void *state) {
+        PerfSampler *s = state;
+
         if (!s)
-                return NULL;
+                return;
         if (s->thread_started) {
                 enable_events(s, false);
                 (void) eventfd_write(s->stop_fd, 1);
                 (void) pthread_join(s->thread, NULL);
         }
         perf_writer_finish(&s->writer);
-        return sampler_free(s);
+        sampler_free(s);
 }

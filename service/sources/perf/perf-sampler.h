@@ -4,8 +4,9 @@
 #include <linux/perf_event.h>
 #include <sys/types.h>
 
-#include "recorder/recorder.h"
 #include "config/session-config.h"
+#include "recorder/recorder.h"
+#include "sources/data-source.h"
 
 /*
  * linux.perf: perf_event_open() on every CPU for the session's timebase, the ring
@@ -17,20 +18,26 @@
  */
 
 typedef struct PerfSampler PerfSampler;
+/* perf-config.h's. */
+typedef struct PerfSection PerfSection;
 
-/* perf_event_open(2): the fd, or -errno. */
-int perf_event_open_fd(struct perf_event_attr *attr, pid_t pid, int cpu);
 
-/* Opens the events of @config (config->perf) and starts the thread; *ret is NULL when
- * the config has no linux.perf. @owner_uid's processes only, unless config->perf_manage. */
-int perf_sampler_start(Recorder *rec, const SessionConfig *config, uid_t owner_uid, PerfSampler **ret);
+/* The registry's entry for linux.perf (perf-source.c). */
+extern const DataSourceOps perf_data_source;
 
-/* Reads what is left in the rings, ends the thread, frees @s; NULL is a no-op. Before
- * the recorder's final drain, so that the last samples are in the trace. */
-PerfSampler *perf_sampler_stop(PerfSampler *s);
+/* DataSourceOps.start: opens the events of @section (a PerfSection, which must outlive
+ * the sampler) and starts the thread: the processes of ctx->owner_uid only, unless
+ * section->manage. *ret is a PerfSampler. */
+int perf_sampler_start(const DataSourceContext *ctx, void *section, void **ret);
+
+/* DataSourceOps.stop: reads what is left in the rings, ends the thread, frees @state;
+ * NULL is a no-op. Before the recorder's final drain, so that the last samples are in
+ * the trace. */
+void perf_sampler_stop(void *state);
 
 /* For the bus, once polkit answered whether the caller holds org.tracebus.manage
- * (@manage): 0 if @config's scope names only processes the caller may sample, else
- * -EPERM with the first other user's pid in *ret_pid. Kernel frames asked for without
- * @manage are dropped with a warning. */
+ * (@manage): 0 if the scope of @config's linux.perf section names only processes the
+ * caller may sample (or there is no such section), else -EPERM with the first other
+ * user's pid in *ret_pid. Kernel frames asked for without @manage are dropped with a
+ * warning in @config. */
 int perf_scope_authorize(SessionConfig *config, uid_t caller, bool manage, pid_t *ret_pid);

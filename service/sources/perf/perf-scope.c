@@ -40,24 +40,26 @@ static int read_uids(pid_t pid, uid_t *ret_real, uid_t *ret_effective) {
 }
 
 int perf_scope_authorize(SessionConfig *c, uid_t caller, bool manage, pid_t *ret_pid) {
-        c->perf_manage = manage || caller == 0;
-        if (!c->perf)
+        PerfSection *perf = data_source_section(c, &perf_data_source);
+
+        if (!perf)
                 return 0;
-        if (!c->perf_manage && c->perf_kernel_frames) {
-                c->perf_kernel_frames = false;
+        perf->manage = manage || caller == 0;
+        if (!perf->manage && perf->kernel_frames) {
+                perf->kernel_frames = false;
                 int r = session_config_warn(c, "linux.perf: kernel_frames need org.tracebus.manage: user frames only");
                 if (r < 0)
                         return r;
         }
-        if (c->perf_manage)
+        if (perf->manage)
                 return 0;
-        for (size_t i = 0; i < c->perf_n_target_pids; i++) {
+        for (size_t i = 0; i < perf->n_target_pids; i++) {
                 uid_t real, effective;
 
-                if (read_uids(c->perf_target_pids[i], &real, &effective) < 0)
+                if (read_uids(perf->target_pids[i], &real, &effective) < 0)
                         continue;   /* gone: nothing of it can be sampled */
                 if (real != caller || effective != caller) {
-                        *ret_pid = c->perf_target_pids[i];
+                        *ret_pid = perf->target_pids[i];
                         return -EPERM;
                 }
         }
@@ -91,11 +93,11 @@ static bool pid_listed(const int32_t *pids, size_t n, pid_t pid) {
 
 /* additional_cmdline_count: the first N other processes seen are sampled too. */
 static bool admit_additional(PerfScope *s, pid_t pid) {
-        const SessionConfig *c = s->config;
+        const PerfSection *c = s->config;
 
         if (pid_listed(s->additional, s->n_additional, pid))
                 return true;
-        if (s->n_additional >= c->perf_additional_cmdline_count)
+        if (s->n_additional >= c->additional_cmdline_count)
                 return false;
         s->additional[s->n_additional++] = pid;
         return true;
@@ -112,16 +114,16 @@ static bool owner_may_see(PerfScope *s, pid_t pid) {
 }
 
 static bool judge(PerfScope *s, pid_t pid) {
-        const SessionConfig *c = s->config;
-        bool targeted = c->perf_n_target_pids > 0 || !(!(c->perf_target_cmdlines) || !(c->perf_target_cmdlines)[0]);
+        const PerfSection *c = s->config;
+        bool targeted = c->n_target_pids > 0 || !(!(c->target_cmdlines) || !(c->target_cmdlines)[0]);
 
-        if (pid_listed(c->perf_exclude_pids, c->perf_n_exclude_pids, pid) ||
-            (pid > 0 && cmdline_matches(pid, c->perf_exclude_cmdlines)))
+        if (pid_listed(c->exclude_pids, c->n_exclude_pids, pid) ||
+            (pid > 0 && cmdline_matches(pid, c->exclude_cmdlines)))
                 return false;
-        if (c->perf_process_shard_count > 0 && (uint32_t) pid % c->perf_process_shard_count != s->chosen_shard)
+        if (c->process_shard_count > 0 && (uint32_t) pid % c->process_shard_count != s->chosen_shard)
                 return false;
-        if (targeted && !pid_listed(c->perf_target_pids, c->perf_n_target_pids, pid) &&
-            !(pid > 0 && cmdline_matches(pid, c->perf_target_cmdlines)) && !admit_additional(s, pid))
+        if (targeted && !pid_listed(c->target_pids, c->n_target_pids, pid) &&
+            !(pid > 0 && cmdline_matches(pid, c->target_cmdlines)) && !admit_additional(s, pid))
                 return false;
         return owner_may_see(s, pid);
 }

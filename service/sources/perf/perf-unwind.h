@@ -7,7 +7,7 @@
 #include <sys/types.h>
 
 /*
- * Naming and unwinding the user frames of perf samples (linux.perf, issue 24), with
+ * Naming and unwinding the user frames of perf samples (linux.perf), with
  * elfutils' libdw. Symbols come from the ELF files the sampled process maps, opened
  * through /proc/PID/map_files or /proc/PID/root (never a path anyone names), their
  * .symtab/.dynsym, and separate debug files found locally by build id or .gnu_debuglink.

@@ -24,6 +24,7 @@
 #include "macro.h"
 #include "kernel/process-scan.h"
 #include "process-stats.h"
+#include "sources/poller-feeds.h"
 #include "time-util.h"
 #include "trace-writer.h"
 
@@ -89,23 +90,16 @@ struct ProcessStatsSource {
  * entry that walks /proc once a period for all its subscribers, reading what the union
  * of them asks (run times, smaps_rollup of the processes some subscriber may read), and
  * hands each session only its own: its counters, smaps_rollup of its own processes
- * unless root, its own change-only state and cache ttl. @feeds_lock guards the list,
- * each feed's @lock its subscribers, held through a walk, so that after
- * process_stats_stop() nothing goes to that session's recorder.
+ * unless root, its own change-only state and cache ttl. The feed's lock (poller-feeds.h)
+ * guards its subscribers and is held through a walk, so that after process_stats_stop()
+ * nothing goes to that session's recorder.
  */
 typedef struct Feed {
-        struct Feed *next;
-        Poller *poller;
-        uint32_t period_ms;
-        PollerEntry *entry;
-        pthread_mutex_t lock;
+        PollerFeed base;
         ProcessStatsSource **subs;
         size_t n_subs, allocated;
         Walk walk;
 } Feed;
-
-static pthread_mutex_t feeds_lock = PTHREAD_MUTEX_INITIALIZER;
-static Feed *feeds;
 static _Atomic uint64_t walks;
 
 uint64_t process_stats_walks(void) {
@@ -431,128 +425,93 @@ static void walk_and_emit(Walk *walk, ProcessStatsSource *const *subs, size_t n_
 static void feed_poll(uint64_t now, void *userdata) {
         Feed *f = userdata;
 
-        (void) pthread_mutex_lock(&f->lock);
+        (void) pthread_mutex_lock(&f->base.lock);
         if (f->n_subs > 0)
                 walk_and_emit(&f->walk, f->subs, f->n_subs, now);
-        (void) pthread_mutex_unlock(&f->lock);
+        (void) pthread_mutex_unlock(&f->base.lock);
 }
 
 /* A walk that outlasts its period, again and again: every subscriber is told. */
 static void feed_slow(uint64_t took_ns, uint64_t period_ns, void *userdata) {
         Feed *f = userdata;
 
-        (void) pthread_mutex_lock(&f->lock);
+        (void) pthread_mutex_lock(&f->base.lock);
         for (size_t i = 0; i < f->n_subs; i++)
                 (void) recorder_warn(f->subs[i]->rec, "linux.process_stats: reading /proc took %" PRIu64 " ms, more "
                                      "than the %" PRIu64 " ms period, %u times in a row: samples come late",
                                      took_ns / 1000000, period_ns / 1000000, POLLER_SLOW_RUNS);
-        (void) pthread_mutex_unlock(&f->lock);
+        (void) pthread_mutex_unlock(&f->base.lock);
 }
 
-static Feed *feed_free(Feed *f) {
-        (void) pthread_mutex_destroy(&f->lock);
+static void feed_done(PollerFeed *base) {
+        Feed *f = (Feed *) base;
+
         free(f->subs);
         free(f->walk.reads);
-        return mfree(f);
 }
 
-/* The feed of @period_ms on @p, made if needed. Called with @feeds_lock held. */
-static int feed_get(Poller *p, uint32_t period_ms, Feed **ret) {
-        Feed *f;
+static PollerFeeds feeds = POLLER_FEEDS_INIT(Feed, feed_poll, feed_slow, feed_done);
+
+/* Under the feed's lock. */
+static int add_subscriber(PollerFeed *base, void *userdata) {
+        Feed *f = (Feed *) base;
         int r;
 
-        for (f = feeds; f; f = f->next)
-                if (f->poller == p && f->period_ms == period_ms) {
-                        *ret = f;
-                        return 0;
-                }
-        f = calloc(1, sizeof(*f));
-        if (!f)
-                return -ENOMEM;
-        *f = (Feed) { .poller = p, .period_ms = period_ms };
-        (void) pthread_mutex_init(&f->lock, NULL);
-        r = poller_add(p, period_ms, feed_poll, f, &f->entry);
-        if (r < 0) {
-                feed_free(f);
-                return r;
+        if (f->n_subs >= f->allocated) {
+                r = grow((void **) &f->subs, f->allocated * 2 + 4, sizeof(*f->subs));
+                if (r < 0)
+                        return r;
+                f->allocated = f->allocated * 2 + 4;
         }
-        poller_on_slow(p, f->entry, feed_slow);
-        f->next = feeds;
-        feeds = f;
-        *ret = f;
+        f->subs[f->n_subs++] = userdata;
         return 0;
 }
 
-static int subscribe(ProcessStatsSource *s, Poller *p, uint32_t period_ms) {
-        Feed *f;
-        int r;
+static void remove_subscriber(PollerFeed *base, void *userdata) {
+        Feed *f = (Feed *) base;
 
-        (void) pthread_mutex_lock(&feeds_lock);
-        r = feed_get(p, period_ms, &f);
-        if (r >= 0) {
-                (void) pthread_mutex_lock(&f->lock);
-                if (f->n_subs >= f->allocated) {
-                        r = grow((void **) &f->subs, f->allocated * 2 + 4, sizeof(*f->subs));
-                        if (r >= 0)
-                                f->allocated = f->allocated * 2 + 4;
-                }
-                if (r >= 0) {
-                        f->subs[f->n_subs++] = s;
-                        s->feed = f;
-                }
-                (void) pthread_mutex_unlock(&f->lock);
-        }
-        (void) pthread_mutex_unlock(&feeds_lock);
-        return r;
-}
-
-/* Whether @s was @f's last subscriber; then @f is unlinked. */
-static bool unsubscribe(ProcessStatsSource *s, Feed *f) {
-        bool last;
-
-        (void) pthread_mutex_lock(&feeds_lock);
-        (void) pthread_mutex_lock(&f->lock);   /* waits for a walk in progress */
         for (size_t i = 0; i < f->n_subs; i++)
-                if (f->subs[i] == s) {
+                if (f->subs[i] == userdata) {
                         f->subs[i] = f->subs[--f->n_subs];
                         break;
                 }
-        last = f->n_subs == 0;
-        (void) pthread_mutex_unlock(&f->lock);
-        if (last)
-                for (Feed **j = &feeds; *j; j = &(*j)->next)
-                        if (*j == f) {
-                                *j = f->next;
-                                break;
-                        }
-        (void) pthread_mutex_unlock(&feeds_lock);
-        return last;
 }
 
-int process_stats_start(Poller *poller, Recorder *rec, const SessionConfig *config, uid_t owner_uid,
-                        ProcessStatsSource **ret) {
+static int subscribe(ProcessStatsSource *s, Poller *p, uint32_t period_ms) {
+        PollerFeed *f;
+        int r;
+
+        r = poller_feed_join(&feeds, p, 0, period_ms, add_subscriber, s, &f);
+        if (r >= 0)
+                s->feed = (Feed *) f;
+        return r;
+}
+
+int process_stats_start(const DataSourceContext *ctx, void *data, void **ret) {
+        const ProcessStatsSection *section = data;
+        uint32_t max_entries = ctx->config->max_process_entries;
         ProcessStatsSource *s;
         int r;
 
         *ret = NULL;
-        if (!config->process_stats || config->process_stats_poll_ms == 0)
+        if (section->poll_ms == 0)
                 return 0;
         s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
         *s = (ProcessStatsSource) {
-                .rec = rec,
-                .owner_uid = owner_uid,
-                .smaps = config->process_stats_smaps,
-                .runtime = config->process_stats_runtime,
-                .ttl_ticks = config->process_stats_cache_ttl_ms / config->process_stats_poll_ms,
-                .target_buffer = config->process_stats_target_buffer,
-                .max_entries = config->max_process_entries ?: PROCESS_TREE_DEFAULT_MAX_ENTRIES,
+                .rec = ctx->recorder,
+                .owner_uid = ctx->owner_uid,
+                .smaps = section->smaps,
+                .runtime = section->runtime,
+                .ttl_ticks = section->cache_ttl_ms / section->poll_ms,
+                .target_buffer = section->target_buffer,
+                .max_entries = max_entries ?: PROCESS_TREE_DEFAULT_MAX_ENTRIES,
         };
-        if (config->process_stats_cache_ttl_ms > 0)
+        if (section->cache_ttl_ms > 0)
                 s->ttl_ticks = MAX(s->ttl_ticks, 1u);
         /* As poller_add() would: periods under the minimum are one. */
-        r = subscribe(s, poller, MAX(config->process_stats_poll_ms, POLLER_MIN_PERIOD_MS));
+        r = subscribe(s, ctx->poller, MAX(section->poll_ms, POLLER_MIN_PERIOD_MS));
         if (r < 0) {
                 free(s);
                 return r;
@@ -561,14 +520,12 @@ int process_stats_start(Poller *poller, Recorder *rec, const SessionConfig *conf
         return 0;
 }
 
-ProcessStatsSource *process_stats_stop(ProcessStatsSource *s) {
+void process_stats_stop(void *state) {
+        ProcessStatsSource *s = state;
+
         if (!s)
-                return NULL;
-        if (unsubscribe(s, s->feed)) {
-                /* Unlinked: no one else finds it. Waits for a walk in progress. */
-                poller_remove(s->feed->poller, s->feed->entry);
-                feed_free(s->feed);
-        }
+                return;
+        poller_feed_leave(&feeds, &s->feed->base, remove_subscriber, s);
         if (s->over_limit > 0)
                 log_info("linux.process_stats: %" PRIu64 " polls left processes out, past the limit of %zu.",
                          s->over_limit, s->max_entries);
@@ -577,7 +534,7 @@ ProcessStatsSource *process_stats_stop(ProcessStatsSource *s) {
         free(s->out);
         free(s->outp);
         free(s->packed);
-        return mfree(s);
+        free(s);
 }
 
 /* At Stop: a walk of its own for this session (the feed's others keep their period). */
@@ -589,6 +546,8 @@ static void final_walk(uint64_t now, void *userdata) {
         free(walk.reads);
 }
 
-int process_stats_queue_final(ProcessStatsSource *s, const void *owner) {
-        return s ? poller_call(s->feed->poller, final_walk, s, owner) : 0;
+int process_stats_queue_final(void *state, const void *owner) {
+        ProcessStatsSource *s = state;
+
+        return s ? poller_call(s->feed->base.poller, final_walk, s, owner) : 0;
 }

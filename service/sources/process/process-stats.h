@@ -3,9 +3,10 @@
 
 #include <sys/types.h>
 
-#include "sources/poller.h"
+#include "process-config.h"
 #include "recorder/recorder.h"
-#include "config/session-config.h"
+#include "sources/data-source.h"
+#include "sources/poller.h"
 
 /*
  * linux.process_stats's periodic part: every proc_stats_poll_ms, on the pollers' thread,
@@ -15,17 +16,20 @@
 
 typedef struct ProcessStatsSource ProcessStatsSource;
 
-/* Starts polling for @config's session (owned by @owner_uid) into @rec. *ret is NULL
- * when the config asks for no periodic ProcessStats. */
-int process_stats_start(Poller *poller, Recorder *rec, const SessionConfig *config, uid_t owner_uid,
-                        ProcessStatsSource **ret);
-/* Stops polling (a running poll finishes first) and frees @s; NULL is a no-op. Before
- * the recorder is freed. */
-ProcessStatsSource *process_stats_stop(ProcessStatsSource *s);
+/* The registry's entry for linux.process_stats (process-source.c). */
+extern const DataSourceOps process_stats_data_source;
 
-/* Queues one last sample of the session's processes on the poller's thread
- * (poller_call() under @owner), at Stop. NULL: 0. */
-int process_stats_queue_final(ProcessStatsSource *s, const void *owner);
+/* DataSourceOps.start: polls @section (a ProcessStatsSection) for the session of @ctx,
+ * at most ctx->config->max_process_entries processes a poll. *ret (a ProcessStatsSource)
+ * is NULL when the section asks for no periodic ProcessStats. */
+int process_stats_start(const DataSourceContext *ctx, void *section, void **ret);
+/* DataSourceOps.stop: stops polling (a running poll finishes first) and frees @state;
+ * NULL is a no-op. Before the recorder is freed. */
+void process_stats_stop(void *state);
+
+/* DataSourceOps.queue_final: one last sample of the session's processes on the poller's
+ * thread (poller_call() under @owner), at Stop. NULL: 0. */
+int process_stats_queue_final(void *state, const void *owner);
 
 /* Walks of /proc done for all sessions since the service started (for tests): sessions
  * at the same period share one walk a period. */

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "sources/poller-feeds.h"
 #include "sys-stats.h"
 #include "time-util.h"
 
@@ -17,9 +18,9 @@
  * sample, and hands every subscribed session one SysStats packet of its own groups and
  * counters, as traced_probes writes one packet per tick. Sessions that ask for the same
  * group at the same period so share its read. Subscribing and unsubscribing happen on
- * the event loop; the reads run on the poller's thread. @feeds_lock guards the list, each
- * feed's @lock its subscribers, so that after sys_stats_unsubscribe() no packet goes to
- * that session's recorder. linux.sysfs_power's batteries are a feed of their own kind.
+ * the event loop; the reads run on the poller's thread. Each feed's lock (poller-feeds.h)
+ * guards its subscribers, so that after sys_stats_unsubscribe() no packet goes to that
+ * session's recorder. linux.sysfs_power's batteries are a feed of their own kind.
  */
 
 typedef struct Subscriber {
@@ -29,13 +30,12 @@ typedef struct Subscriber {
         uint32_t groups;                     /* 1 << SysStatsGroup, at this feed's period */
 } Subscriber;
 
+/* The kinds of feed. */
+#define FEED_COUNTERS 0u
+#define FEED_POWER 1u
+
 typedef struct Feed {
-        struct Feed *next;
-        Poller *poller;
-        uint32_t period_ms;
-        bool power;
-        PollerEntry *entry;
-        pthread_mutex_t lock;
+        PollerFeed base;
         Subscriber *subscribers;
 } Feed;
 
@@ -49,8 +49,6 @@ struct SysStatsSession {
         Subscriber subs[_SYS_STATS_GROUP_MAX];
 };
 
-static pthread_mutex_t feeds_lock = PTHREAD_MUTEX_INITIALIZER;
-static Feed *feeds;
 static _Atomic uint64_t group_reads[_SYS_STATS_GROUP_MAX];
 
 uint64_t sys_stats_reads(SysStatsGroup group) {
@@ -224,10 +222,10 @@ static int submit_sys_stats(const Subscriber *s, const Tracebus__SysStats *sampl
 static uint32_t wanted_groups(Feed *f) {
         uint32_t groups = 0;
 
-        (void) pthread_mutex_lock(&f->lock);
+        (void) pthread_mutex_lock(&f->base.lock);
         for (Subscriber *s = f->subscribers; s; s = s->next)
                 groups |= s->groups;
-        (void) pthread_mutex_unlock(&f->lock);
+        (void) pthread_mutex_unlock(&f->base.lock);
         return groups;
 }
 
@@ -260,12 +258,12 @@ static void poll_sys_stats(Feed *f, uint64_t ts) {
 
         if (!sample)
                 return;
-        (void) pthread_mutex_lock(&f->lock);
+        (void) pthread_mutex_lock(&f->base.lock);
         for (Subscriber *s = f->subscribers; s; s = s->next)
                 /* One that came while reading gets what was read of its groups next time. */
                 if ((s->groups & groups) == s->groups)
                         (void) submit_sys_stats(s, sample, ts);
-        (void) pthread_mutex_unlock(&f->lock);
+        (void) pthread_mutex_unlock(&f->base.lock);
 }
 
 static void submit_batteries(const Subscriber *s, Tracebus__BatteryCounters **b, size_t n, uint64_t ts) {
@@ -290,10 +288,10 @@ static void poll_power(Feed *f, const Subscriber *only, uint64_t ts) {
         if (only)
                 submit_batteries(only, b, n, ts);
         else {
-                (void) pthread_mutex_lock(&f->lock);
+                (void) pthread_mutex_lock(&f->base.lock);
                 for (Subscriber *s = f->subscribers; s; s = s->next)
                         submit_batteries(s, b, n, ts);
-                (void) pthread_mutex_unlock(&f->lock);
+                (void) pthread_mutex_unlock(&f->base.lock);
         }
         power_batteries_free(b, n);
 }
@@ -301,96 +299,52 @@ static void poll_power(Feed *f, const Subscriber *only, uint64_t ts) {
 static void feed_poll(uint64_t now_ns, void *userdata) {
         Feed *f = userdata;
 
-        if (f->power)
+        if (f->base.kind == FEED_POWER)
                 poll_power(f, NULL, now_ns);
         else
                 poll_sys_stats(f, now_ns);
 }
 
-static Feed *feed_find(Poller *p, bool power, uint32_t period_ms) {
-        for (Feed *f = feeds; f; f = f->next)
-                if (f->poller == p && f->power == power && f->period_ms == period_ms)
-                        return f;
-        return NULL;
-}
+static PollerFeeds feeds = POLLER_FEEDS_INIT(Feed, feed_poll, NULL, NULL);
 
-static Feed *feed_free(Feed *f) {
-        (void) pthread_mutex_destroy(&f->lock);
-        return mfree(f);
-}
+/* Under the feed's lock. */
+static int add_subscriber(PollerFeed *base, void *userdata) {
+        Feed *f = (Feed *) base;
+        Subscriber *sub = userdata;
 
-/* Called with @feeds_lock held. */
-static int feed_get(Poller *p, bool power, uint32_t period_ms, Feed **ret) {
-        Feed *f = feed_find(p, power, period_ms);
-        int r;
-
-        if (f) {
-                *ret = f;
-                return 0;
-        }
-        f = calloc(1, sizeof(*f));
-        if (!f)
-                return -ENOMEM;
-        *f = (Feed) { .poller = p, .power = power, .period_ms = period_ms };
-        (void) pthread_mutex_init(&f->lock, NULL);
-        r = poller_add(p, period_ms, feed_poll, f, &f->entry);
-        if (r < 0) {
-                feed_free(f);
-                return r;
-        }
-        f->next = feeds;
-        feeds = f;
-        *ret = f;
+        sub->next = f->subscribers;
+        f->subscribers = sub;
         return 0;
+}
+
+static void remove_subscriber(PollerFeed *base, void *userdata) {
+        Feed *f = (Feed *) base;
+
+        for (Subscriber **j = &f->subscribers; *j; j = &(*j)->next)
+                if (*j == userdata) {
+                        *j = (*j)->next;
+                        break;
+                }
 }
 
 /* Subscribes @s to the feed of @period_ms (of the batteries when @power) for @groups. */
 static int subscribe_period(SysStatsSession *s, bool power, uint32_t period_ms, uint32_t groups) {
         size_t i = s->n_feeds;
-        Feed *f;
+        PollerFeed *f;
         int r;
 
-        (void) pthread_mutex_lock(&feeds_lock);
-        r = feed_get(s->poller, power, period_ms, &f);
-        if (r >= 0) {
-                s->subs[i] = (Subscriber) { .rec = s->rec, .sel = &s->sel, .groups = groups };
-                (void) pthread_mutex_lock(&f->lock);
-                s->subs[i].next = f->subscribers;
-                f->subscribers = &s->subs[i];
-                (void) pthread_mutex_unlock(&f->lock);
-                s->feeds[i] = f;
-                s->n_feeds++;
-        }
-        (void) pthread_mutex_unlock(&feeds_lock);
-        return r;
+        s->subs[i] = (Subscriber) { .rec = s->rec, .sel = &s->sel, .groups = groups };
+        r = poller_feed_join(&feeds, s->poller, power ? FEED_POWER : FEED_COUNTERS, period_ms, add_subscriber,
+                             &s->subs[i], &f);
+        if (r < 0)
+                return r;
+        s->feeds[i] = (Feed *) f;
+        s->n_feeds++;
+        return 0;
 }
 
 static void unsubscribe_one(SysStatsSession *s, size_t i) {
-        Feed *f = s->feeds[i];
-        bool last;
-
-        (void) pthread_mutex_lock(&feeds_lock);
-        (void) pthread_mutex_lock(&f->lock);
-        for (Subscriber **j = &f->subscribers; *j; j = &(*j)->next)
-                if (*j == &s->subs[i]) {
-                        *j = s->subs[i].next;
-                        break;
-                }
-        last = !f->subscribers;
-        (void) pthread_mutex_unlock(&f->lock);
-        if (last)
-                for (Feed **j = &feeds; *j; j = &(*j)->next)
-                        if (*j == f) {
-                                *j = f->next;
-                                break;
-                        }
-        (void) pthread_mutex_unlock(&feeds_lock);
-
-        /* Unlinked: no one else finds it. Waits for a read in progress. */
-        if (last) {
-                poller_remove(s->poller, f->entry);
-                feed_free(f);
-        }
+        poller_feed_leave(&feeds, &s->feeds[i]->base, remove_subscriber, &s->subs[i]);
         s->feeds[i] = NULL;
 }
 
@@ -417,7 +371,7 @@ static int subscribe_all(SysStatsSession *s) {
         return 0;
 }
 
-/* protofacts: linux.system_info's IRQ names, after its CpuInfo, when
+/* linux.system_info's IRQ names, after its CpuInfo, when
  * SystemInfoConfig.irq_names is true, as traced_probes writes them. */
 static void poll_interrupts(uint64_t now_ns, SysStatsSession *s) {
         Tracebus__TracePacket p = TRACEBUS__TRACE_PACKET__INIT;
@@ -466,7 +420,9 @@ static bool selection_empty(const SysStatsSelection *sel) {
         return !sel->system_info;
 }
 
-int sys_stats_subscribe(Poller *poller, const SysStatsSelection *sel, Recorder *rec, SysStatsSession **ret) {
+int sys_stats_subscribe(const DataSourceContext *ctx, void *section, void **ret) {
+        const SysStatsSelection *sel = section;
+        Poller *poller = ctx->poller;
         SysStatsSession *s;
         int r = 0;
 
@@ -478,7 +434,7 @@ int sys_stats_subscribe(Poller *poller, const SysStatsSelection *sel, Recorder *
         s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
-        *s = (SysStatsSession) { .poller = poller, .rec = rec, .sel = *sel };
+        *s = (SysStatsSession) { .poller = poller, .rec = ctx->recorder, .sel = *sel };
         /* Once: the period only has to outlast any session. */
         if (sel->system_info)
                 r = poller_add(poller, UINT32_MAX, poll_system_info, s, &s->system_info);
@@ -492,13 +448,15 @@ int sys_stats_subscribe(Poller *poller, const SysStatsSelection *sel, Recorder *
         return 0;
 }
 
-SysStatsSession *sys_stats_unsubscribe(SysStatsSession *s) {
+void sys_stats_unsubscribe(void *state) {
+        SysStatsSession *s = state;
+
         if (!s)
-                return NULL;
+                return;
         poller_remove(s->poller, s->system_info);
         for (size_t i = 0; i < s->n_feeds; i++)
                 unsubscribe_one(s, i);
-        return mfree(s);
+        free(s);
 }
 
 /* At Stop: each of the session's subscriptions read once more, for it alone (the
@@ -509,7 +467,7 @@ static void final_sample(uint64_t ts, void *userdata) {
         for (size_t i = 0; i < s->n_feeds; i++) {
                 _cleanup_(sys_stats_freep) Tracebus__SysStats *sample = NULL;
 
-                if (s->feeds[i]->power) {
+                if (s->feeds[i]->base.kind == FEED_POWER) {
                         poll_power(s->feeds[i], &s->subs[i], ts);
                         continue;
                 }
@@ -519,6 +477,8 @@ static void final_sample(uint64_t ts, void *userdata) {
         }
 }
 
-int sys_stats_queue_final(SysStatsSession *s, const void *owner) {
+int sys_stats_queue_final(void *state, const void *owner) {
+        SysStatsSession *s = state;
+
         return s && s->n_feeds > 0 ? poller_call(s->poller, final_sample, s, owner) : 0;
 }

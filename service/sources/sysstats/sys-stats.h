@@ -5,9 +5,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sources/poller.h"
-#include "recorder/recorder.h"
 #include "config/session-config.h"
+#include "recorder/recorder.h"
+#include "sources/data-source.h"
+#include "sources/poller.h"
+#include "sys-stats-types.h"
 #include "trace.pb-c.h"
 
 /*
@@ -21,8 +23,22 @@
  * is a fixed path in the service and a fixture directory in the unit tests only.
  */
 
+/* The registry's entry for linux.sys_stats, linux.system_info and linux.sysfs_power
+ * (sys-stats-source.c): one section, the SysStatsSelection, for the three. */
+extern const DataSourceOps sys_stats_data_source;
+extern const char *const sys_stats_source_names[];
+
+/* sys-stats-config.c: the linux.sys_stats, linux.system_info and linux.sysfs_power data
+ * sources of @tc into @sel. What this kernel lacks, a period under 10 ms, a counter
+ * tracebus does not read: warnings in @c, never errors. sys_stats_load(), the source's
+ * DataSourceOps.load, does the same into a selection it allocates (freed with free()),
+ * *ret NULL when the config has none of the three. */
+int sys_stats_load_selection(const Tracebus__TraceConfig *tc, SessionConfig *c, SysStatsSelection *sel);
+int sys_stats_load(const Tracebus__TraceConfig *tc, const char *tracefs_root, SessionConfig *c, void **ret,
+                   char **ret_error);
+
 /* Whether the kernel has what @group reads (fixed paths under /proc and /sys), and the
- * group's name (session-config-sysstats.c). */
+ * group's name (sys-stats-config.c). */
 bool sys_stats_group_available(SysStatsGroup group);
 const char *sys_stats_group_to_string(SysStatsGroup group);
 
@@ -63,19 +79,22 @@ void power_batteries_free(Tracebus__BatteryCounters **b, size_t n);
 /* linux.system_info (system-info.c): CpuInfo from @cpuinfo_path (/proc/cpuinfo) and
  * @cpu_root (/sys/devices/system/cpu). */
 int system_info_read_cpus(const char *cpuinfo_path, const char *cpu_root, Tracebus__CpuInfo **ret);
-/* protofacts: InterruptInfo (v58 system_info/interrupt_info.proto) from @path
+/* InterruptInfo (v58 system_info/interrupt_info.proto) from @path
  * (/proc/interrupts): the numbered IRQs and their names. */
 int system_info_read_interrupts(const char *path, Tracebus__InterruptInfo **ret);
 
 /* One session's subscriptions to the shared reads. */
 typedef struct SysStatsSession SysStatsSession;
 
-/* Subscribes @rec to the groups @sel asks for on @poller: sessions asking for the same
- * group at the same period share one read (one poller entry), each getting the sample
- * filtered to its counters. Writes the CpuInfo packet first when @sel->system_info. */
-int sys_stats_subscribe(Poller *poller, const SysStatsSelection *sel, Recorder *rec, SysStatsSession **ret);
-/* After it returns, nothing is submitted to the session's recorder any more. NULL: no-op. */
-SysStatsSession *sys_stats_unsubscribe(SysStatsSession *s);
+/* DataSourceOps.start: subscribes the recorder of @ctx to the groups @section (a
+ * SysStatsSelection) asks for on the pollers' thread: sessions asking for the same group
+ * at the same period share one read (one poller entry), each getting the sample filtered
+ * to its counters. Writes the CpuInfo packet first when it asks for system_info. *ret
+ * (a SysStatsSession) is NULL when it asks for nothing this machine has. */
+int sys_stats_subscribe(const DataSourceContext *ctx, void *section, void **ret);
+/* DataSourceOps.stop: after it returns, nothing is submitted to the session's recorder
+ * any more. NULL: no-op. */
+void sys_stats_unsubscribe(void *state);
 
 /* Reads of @group done for all sessions since the service started (for tests). */
 uint64_t sys_stats_reads(SysStatsGroup group);
@@ -86,6 +105,7 @@ int sys_stats_grow(void *array, size_t n, size_t elem_size);
  * of @n elements. NULL when out of memory. */
 void *sys_stats_append(void *array, size_t *n, const ProtobufCMessageDescriptor *d);
 
-/* Queues one last sample of the session's groups (and batteries) on the poller's
- * thread (poller_call() under @owner), at Stop, for this session only. NULL: 0. */
-int sys_stats_queue_final(SysStatsSession *s, const void *owner);
+/* DataSourceOps.queue_final: one last sample of the session's groups (and batteries) on
+ * the poller's thread (poller_call() under @owner), at Stop, for this session only.
+ * NULL: 0. */
+int sys_stats_queue_final(void *state, const void *owner);

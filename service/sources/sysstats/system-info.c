@@ -137,7 +137,7 @@ int system_info_read_cpus(const char *cpuinfo_path, const char *cpu_root, Traceb
         return 0;
 }
 
-/* protofacts: linux.system_info's InterruptInfo, read as traced_probes reads
+/* linux.system_info's InterruptInfo, read as traced_probes reads
  * /proc/interrupts (src/traced/probes/system_info/system_info_data_source.cc): the
  * header's "CPUn" columns give the count; each line "N: counts... chip [hwirq-]trigger
  * name" whose first token is a number gives IRQ N, named by the tokens after the

@@ -6,9 +6,8 @@
 
 /*
  * What a session asks of linux.sys_stats, linux.system_info and linux.sysfs_power,
- * validated (service/sources/sysstats/session-config-sysstats.c, session_config_load_sys_stats()). Plain
- * values, so that the pollers' thread reads a copy without touching the config's protobuf.
- * Types only: session-config.h and sys-stats.h both include it.
+ * validated (sys-stats-config.c): the section of the three data sources. Plain values, so
+ * that the pollers' thread reads a copy without touching the config's protobuf.
  */
 
 /* The counter groups a poller reads, each from its own files. */
@@ -50,7 +49,7 @@ typedef struct SysStatsSelection {
         uint32_t stat_fields;                        /* 1 << SysStatsConfig.StatCounters */
         bool system_info;                            /* linux.system_info: CpuInfo at start */
         uint32_t sys_stats_buffer, power_buffer;     /* the data sources' target buffers */
-        /* protofacts2: SystemInfoConfig.irq_names, InterruptInfo after the CpuInfo. */
+        /* SystemInfoConfig.irq_names: InterruptInfo after the CpuInfo. */
         bool irq_names;
 } SysStatsSelection;
 

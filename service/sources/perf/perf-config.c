@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * linux.perf (Perfetto v58's PerfEventConfig), checked into SessionConfig's perf block:
+ * linux.perf (Perfetto v58's PerfEventConfig), checked into its section (PerfSection):
  * the timebase (a counter or a tracepoint, by frequency or period), the callstack
  * sampling scope, frames, ring buffer sizes and memory caps. Who may sample what is
  * decided later, once polkit answered (perf-scope.c): this only reads the config.
@@ -10,10 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "fd-util.h"
-#include "config/session-config.h"
-#include "perf-sampler.h"
+#include "perf-config.h"
 #include "strv.h"
 
 #define CLAMP(x, lo, hi) MIN(MAX((x), (lo)), (hi))
@@ -25,6 +26,8 @@ static void *memdup(const void *p, size_t n) {
 }
 
 #define PERF_SOURCE "linux.perf"
+
+const char *const perf_source_names[] = { PERF_SOURCE, NULL };
 
 /* Perfetto's counters, as perf_event_attr's type and config. */
 typedef struct PerfCounter {
@@ -90,6 +93,12 @@ static uint64_t max_sample_rate(void) {
         return v;
 }
 
+int perf_event_open_fd(struct perf_event_attr *attr, pid_t pid, int cpu) {
+        long fd = syscall(SYS_perf_event_open, attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+
+        return fd < 0 ? -errno : (int) fd;
+}
+
 /* Whether the kernel has a counter: a HW counter is missing in most VMs. */
 static bool counter_available(const PerfCounter *pc) {
         struct perf_event_attr attr = { .size = sizeof(attr), .type = pc->type, .config = pc->config,
@@ -104,7 +113,7 @@ static bool counter_available(const PerfCounter *pc) {
 
 /* The tracepoint as its id under tracefs @root. Perfetto takes "group/name" and
  * "group:name" (split at the first '/', else at the first ':'), and its docs use both. */
-static int load_tracepoint(const Tracebus__PerfEvents__Tracepoint *tp, const char *root, SessionConfig *c,
+static int load_tracepoint(const Tracebus__PerfEvents__Tracepoint *tp, const char *root, PerfSection *perf, SessionConfig *c,
                            char **ret_error) {
         _cleanup_free_ char *group = NULL, *path = NULL, *text = NULL;
         _cleanup_strv_free_ char **found = NULL;
@@ -130,81 +139,81 @@ static int load_tracepoint(const Tracebus__PerfEvents__Tracepoint *tp, const cha
                 return -ENOMEM;
         if (read_full_file(path, 64, &text, NULL) < 0 || sscanf(text, "%llu", &id) != 1)
                 return session_config_error(ret_error, PERF_SOURCE ": timebase tracepoint '%s' has no id", tp->name);
-        c->perf_type = PERF_TYPE_TRACEPOINT;
-        c->perf_event_config = id;
-        c->perf_tracepoint = strdup(tp->name);
-        if (!c->perf_tracepoint)
+        perf->type = PERF_TYPE_TRACEPOINT;
+        perf->event_config = id;
+        perf->tracepoint = strdup(tp->name);
+        if (!perf->tracepoint)
                 return -ENOMEM;
         if (tp->filter && strlen(tp->filter) > PERF_MAX_FILTER_LEN)
                 return session_config_error(ret_error, PERF_SOURCE ": the tracepoint filter is over %u bytes",
                                             PERF_MAX_FILTER_LEN);
-        if (tp->filter && !(c->perf_tracepoint_filter = strdup(tp->filter)))
+        if (tp->filter && !(perf->tracepoint_filter = strdup(tp->filter)))
                 return -ENOMEM;
         return 0;
 }
 
-static int load_counter(Tracebus__PerfEvents__Counter counter, SessionConfig *c) {
+static int load_counter(Tracebus__PerfEvents__Counter counter, PerfSection *perf, SessionConfig *c) {
         const PerfCounter *pc = find_counter(counter);
         const PerfCounter *fallback = find_counter(TRACEBUS__PERF_EVENTS__COUNTER__SW_CPU_CLOCK);
 
         if (!pc) {
-                c->perf_counter = fallback->counter;
+                perf->counter = fallback->counter;
                 return session_config_warn(c, PERF_SOURCE ": unknown timebase counter %d: SW_CPU_CLOCK used", (int) counter);
         }
         if (!counter_available(pc)) {
-                c->perf_counter = fallback->counter;
-                c->perf_type = fallback->type;
-                c->perf_event_config = fallback->config;
+                perf->counter = fallback->counter;
+                perf->type = fallback->type;
+                perf->event_config = fallback->config;
                 return session_config_warn(c, PERF_SOURCE ": counter %s is not available on this machine "
                                            "(a VM without a PMU?): SW_CPU_CLOCK used", pc->name);
         }
-        c->perf_counter = pc->counter;
-        c->perf_type = pc->type;
-        c->perf_event_config = pc->config;
+        perf->counter = pc->counter;
+        perf->type = pc->type;
+        perf->event_config = pc->config;
         return 0;
 }
 
 /* The frequency (Hz) or period (events): Perfetto's default is 10 Hz of SW_CPU_CLOCK. */
 static int load_interval(const Tracebus__PerfEventConfig *pc, const Tracebus__PerfEvents__Timebase *tb,
-                         SessionConfig *c) {
+                         PerfSection *perf, SessionConfig *c) {
         uint64_t max = max_sample_rate();
 
-        c->perf_freq = true;
-        c->perf_interval = PERF_DEFAULT_FREQUENCY;
+        perf->freq = true;
+        perf->interval = PERF_DEFAULT_FREQUENCY;
         if (tb && tb->interval_case == TRACEBUS__PERF_EVENTS__TIMEBASE__INTERVAL_PERIOD && tb->period > 0) {
-                c->perf_freq = false;
-                c->perf_interval = tb->period;
+                perf->freq = false;
+                perf->interval = tb->period;
                 return 0;
         }
         if (tb && tb->interval_case == TRACEBUS__PERF_EVENTS__TIMEBASE__INTERVAL_FREQUENCY && tb->frequency > 0)
-                c->perf_interval = tb->frequency;
+                perf->interval = tb->frequency;
         else if (tb && tb->interval_case == TRACEBUS__PERF_EVENTS__TIMEBASE__INTERVAL_POLL_PERIOD_MS) {
                 int r = session_config_warn(c, PERF_SOURCE ": timebase poll_period_ms (counting without "
                                             "sampling) is not supported: %u Hz sampling used", PERF_DEFAULT_FREQUENCY);
                 if (r < 0)
                         return r;
         } else if (pc->has_sampling_frequency && pc->sampling_frequency > 0)
-                c->perf_interval = pc->sampling_frequency;
-        if (c->perf_interval > max) {
+                perf->interval = pc->sampling_frequency;
+        if (perf->interval > max) {
                 int r = session_config_warn(c, PERF_SOURCE ": frequency %" PRIu64 " Hz is over the kernel's "
                                             "perf_event_max_sample_rate (%" PRIu64 "): %" PRIu64 " Hz used",
-                                            c->perf_interval, max, max);
-                c->perf_interval = max;
+                                            perf->interval, max, max);
+                perf->interval = max;
                 if (r < 0)
                         return r;
         }
         return 0;
 }
 
-static int load_timebase(const Tracebus__PerfEventConfig *pc, const char *root, SessionConfig *c, char **ret_error) {
+static int load_timebase(const Tracebus__PerfEventConfig *pc, const char *root, PerfSection *perf, SessionConfig *c, char **ret_error) {
         const Tracebus__PerfEvents__Timebase *tb = pc->timebase;
         int r;
 
-        r = load_interval(pc, tb, c);
+        r = load_interval(pc, tb, perf, c);
         if (r < 0)
                 return r;
         if (tb && tb->event_case == TRACEBUS__PERF_EVENTS__TIMEBASE__EVENT_TRACEPOINT)
-                return load_tracepoint(tb->tracepoint, root, c, ret_error);
+                return load_tracepoint(tb->tracepoint, root, perf, c, ret_error);
         if (tb && tb->event_case == TRACEBUS__PERF_EVENTS__TIMEBASE__EVENT_RAW_EVENT) {
                 r = session_config_warn(c, PERF_SOURCE ": raw_event timebases are not supported: SW_CPU_CLOCK used");
                 if (r < 0)
@@ -217,7 +226,7 @@ static int load_timebase(const Tracebus__PerfEventConfig *pc, const char *root, 
                         return r;
         }
         return load_counter(tb && tb->event_case == TRACEBUS__PERF_EVENTS__TIMEBASE__EVENT_COUNTER ? tb->counter
-                            : TRACEBUS__PERF_EVENTS__COUNTER__SW_CPU_CLOCK, c);
+                            : TRACEBUS__PERF_EVENTS__COUNTER__SW_CPU_CLOCK, perf, c);
 }
 
 static int copy_pids(SessionConfig *c, const char *what, const int32_t *pids, size_t n, int32_t **ret, size_t *ret_n) {
@@ -236,7 +245,7 @@ static int copy_pids(SessionConfig *c, const char *what, const int32_t *pids, si
 }
 
 /* callstack_sampling.scope, or the fields it superseded (target_pid, ... of PerfEventConfig). */
-static int load_scope(const Tracebus__PerfEventConfig *pc, SessionConfig *c) {
+static int load_scope(const Tracebus__PerfEventConfig *pc, PerfSection *perf, SessionConfig *c) {
         const Tracebus__PerfEventConfig__Scope *s = pc->callstack_sampling ? pc->callstack_sampling->scope : NULL;
         Tracebus__PerfEventConfig__Scope legacy = TRACEBUS__PERF_EVENT_CONFIG__SCOPE__INIT;
         int r;
@@ -250,45 +259,45 @@ static int load_scope(const Tracebus__PerfEventConfig *pc, SessionConfig *c) {
                 legacy.additional_cmdline_count = pc->additional_cmdline_count;
                 s = &legacy;
         }
-        r = copy_pids(c, "target_pid", s->target_pid, s->n_target_pid, &c->perf_target_pids, &c->perf_n_target_pids);
+        r = copy_pids(c, "target_pid", s->target_pid, s->n_target_pid, &perf->target_pids, &perf->n_target_pids);
         if (r >= 0)
-                r = copy_pids(c, "exclude_pid", s->exclude_pid, s->n_exclude_pid, &c->perf_exclude_pids,
-                              &c->perf_n_exclude_pids);
+                r = copy_pids(c, "exclude_pid", s->exclude_pid, s->n_exclude_pid, &perf->exclude_pids,
+                              &perf->n_exclude_pids);
         if (r >= 0)
                 r = session_config_copy_names(c, PERF_SOURCE, "target_cmdline", s->target_cmdline, s->n_target_cmdline,
-                                              PERF_MAX_SCOPE_ENTRIES, PERF_MAX_CMDLINE_LEN, &c->perf_target_cmdlines);
+                                              PERF_MAX_SCOPE_ENTRIES, PERF_MAX_CMDLINE_LEN, &perf->target_cmdlines);
         if (r >= 0)
                 r = session_config_copy_names(c, PERF_SOURCE, "exclude_cmdline", s->exclude_cmdline, s->n_exclude_cmdline,
-                                              PERF_MAX_SCOPE_ENTRIES, PERF_MAX_CMDLINE_LEN, &c->perf_exclude_cmdlines);
+                                              PERF_MAX_SCOPE_ENTRIES, PERF_MAX_CMDLINE_LEN, &perf->exclude_cmdlines);
         if (r < 0)
                 return r;
-        c->perf_additional_cmdline_count = MIN(s->additional_cmdline_count, (uint32_t) PERF_MAX_SCOPE_ENTRIES);
-        c->perf_process_shard_count = s->process_shard_count;
+        perf->additional_cmdline_count = MIN(s->additional_cmdline_count, (uint32_t) PERF_MAX_SCOPE_ENTRIES);
+        perf->process_shard_count = s->process_shard_count;
         return 0;
 }
 
 /* kernel_frames and user_frames: the kernel's callchain (frame pointers) either way. */
-static int load_frames(const Tracebus__PerfEventConfig *pc, SessionConfig *c) {
+static int load_frames(const Tracebus__PerfEventConfig *pc, PerfSection *perf, SessionConfig *c) {
         const Tracebus__PerfEventConfig__CallstackSampling *cs = pc->callstack_sampling;
 
         /* Without callstack_sampling (and its legacy fields), Perfetto records counts only. */
-        c->perf_callstacks = cs || pc->n_target_pid || pc->n_target_cmdline || pc->has_kernel_frames ||
+        perf->callstacks = cs || pc->n_target_pid || pc->n_target_cmdline || pc->has_kernel_frames ||
                 pc->all_cpus;
-        c->perf_kernel_frames = cs ? cs->kernel_frames : pc->kernel_frames;
-        c->perf_user_frames = c->perf_callstacks &&
+        perf->kernel_frames = cs ? cs->kernel_frames : pc->kernel_frames;
+        perf->user_frames = perf->callstacks &&
                 (!cs || !cs->has_user_frames || cs->user_frames != TRACEBUS__PERF_EVENT_CONFIG__UNWIND_MODE__UNWIND_SKIP);
-        c->perf_unwind_dwarf = c->perf_user_frames && (!cs || !cs->has_user_frames ||
+        perf->unwind_dwarf = perf->user_frames && (!cs || !cs->has_user_frames ||
                 cs->user_frames == TRACEBUS__PERF_EVENT_CONFIG__UNWIND_MODE__UNWIND_DWARF ||
                 cs->user_frames == TRACEBUS__PERF_EVENT_CONFIG__UNWIND_MODE__UNWIND_UNKNOWN);
 #if !defined(__x86_64__)
-        if (c->perf_unwind_dwarf)
+        if (perf->unwind_dwarf)
                 return session_config_warn(c, PERF_SOURCE ": user_frames UNWIND_DWARF is x86-64 only here: user "
                                            "frames come from the kernel's frame-pointer callchain");
 #endif
         return 0;
 }
 
-static int load_sizes(const Tracebus__PerfEventConfig *pc, SessionConfig *c) {
+static int load_sizes(const Tracebus__PerfEventConfig *pc, PerfSection *perf, SessionConfig *c) {
         uint32_t pages = pc->ring_buffer_pages ?: PERF_DEFAULT_RING_PAGES;
         int r = 0;
 
@@ -306,13 +315,13 @@ static int load_sizes(const Tracebus__PerfEventConfig *pc, SessionConfig *c) {
                                                 pages, p);
                 pages = p;
         }
-        c->perf_ring_pages = pages;
-        c->perf_read_period_ms = pc->ring_buffer_read_period_ms ?: PERF_DEFAULT_READ_PERIOD_MS;
-        c->perf_read_period_ms = CLAMP(c->perf_read_period_ms, 1u, 10000u);
-        c->perf_max_enqueued_kb = pc->max_enqueued_footprint_kb ?: PERF_DEFAULT_MAX_ENQUEUED_KB;
-        c->perf_max_enqueued_kb = MIN(c->perf_max_enqueued_kb, (uint64_t) PERF_DEFAULT_MAX_ENQUEUED_KB);
-        c->perf_max_memory_kb = pc->max_daemon_memory_kb ?: PERF_DEFAULT_MAX_MEMORY_KB;
-        c->perf_max_memory_kb = MIN(c->perf_max_memory_kb, PERF_DEFAULT_MAX_MEMORY_KB);
+        perf->ring_pages = pages;
+        perf->read_period_ms = pc->ring_buffer_read_period_ms ?: PERF_DEFAULT_READ_PERIOD_MS;
+        perf->read_period_ms = CLAMP(perf->read_period_ms, 1u, 10000u);
+        perf->max_enqueued_kb = pc->max_enqueued_footprint_kb ?: PERF_DEFAULT_MAX_ENQUEUED_KB;
+        perf->max_enqueued_kb = MIN(perf->max_enqueued_kb, (uint64_t) PERF_DEFAULT_MAX_ENQUEUED_KB);
+        perf->max_memory_kb = pc->max_daemon_memory_kb ?: PERF_DEFAULT_MAX_MEMORY_KB;
+        perf->max_memory_kb = MIN(perf->max_memory_kb, PERF_DEFAULT_MAX_MEMORY_KB);
         return r;
 }
 
@@ -330,55 +339,60 @@ static int warn_skipped(const Tracebus__PerfEventConfig *pc, SessionConfig *c) {
 }
 
 static int load_one(const Tracebus__TraceConfig *tc, const Tracebus__DataSourceConfig *ds, const char *root,
-                    SessionConfig *c, char **ret_error) {
+                    PerfSection *perf, SessionConfig *c, char **ret_error) {
         static const Tracebus__PerfEventConfig defaults = TRACEBUS__PERF_EVENT_CONFIG__INIT;
         const Tracebus__PerfEventConfig *pc = ds->perf_event_config ?: &defaults;
         int r;
 
-        r = session_config_target_buffer(tc, ds, &c->perf_target_buffer, ret_error);
+        r = session_config_target_buffer(tc, ds, &perf->target_buffer, ret_error);
         if (r < 0)
                 return r;
-        r = load_timebase(pc, root, c, ret_error);
+        r = load_timebase(pc, root, perf, c, ret_error);
         if (r >= 0)
-                r = load_scope(pc, c);
+                r = load_scope(pc, perf, c);
         if (r >= 0)
-                r = load_frames(pc, c);
+                r = load_frames(pc, perf, c);
         if (r >= 0)
-                r = load_sizes(pc, c);
+                r = load_sizes(pc, perf, c);
         if (r >= 0)
                 r = warn_skipped(pc, c);
         if (r < 0)
                 return r;
-        if (pc->timebase && pc->timebase->name && !(c->perf_timebase_name = strdup(pc->timebase->name)))
+        if (pc->timebase && pc->timebase->name && !(perf->timebase_name = strdup(pc->timebase->name)))
                 return -ENOMEM;
-        c->perf = true;
         return 0;
 }
 
-int session_config_load_perf(const Tracebus__TraceConfig *tc, const char *root, SessionConfig *c, char **ret_error) {
-        for (size_t i = 0; i < tc->n_data_sources; i++) {
-                const Tracebus__DataSourceConfig *ds = tc->data_sources[i]->config;
-                int r;
+int perf_load(const Tracebus__TraceConfig *tc, const char *root, SessionConfig *c, void **ret, char **ret_error) {
+        const Tracebus__DataSourceConfig *ds = data_source_first_config(perf_source_names, tc);
+        _cleanup_(perf_section_freep) PerfSection *perf = NULL;
+        int r;
 
-                if (!ds || !ds->name || strcmp(ds->name, PERF_SOURCE) != 0)
-                        continue;
-                if (c->perf)
-                        r = session_config_warn(c, PERF_SOURCE ": a second linux.perf data source: skipped");
-                else
-                        r = load_one(tc, ds, root, c, ret_error);
-                if (r < 0)
-                        return r;
-        }
+        if (!ds)
+                return 0;
+        perf = calloc(1, sizeof(*perf));
+        if (!perf)
+                return -ENOMEM;
+        r = load_one(tc, ds, root, perf, c, ret_error);
+        if (r >= 0)
+                r = data_source_warn_repeats(perf_source_names, tc, c, "linux.perf data source");
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(perf);
         return 0;
 }
 
-void session_config_perf_done(SessionConfig *c) {
-        c->perf_tracepoint = mfree(c->perf_tracepoint);
-        c->perf_tracepoint_filter = mfree(c->perf_tracepoint_filter);
-        c->perf_timebase_name = mfree(c->perf_timebase_name);
-        c->perf_target_pids = mfree(c->perf_target_pids);
-        c->perf_exclude_pids = mfree(c->perf_exclude_pids);
-        c->perf_n_target_pids = c->perf_n_exclude_pids = 0;
-        c->perf_target_cmdlines = strv_free(c->perf_target_cmdlines);
-        c->perf_exclude_cmdlines = strv_free(c->perf_exclude_cmdlines);
+void perf_section_free(void *section) {
+        PerfSection *perf = section;
+
+        if (!perf)
+                return;
+        free(perf->tracepoint);
+        free(perf->tracepoint_filter);
+        free(perf->timebase_name);
+        free(perf->target_pids);
+        free(perf->exclude_pids);
+        strv_free(perf->target_cmdlines);
+        strv_free(perf->exclude_cmdlines);
+        free(perf);
 }

@@ -5,9 +5,10 @@
 #include <unistd.h>
 
 #include "sources/poller.h"
-#include "config/session-config.h"
 #include "strv.h"
 #include "sys-stats.h"
+
+const char *const sys_stats_source_names[] = { "linux.sys_stats", "linux.system_info", "linux.sysfs_power", NULL };
 
 static const char *const group_names[_SYS_STATS_GROUP_MAX] = {
         [SYS_STATS_MEMINFO] = "meminfo",
@@ -56,8 +57,8 @@ bool sys_stats_group_available(SysStatsGroup group) {
 }
 
 /* Perfetto's periods are "> 10 ms": a shorter one is raised, and said so. */
-static int take_period(SessionConfig *c, SysStatsGroup group, const char *field, bool has, uint32_t ms) {
-        uint32_t *slot = &c->sys_stats.period_ms[group];
+static int take_period(SessionConfig *c, SysStatsSelection *sel, SysStatsGroup group, const char *field, bool has, uint32_t ms) {
+        uint32_t *slot = &sel->period_ms[group];
 
         if (!has || ms == 0)
                 return 0;
@@ -101,11 +102,11 @@ static int take_keys(SessionConfig *c, const char *what, SysStatsKeys *keys, con
         return 0;
 }
 
-static int take_stat_counters(SessionConfig *c, const Tracebus__SysStatsConfig *sc) {
+static int take_stat_counters(SessionConfig *c, SysStatsSelection *sel, const Tracebus__SysStatsConfig *sc) {
         int r;
 
         if (sc->n_stat_counters == 0) {
-                c->sys_stats.stat_fields = UINT32_MAX;
+                sel->stat_fields = UINT32_MAX;
                 return 0;
         }
         for (size_t i = 0; i < sc->n_stat_counters; i++) {
@@ -113,7 +114,7 @@ static int take_stat_counters(SessionConfig *c, const Tracebus__SysStatsConfig *
 
                 if (v > 0 && v < 32 && protobuf_c_enum_descriptor_get_value(
                                 &tracebus__sys_stats_config__stat_counters__descriptor, v)) {
-                        c->sys_stats.stat_fields |= 1u << v;
+                        sel->stat_fields |= 1u << v;
                         continue;
                 }
                 r = session_config_warn(c, "linux.sys_stats stat counter %d is not one tracebus reads: skipped", v);
@@ -123,7 +124,7 @@ static int take_stat_counters(SessionConfig *c, const Tracebus__SysStatsConfig *
         return 0;
 }
 
-static int take_periods(SessionConfig *c, const Tracebus__SysStatsConfig *sc) {
+static int take_periods(SessionConfig *c, SysStatsSelection *sel, const Tracebus__SysStatsConfig *sc) {
         const struct {
                 SysStatsGroup group;
                 const char *field;
@@ -145,7 +146,7 @@ static int take_periods(SessionConfig *c, const Tracebus__SysStatsConfig *sc) {
         int r;
 
         for (size_t i = 0; i < ELEMENTSOF(p); i++) {
-                r = take_period(c, p[i].group, p[i].field, p[i].has, p[i].ms);
+                r = take_period(c, sel, p[i].group, p[i].field, p[i].has, p[i].ms);
                 if (r < 0)
                         return r;
         }
@@ -209,20 +210,20 @@ static int warn_absent_keys(SessionConfig *c, const char *path, int (*parse)(cha
         return session_config_warn(c, "linux.sys_stats: this kernel's %s has no %s: skipped", path, list);
 }
 
-static int load_one_sys_stats(const Tracebus__SysStatsConfig *sc, SessionConfig *c) {
+static int load_one_sys_stats(const Tracebus__SysStatsConfig *sc, SysStatsSelection *sel, SessionConfig *c) {
         int r;
 
-        r = take_periods(c, sc);
+        r = take_periods(c, sel, sc);
         if (r >= 0)
-                r = take_keys(c, "meminfo", &c->sys_stats.meminfo, (const int *) sc->meminfo_counters,
+                r = take_keys(c, "meminfo", &sel->meminfo, (const int *) sc->meminfo_counters,
                               sc->n_meminfo_counters, sys_stats_meminfo_key_known,
                               &tracebus__meminfo_counters__descriptor);
         if (r >= 0)
-                r = take_keys(c, "vmstat", &c->sys_stats.vmstat, (const int *) sc->vmstat_counters,
+                r = take_keys(c, "vmstat", &sel->vmstat, (const int *) sc->vmstat_counters,
                               sc->n_vmstat_counters, sys_stats_vmstat_key_known,
                               &tracebus__vmstat_counters__descriptor);
         if (r >= 0)
-                r = take_stat_counters(c, sc);
+                r = take_stat_counters(c, sel, sc);
         if (r >= 0 && sc->meminfo_period_ms > 0)
                 r = warn_absent_keys(c, "/proc/meminfo", sys_stats_parse_meminfo, sys_stats_meminfo_key_known,
                                      &tracebus__meminfo_counters__descriptor, (const int *) sc->meminfo_counters,
@@ -235,13 +236,13 @@ static int load_one_sys_stats(const Tracebus__SysStatsConfig *sc, SessionConfig 
 }
 
 /* A group the kernel lacks (no cpufreq in a VM, no thermal zones) is left out, said once. */
-static int drop_unavailable(SessionConfig *c) {
+static int drop_unavailable(SessionConfig *c, SysStatsSelection *sel) {
         int r;
 
         for (SysStatsGroup g = 0; g < _SYS_STATS_GROUP_MAX; g++) {
-                if (c->sys_stats.period_ms[g] == 0 || sys_stats_group_available(g))
+                if (sel->period_ms[g] == 0 || sys_stats_group_available(g))
                         continue;
-                c->sys_stats.period_ms[g] = 0;
+                sel->period_ms[g] = 0;
                 if (g == SYS_STATS_POWER)
                         r = session_config_warn(c, "no battery: linux.sysfs_power skipped");
                 else
@@ -253,31 +254,53 @@ static int drop_unavailable(SessionConfig *c) {
         return 0;
 }
 
-int session_config_load_sys_stats(const Tracebus__TraceConfig *tc, SessionConfig *c) {
+/* One of the data sources of the selection. */
+static int load_source(const Tracebus__TraceConfig *tc, const Tracebus__DataSourceConfig *ds, SysStatsSelection *sel,
+                       SessionConfig *c) {
+        int r = 0;
+
+        if (strcmp(ds->name, "linux.system_info") == 0) {
+                sel->system_info = true;
+                if (ds->system_info_config && ds->system_info_config->irq_names)
+                        sel->irq_names = true;
+        } else if (strcmp(ds->name, "linux.sysfs_power") == 0) {
+                sel->period_ms[SYS_STATS_POWER] = SYS_STATS_POWER_PERIOD_MS;
+                /* Checked by session_config_load_buffers(). */
+                r = session_config_target_buffer(tc, ds, &sel->power_buffer, NULL);
+        } else if (strcmp(ds->name, "linux.sys_stats") == 0 && ds->sys_stats_config) {
+                r = session_config_target_buffer(tc, ds, &sel->sys_stats_buffer, NULL);
+                if (r >= 0)
+                        r = load_one_sys_stats(ds->sys_stats_config, sel, c);
+        }
+        return r;
+}
+
+int sys_stats_load_selection(const Tracebus__TraceConfig *tc, SessionConfig *c, SysStatsSelection *sel) {
+        const Tracebus__DataSourceConfig *ds;
         int r;
 
-        for (size_t i = 0; i < tc->n_data_sources; i++) {
-                const Tracebus__DataSourceConfig *ds = tc->data_sources[i]->config;
-
-                if (!ds || !ds->name)
-                        continue;
-                if (strcmp(ds->name, "linux.system_info") == 0) {
-                        c->sys_stats.system_info = true;
-                        if (ds->system_info_config && ds->system_info_config->irq_names)
-                                c->sys_stats.irq_names = true;
-                } else if (strcmp(ds->name, "linux.sysfs_power") == 0) {
-                        c->sys_stats.period_ms[SYS_STATS_POWER] = SYS_STATS_POWER_PERIOD_MS;
-                        /* Checked by session_config_load_buffers(). */
-                        r = session_config_target_buffer(tc, ds, &c->sys_stats.power_buffer, NULL);
-                        if (r < 0)
-                                return r;
-                } else if (strcmp(ds->name, "linux.sys_stats") == 0 && ds->sys_stats_config) {
-                        r = session_config_target_buffer(tc, ds, &c->sys_stats.sys_stats_buffer, NULL);
-                        if (r >= 0)
-                                r = load_one_sys_stats(ds->sys_stats_config, c);
-                        if (r < 0)
-                                return r;
-                }
+        FOREACH_SOURCE_CONFIG(ds, sys_stats_source_names, tc) {
+                r = load_source(tc, ds, sel, c);
+                if (r < 0)
+                        return r;
         }
-        return drop_unavailable(c);
+        return drop_unavailable(c, sel);
+}
+
+int sys_stats_load(const Tracebus__TraceConfig *tc, const char *tracefs_root, SessionConfig *c, void **ret,
+                   char **ret_error) {
+        _cleanup_free_ SysStatsSelection *sel = NULL;
+        size_t i = 0;
+        int r;
+
+        if (!data_source_next_config(sys_stats_source_names, tc, &i))
+                return 0;
+        sel = calloc(1, sizeof(*sel));
+        if (!sel)
+                return -ENOMEM;
+        r = sys_stats_load_selection(tc, c, sel);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(sel);
+        return 0;
 }

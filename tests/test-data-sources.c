@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Unit suite: the registry of data sources (service/sources/data-sources.c). Every source
+ * in it is whole (names, loader, start, stop, what a caller without org.tracebus.manage
+ * sees) and each of its names is one the config's table honours; the config's data
+ * sources are found by name; one load gives each source its section, a second data
+ * source of a one-only source is a warning, and a bad value is an error naming the
+ * source while the sections loaded so far stay owned by the config.
+ */
+#include <string.h>
+
+#include "data-source.h"
+#include "journald.h"
+#include "perf-config.h"
+#include "perf-sampler.h"
+#include "process-stats.h"
+#include "session-config-fields.h"
+#include "session-config.h"
+#include "sys-stats.h"
+
+#include <glib.h>
+
+static Tracebus__TraceConfig *parse(const char *text) {
+        Tracebus__TraceConfig *tc = NULL;
+        g_autofree char *error = NULL;
+
+        g_assert_cmpint(session_config_parse_text(text, &tc, &error), ==, 0);
+        g_assert_null(error);
+        return tc;
+}
+
+static bool warned(const SessionConfig *c, const char *part) {
+        for (char **w = c->warnings; w && *w; w++)
+                if (strstr(*w, part))
+                        return true;
+        return false;
+}
+
+static void test_registry(void) {
+        g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+
+        g_assert_cmpuint(data_sources_count(), >=, 4);
+        g_assert_cmpuint(data_sources_count(), <=, SESSION_MAX_SECTIONS);
+        g_assert_null(data_source_nth(data_sources_count()));
+        for (size_t i = 0; i < data_sources_count(); i++) {
+                const DataSourceOps *ops = data_source_nth(i);
+
+                g_assert_nonnull(ops->names);
+                g_assert_nonnull(ops->names[0]);
+                g_assert_true(ops->load && ops->free_section && ops->start && ops->stop);
+                g_assert_nonnull(ops->visibility.unprivileged);
+                g_assert_cmpuint(strlen(ops->visibility.unprivileged), >, 0);
+                for (const char *const *n = ops->names; *n; n++) {
+                        const SourceRule *rule = session_config_source_rule(*n);
+
+                        /* A name the service records is one its warnings table calls honoured. */
+                        if (!g_str_equal(*n, "linux.journald")) {
+                                g_assert_nonnull(rule);
+                                g_assert_cmpint(rule->disposition, ==, FIELD_HONOURED);
+                        }
+                        /* No two sources serve one name. */
+                        g_assert_false(g_hash_table_contains(seen, *n));
+                        g_hash_table_add(seen, (gpointer) *n);
+                }
+        }
+        /* Only linux.perf asks more of polkit than Start's own action. */
+        g_assert_nonnull(perf_data_source.visibility.with_manage);
+        g_assert_null(process_stats_data_source.visibility.with_manage);
+        g_assert_null(sys_stats_data_source.visibility.with_manage);
+        g_assert_null(journald_data_source.visibility.with_manage);
+}
+
+static void test_lookup(void) {
+        Tracebus__TraceConfig *tc = parse("data_sources { config { name: \"linux.ftrace\" } }\n"
+                                          "data_sources { config { name: \"linux.journald\" } }\n"
+                                          "data_sources { config { name: \"linux.ftrace\" ftrace_config { } } }\n"
+                                          "data_sources { config { name: \"linux.systemd_journald\" } }\n");
+        const Tracebus__DataSourceConfig *ds;
+        const Tracebus__FtraceConfig *fc;
+        unsigned n = 0;
+
+        FOREACH_CONFIG_SOURCE(ds, tc, "linux.ftrace")
+                n++;
+        g_assert_cmpuint(n, ==, 2);
+        n = 0;
+        FOREACH_CONFIG_SOURCE(ds, tc, NULL)
+                n++;
+        g_assert_cmpuint(n, ==, 4);
+        /* Only the linux.ftrace data source that has an ftrace_config. */
+        n = 0;
+        FOREACH_FTRACE_CONFIG(fc, tc)
+                n++;
+        g_assert_cmpuint(n, ==, 1);
+        /* The journal's two names, in the config's order. */
+        ds = data_source_first_config(journald_source_names, tc);
+        g_assert_nonnull(ds);
+        g_assert_cmpstr(ds->name, ==, "linux.journald");
+        n = 0;
+        FOREACH_SOURCE_CONFIG(ds, journald_source_names, tc)
+                n++;
+        g_assert_cmpuint(n, ==, 2);
+        g_assert_null(data_source_first_config(perf_source_names, tc));
+        tracebus__trace_config__free_unpacked(tc, NULL);
+}
+
+static void test_load(void) {
+        Tracebus__TraceConfig *tc = parse("data_sources { config { name: \"linux.system_info\" } }\n"
+                                          "data_sources { config { name: \"linux.process_stats\" } }\n"
+                                          "data_sources { config { name: \"linux.process_stats\" } }\n"
+                                          "data_sources { config { name: \"linux.perf\" } }\n");
+        g_autofree char *error = NULL;
+        SessionConfig c = {};
+        const SysStatsSelection *sel;
+
+        g_assert_cmpint(data_sources_load(tc, "/nonexistent", &c, &error), ==, 0);
+        g_assert_null(error);
+        sel = data_source_section(&c, &sys_stats_data_source);
+        g_assert_nonnull(sel);
+        g_assert_true(sel->system_info);
+        g_assert_nonnull(data_source_section(&c, &process_stats_data_source));
+        g_assert_nonnull(data_source_section(&c, &perf_data_source));
+        g_assert_null(data_source_section(&c, &journald_data_source));
+        g_assert_true(warned(&c, "linux.process_stats: a second data source of this name: skipped"));
+        session_config_done(&c);
+        for (size_t i = 0; i < SESSION_MAX_SECTIONS; i++)
+                g_assert_null(c.sections[i].data);
+        tracebus__trace_config__free_unpacked(tc, NULL);
+}
+
+/* A bad value: the error names the source; what loaded before it is freed with the config. */
+static void test_load_error(void) {
+        Tracebus__TraceConfig *tc = parse("data_sources { config { name: \"linux.process_stats\" } }\n"
+                                          "data_sources { config { name: \"linux.perf\" perf_event_config {\n"
+                                          "  timebase { tracepoint { name: \"nogroup\" } } } } }\n");
+        g_autofree char *error = NULL;
+        SessionConfig c = {};
+
+        g_assert_cmpint(data_sources_load(tc, "/nonexistent", &c, &error), ==, -EINVAL);
+        g_assert_nonnull(error);
+        g_assert_nonnull(strstr(error, "linux.perf: timebase tracepoint 'nogroup'"));
+        g_assert_nonnull(data_source_section(&c, &process_stats_data_source));
+        g_assert_null(data_source_section(&c, &perf_data_source));
+        session_config_done(&c);
+        tracebus__trace_config__free_unpacked(tc, NULL);
+}
+
+int main(int argc, char **argv) {
+        g_test_init(&argc, &argv, NULL);
+        g_test_add_func("/data-sources/registry", test_registry);
+        g_test_add_func("/data-sources/lookup", test_lookup);
+        g_test_add_func("/data-sources/load", test_load);
+        g_test_add_func("/data-sources/load-error", test_load_error);
+        return g_test_run();
+}
