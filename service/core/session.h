@@ -49,8 +49,13 @@ typedef enum SessionChange {
         SESSION_CHANGED_PROGRESS = 1 << 1,  /* bytes, events, lost: at most once a second */
         SESSION_CHANGED_WARNINGS = 1 << 2,  /* config.warnings grew */
         SESSION_CHANGED_ROTATED = 1 << 3,   /* a new chunk (chunk_index) began */
-        SESSION_CHANGED_TRIGGER_SNAPSHOTS = 1 << 3, /* a CLONE_SNAPSHOT file written */
+        SESSION_CHANGED_TRIGGER_SNAPSHOTS = 1 << 4, /* a CLONE_SNAPSHOT file written */
 } SessionChange;
+
+/* Each change is a bit of its own: the bus layer tells them apart by testing each. */
+_Static_assert(__builtin_popcount(SESSION_CHANGED_STATE | SESSION_CHANGED_PROGRESS | SESSION_CHANGED_WARNINGS |
+                                  SESSION_CHANGED_ROTATED | SESSION_CHANGED_TRIGGER_SNAPSHOTS) == 5,
+               "two SessionChange values share a bit");
 
 /* How a session reports to its owner. It calls no one else: whoever presents sessions
  * (the bus layer) hears of them through the manager, which passes these on. */
