@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Manager.ActivateTriggers (helper "triggers", issue 23): the names checked before polkit
- * (at most SESSION_MAX_TRIGGERS of them, each 1 to 64 bytes), then org.tracebus.trigger;
- * then, never with a dialog, org.tracebus.manage decides whether the triggers reach every
- * user's sessions or the caller's own. Both questions are asked whatever sessions run, so
- * the answer's latency tells nothing of others' sessions; the reply is empty for the same
- * reason, as Perfetto's ActivateTriggers tells a producer nothing.
+ * Manager.ActivateTriggers. The names are checked first (at most SESSION_MAX_TRIGGERS of
+ * them, each 1 to 64 bytes), then polkit is asked for org.tracebus.trigger, then, never
+ * with a dialog, for org.tracebus.manage, which decides whether the triggers reach every
+ * user's sessions or only the caller's own. Both questions are asked whatever sessions
+ * run, so the reply's latency reveals nothing about other users' sessions. The reply is
+ * empty for the same reason, just as Perfetto's ActivateTriggers tells a producer nothing.
  */
 #include "bus-context.h"
 #include "bus-errors.h"

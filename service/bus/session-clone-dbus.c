@@ -7,10 +7,11 @@
 #include "manager-dbus.h"
 #include "session-dbus.h"
 
-/* Session.Clone and Manager.CloneDetached (helper "clone"): validate, authorize, hand the
- * session to manager_clone_session(), answer when the snapshot is written. The owner
- * clones without polkit, as it stops; anyone else needs org.tracebus.manage and, without
- * it, hears NoSuchSession, as for a path that is no session. */
+/* Session.Clone and Manager.CloneDetached: validate, authorize, hand the session to
+ * manager_clone_session(), and answer when the snapshot is written. The owner clones
+ * without asking polkit, just as it may stop the session; anyone else needs
+ * org.tracebus.manage, and without it gets NoSuchSession, the same answer as for a path
+ * that names no session, so a refused caller learns nothing about others' sessions. */
 
 /* The options: only Output (h), once. The dictionary is read no further than a key it
  * refuses, so a long one costs nothing. */

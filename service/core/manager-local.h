@@ -17,8 +17,8 @@ void manager_start_in_trace_dir(Manager *m, StartRequest *req, StartCallback cal
 /* manager_free(): the worker stopped, the quotas go. */
 void manager_free_trace_dir(Manager *m);
 
-/* Helper "clone": the trace directory's quotas and scans (manager-trace-dir.c), for
- * snapshots written there (manager-clone.c). A reference per user of the quota. */
+/* The trace directory's quotas and scans (manager-trace-dir.c), shared with the
+ * snapshots written there (manager-clone.c). Each user of a quota holds a reference. */
 #include "trace-dir.h"
 TraceQuota *quota_ref(Manager *m, uid_t uid);
 void quota_unref(Manager *m, TraceQuota *q);

@@ -59,7 +59,7 @@ struct PendingStart {
         TraceDirFileId file_id;
         uint64_t usage;
         char *refused_entry;
-        int dir_fd;                   /* helper "rotate": a rotating session's chunks go there */
+        int dir_fd;                   /* the directory a rotating session's chunks go to */
 };
 
 static PendingStart *pending_start_of(WorkerJob *job) {
@@ -118,8 +118,8 @@ TraceBudget *quota_budget(TraceQuota *q) {
         return &q->budget;
 }
 
-/* Helper "clone": a snapshot's file, written: counted as an ended session's until the
- * next scan. */
+/* A snapshot's file has been written: its bytes count as an ended session's until the
+ * next scan of the directory sees the file itself. */
 void quota_count_written(TraceQuota *q, uint64_t bytes) {
         q->ended_total += bytes;
 }
@@ -165,8 +165,8 @@ static void pending_start_unlink(Manager *m, PendingStart *p) {
         p->next = p->prev = NULL;
 }
 
-/* helper "rotate": a rotating session's file is the first of its chunks, NAME.0; the
- * recorder creates NAME.1, ... next to it. */
+/* A rotating session's file is the first of its chunks, NAME.0; the recorder creates
+ * NAME.1, NAME.2, ... next to it. */
 static int name_first_chunk(int dir_fd, char **path) {
         _cleanup_free_ char *chunk = NULL;
         const char *name = strrchr(*path, '/') + 1;

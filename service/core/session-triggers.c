@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * trigger_config at run time (helper "triggers", issue 23), as Perfetto v58's tracing
- * service acts on it (tracing_service_impl.cc ActivateTriggers, StartTracing,
- * StopOnDurationMsExpiry):
+ * trigger_config at run time, acted on as Perfetto v58's tracing service acts on it
+ * (tracing_service_impl.cc ActivateTriggers, StartTracing, StopOnDurationMsExpiry):
  *  - START_TRACING: the session is armed; its first trigger starts the recording, which
  *    then lasts the trigger's stop_delay_ms (0: until stopped); trigger_timeout_ms ends
  *    a session still armed (reason trigger-timeout, an empty trace, as Perfetto returns

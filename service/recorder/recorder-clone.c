@@ -4,11 +4,11 @@
 #include "log.h"
 #include "recorder-local.h"
 
-/* Snapshots of a running session (helper "clone"). The event loop asks; the worker
- * serves the request right after a drain, so the snapshot holds every event the kernel
- * had when it was asked for, and copies in memory what its writer holds: the memory
- * is bounded by the session's own buffers, and one request waits at a time. Writing
- * the copy out is the caller's, on another thread (session-clone.c). */
+/* Snapshots of a running session. The event loop asks; the worker serves the request
+ * right after a drain, so the snapshot holds every event the kernel had when it was
+ * asked for. The worker copies in memory what its writer holds: that memory is bounded
+ * by the session's own buffers, and only one request waits at a time. Writing the copy
+ * out is the caller's job, done on another thread (service/core/session-clone.c). */
 
 int recorder_clone(Recorder *rec, RecorderClone *c) {
         RecorderClone *expected = NULL;

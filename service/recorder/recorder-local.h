@@ -86,9 +86,10 @@ struct Recorder {
         RecorderEnd end;
         int error;
 
-        /* Helper "warn" (recorder-warnings.c): the config's warnings and ftrace setup errors
-         * for the opening packets, and the warnings of other threads (recorder_warn()): for
-         * the session, taken on the event loop, and for the trace, written by the worker. */
+        /* Warnings (recorder-warnings.c): the config's warnings and the ftrace setup errors,
+         * written into the opening packets; and the warnings of other threads
+         * (recorder_warn()), kept twice: once for the session, taken on the event loop,
+         * and once for the trace, written by the worker. */
         char **setup_warnings, **unknown_events, **failed_events, **atrace_errors;
         pthread_mutex_t warnings_lock;
         char **warnings_for_session, **warnings_for_trace;
@@ -96,13 +97,13 @@ struct Recorder {
         /* ftgraph: symbolize_ksyms. The table is read on the worker (ksyms-cache.c). */
         bool symbolize_ksyms, ksyms_retain;
         Ksyms *ksyms;
-        /* helper "tracecfg": builtin_data_sources, trace_uuid, data_source_stop_timeout_ms. */
+        /* The TraceConfig's builtin_data_sources, trace_uuid and data_source_stop_timeout_ms. */
         bool disable_clock_snapshotting, disable_trace_config, disable_system_info, disable_service_events;
         uint64_t snapshot_interval_ns;
         bool has_trace_uuid;
         int64_t trace_uuid_msb, trace_uuid_lsb;
         uint64_t stop_timeout_ns;     /* the final drain ends after this, data left or not */
-        /* helper "rotate" (recorder-rotate.c): the trace as chunks FILE.0, FILE.1, ...,
+        /* Rotation (recorder-rotate.c): the trace written as chunks FILE.0, FILE.1, ...,
          * each of which loads alone. */
         uint64_t rotate_every_ns, rotate_bytes;  /* both 0: no rotation */
         uint32_t rotate_keep;                    /* 0: keep every chunk */
@@ -123,12 +124,12 @@ struct Recorder {
         uint64_t output_timeout_usec;            /* a pipe or socket chunk's write deadline */
         size_t max_process_entries;
         bool process_age, process_skip_main;
-        /* Helper "clone": the snapshot asked for (recorder-clone.c), taken by the worker
-         * after its next drain. */
+        /* The snapshot asked for (recorder-clone.c), served by the worker after its next
+         * drain. */
         _Atomic(RecorderClone *) clone_request;
         uint64_t started_ns;          /* CLOCK_BOOTTIME: tracing_started, for snapshots */
 
-        /* helper "idle" (recorder-wake.c, recorder-drain.c): the worker sleeps in poll() on
+        /* Waking (recorder-wake.c, recorder-drain.c): the worker sleeps in poll() on
          * stop_fd, wake_fd and, with a watermark, every CPU's trace_pipe_raw, which polls
          * readable once the CPU's buffer passes the instance's buffer_percent (Linux 6.9+).
          * It wakes on a period only for what asks for one: drain_period_ms or
@@ -177,7 +178,7 @@ int recorder_sample_cpu_stats(Recorder *rec);
 bool recorder_cpu_stats_due(Recorder *rec, bool urgent);
 void recorder_publish_stats(Recorder *rec);
 
-/* recorder-rotate.c (helper "rotate") */
+/* recorder-rotate.c */
 int recorder_rotate_init(Recorder *rec, const SessionConfig *config);
 void recorder_rotate_free(Recorder *rec);
 /* After a pass: a new chunk when one is due and its output is there. */
@@ -192,8 +193,8 @@ int recorder_flush_output(Recorder *rec);
 int recorder_end_bundles(Recorder *rec);
 void *recorder_thread_main(void *userdata);
 
-/* Helper "clone" (recorder-packets.c): a snapshot's own opening and closing packets,
- * into its writer @w; recorder-clone.c: the request the worker serves after a drain. */
+/* recorder-packets.c: a snapshot's own opening and closing packets, written into its
+ * writer @w. recorder-clone.c: the request the worker serves after a drain. */
 int recorder_append_snapshot_header(Recorder *rec, TraceWriter *w);
 int recorder_append_snapshot_trailer(Recorder *rec, TraceWriter *w);
 void recorder_serve_clone(Recorder *rec);

@@ -450,11 +450,12 @@ int recorder_write_closing_packets(Recorder *rec) {
         return recorder_flush_output(rec);
 }
 
-/* Helper "clone": the packets that make a snapshot load alone (recorder-clone.c), into
- * @w, a snapshot's own writer, on whose sequences they are the first packets: each
- * clears its sequence's incremental state. Threads: the trace's first scan went out with
- * its opening packets, so /proc is read again; a ring or discard session adds what it
- * kept of the threads described since (gone ones included). */
+/* The packets that make a snapshot load on its own (recorder-clone.c), written into @w,
+ * the snapshot's own writer. They are the first packets on their sequences, and each
+ * clears its sequence's incremental state. For threads: the trace's first /proc scan
+ * went out with the trace's opening packets, which a snapshot lacks, so /proc is read
+ * again; a ring or discard session also adds what it kept of the threads described
+ * since then, including those that have exited. */
 static int append_snapshot_processes(Recorder *rec, TraceWriter *w) {
         ProcessTreeBuilder *b = NULL;
         Tracebus__ProcessTree tree;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Rotation (helper "rotate"): the trace written as chunks, each of which loads alone.
+/* Rotation: the trace written as chunks, each of which loads alone.
  *
  * A chunk ends between two drain passes: everything drained before it is in the chunk,
  * everything after in the next, so every event is in exactly one. What makes the next

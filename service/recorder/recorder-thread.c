@@ -160,9 +160,10 @@ int recorder_take_page(Recorder *rec, unsigned cpu, const uint8_t *page, size_t 
 }
 
 /* splice() of trace_pipe_raw hands the ring buffer's finished pages over to a pipe
- * without the copy read() makes into a spare page first: with one read() of the pipe
- * after it, bench/'s floor took the storm's pages for 0.55 of read()'s CPU (issue 25).
- * A pipe the service cannot have costs nothing but that: read() takes every page. */
+ * without the copy into a spare page that read() makes first. Even with one read() of
+ * the pipe after it, draining a fork storm's pages cost 0.55 of read()'s CPU in
+ * bench/run's floor measurement. If the service cannot get a pipe, it loses only that
+ * saving: read() then takes every page. */
 int recorder_splice_init(Recorder *rec) {
         int size;
 
@@ -435,7 +436,7 @@ void *recorder_thread_main(void *userdata) {
                         return finish(rec, RECORDER_END_READ_ERROR, r), NULL;
                 }
                 recorder_publish_stats(rec);
-                /* Helper "clone": right after the drain, before a periodic write. */
+                /* A snapshot is served right after the drain, before a periodic write. */
                 recorder_serve_clone(rec);
                 if (stopping)
                         break;
