@@ -159,7 +159,8 @@ int recorder_describe_all_processes(Recorder *rec);
 /* Gone threads still waiting for the kernel's saved tables: a last look, before a trace
  * or a chunk of it ends. */
 int recorder_describe_gone_threads(Recorder *rec);
-int recorder_write_closing_packets(Recorder *rec);
+/* On failure, *ret_step says which step failed. */
+int recorder_write_closing_packets(Recorder *rec, const char **ret_step);
 
 /* recorder-inbox.c: packets from other threads, appended by the worker; freed at the end. */
 int recorder_append_submitted(Recorder *rec);
@@ -181,10 +182,11 @@ void recorder_publish_stats(Recorder *rec);
 /* recorder-rotate.c */
 int recorder_rotate_init(Recorder *rec, const SessionConfig *config);
 void recorder_rotate_free(Recorder *rec);
-/* After a pass: a new chunk when one is due and its output is there. */
 /* When a chunk is due by time (CLOCK_MONOTONIC), for the worker's sleep; UINT64_MAX: never. */
 uint64_t recorder_rotate_next_ns(const Recorder *rec);
-int recorder_rotate_if_due(Recorder *rec);
+/* After a pass: starts a new chunk when one is due and its output is there. On failure,
+ * *ret_step says which step of the rotation failed. */
+int recorder_rotate_if_due(Recorder *rec, const char **ret_step);
 
 /* recorder-thread.c */
 int recorder_flush_output(Recorder *rec);
