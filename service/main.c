@@ -187,10 +187,11 @@ static int run(int argc, char *argv[]) {
                 return r;
         /* The signals stay blocked until here: one that came already is handled now. */
         r = sd_event_add_signal(m->event, NULL, SIGTERM, on_exit_signal, bus);
-        if (r >= 0)
-                r = sd_event_add_signal(m->event, NULL, SIGINT, on_exit_signal, bus);
         if (r < 0)
-                return log_error_errno(r, "Failed to watch for signals: %m");
+                return log_error_errno(r, "Failed to watch for SIGTERM: %m");
+        r = sd_event_add_signal(m->event, NULL, SIGINT, on_exit_signal, bus);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch for SIGINT: %m");
 
         (void) sd_notify(false, "READY=1\nSTATUS=Waiting for tracing requests.");
         log_info("tracebusd %s ready; traces go to %s/traces.", PACKAGE_VERSION, m->state_dir);

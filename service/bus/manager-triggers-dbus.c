@@ -24,6 +24,8 @@ static char *sender_name(sd_bus_message *m) {
         return strdup(comm ?: "unknown");
 }
 
+/* Activates the triggers, in every user's sessions when @all, and replies; an error
+ * reply names the step that failed. */
 static int activate_and_reply(Manager *m, BusRequest *req, bool all) {
         _cleanup_strv_free_ char **names = NULL;
         _cleanup_free_ char *producer = NULL;
@@ -33,19 +35,20 @@ static int activate_and_reply(Manager *m, BusRequest *req, bool all) {
         if (r >= 0)
                 r = sd_bus_message_read_strv(req->message, &names);
         if (r < 0)
-                return r;
+                return sd_bus_reply_method_errnof(req->message, r,
+                                                  "Failed to activate the triggers: cannot read their names again: %m");
         producer = sender_name(req->message);
         if (!producer)
-                return -ENOMEM;
+                return sd_bus_reply_method_errnof(req->message, ENOMEM, "Failed to activate the triggers: "
+                                                  "cannot name the caller's process: %m");
         (void) manager_activate_triggers(m, names, req->uid, all, producer);
         return sd_bus_reply_method_return(req->message, NULL);
 }
 
+/* polkit has answered both questions: the triggers reach every user's sessions when
+ * the caller holds org.tracebus.manage (@result > 0), only its own otherwise. */
 static void on_manage_result(BusRequest *req, int result) {
-        int r = activate_and_reply(req->context->manager, req, result > 0);
-
-        if (r < 0)
-                (void) sd_bus_reply_method_errnof(req->message, r, "Failed to activate the triggers: %m");
+        (void) activate_and_reply(req->context->manager, req, result > 0);
 }
 
 static void on_trigger_result(BusRequest *req, int result) {
@@ -56,10 +59,16 @@ static void on_trigger_result(BusRequest *req, int result) {
                 return bus_request_reply_refusal(req, result, ACTION_TRIGGER, "Activating triggers");
         /* polkit's answer frees @req: the second question goes in a request of its own. */
         r = bus_request_new(req->message, &next);
-        if (r >= 0)
-                r = bus_request_authorize(req->context, &next, ACTION_MANAGE, /* interactive= */ false, on_manage_result);
+        if (r < 0) {
+                (void) sd_bus_reply_method_errnof(req->message, r, "Failed to activate the triggers: "
+                                                  "cannot queue the second polkit question: %m");
+                return;
+        }
+        r = bus_request_authorize(req->context, &next, ACTION_MANAGE, /* interactive= */ false, on_manage_result);
         if (r < 0)
-                (void) sd_bus_reply_method_errnof(req->message, r, "Failed to activate the triggers: %m");
+                (void) sd_bus_reply_method_errnof(req->message, r,
+                                                  "Failed to activate the triggers: cannot ask polkit for %s: %m",
+                                                  ACTION_MANAGE);
 }
 
 static int check_names(sd_bus_message *message, sd_bus_error *error) {

@@ -53,8 +53,11 @@ void session_rotate_dbus_emit(sd_bus *bus, Session *s) {
                 r = sd_bus_message_set_destination(signal, owner);
         if (r >= 0)
                 r = sd_bus_message_append(signal, "u", s->chunk_index);
-        if (r >= 0)
-                r = sd_bus_send(bus, signal, NULL);
+        if (r < 0) {
+                log_debug_errno(r, "Cannot build the Rotated signal, ignoring: %m");
+                return;
+        }
+        r = sd_bus_send(bus, signal, NULL);
         if (r < 0)
-                log_debug_errno(r, "Failed to emit Rotated, ignoring: %m");
+                log_debug_errno(r, "Cannot send the Rotated signal, ignoring: %m");
 }

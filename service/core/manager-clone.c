@@ -127,11 +127,9 @@ static int queue_clone(Manager *m, PendingClone *p) {
                 return -ENOMEM;
         p->ended_snapshot = quota_ended_total(p->quota);
         r = manager_live_files(m, p->uid, &p->skip, &p->n_skip);
-        if (r >= 0 && !m->worker)
-                r = worker_new(m->event, &m->worker);
-        if (r >= 0)
-                r = worker_submit(m->worker, &p->job);
-        return r;
+        if (r < 0)
+                return r;
+        return manager_queue_job(m, &p->job);
 }
 
 void manager_clone_session(Manager *m, Session *s, uid_t uid, int fd, CloneCallback callback, void *userdata) {

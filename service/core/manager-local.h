@@ -28,3 +28,6 @@ void quota_count_written(TraceQuota *q, uint64_t bytes);
 uint64_t quota_ended_total(TraceQuota *q);
 /* The files @uid's live sessions write into (counted as written, left out of scans). */
 int manager_live_files(Manager *m, uid_t uid, TraceDirFileId **ret, size_t *ret_n);
+/* Hands @job to the trace directory's worker, which is made on first use; logs which
+ * step failed. */
+int manager_queue_job(Manager *m, WorkerJob *job);

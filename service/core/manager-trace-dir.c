@@ -265,6 +265,20 @@ static int snapshot_live_files(Manager *m, PendingStart *p) {
         return manager_live_files(m, p->request.uid, &p->skip, &p->n_skip);
 }
 
+int manager_queue_job(Manager *m, WorkerJob *job) {
+        int r;
+
+        if (!m->worker) {
+                r = worker_new(m->event, &m->worker);
+                if (r < 0)
+                        return log_warning_errno(r, "Trace directory: cannot set up the worker: %m");
+        }
+        r = worker_submit(m->worker, job);
+        if (r < 0)
+                return log_warning_errno(r, "Trace directory: cannot start the worker thread: %m");
+        return 0;
+}
+
 /* The limits, with the starts still waiting counted as sessions: nobody queues more
  * scans than they may have sessions. */
 static int check_pending_limits(Manager *m, uid_t uid, StartFailure *ret_failure) {
@@ -302,11 +316,9 @@ static int queue_start(Manager *m, PendingStart *p, StartResult *res) {
                 return -ENOMEM;
         p->ended_snapshot = p->quota->ended_total;
         r = snapshot_live_files(m, p);
-        if (r >= 0 && !m->worker)
-                r = worker_new(m->event, &m->worker);
-        if (r >= 0)
-                r = worker_submit(m->worker, &p->job);
-        return r;
+        if (r < 0)
+                return r;
+        return manager_queue_job(m, &p->job);
 }
 
 void manager_start_in_trace_dir(Manager *m, StartRequest *req, StartCallback callback, void *userdata) {

@@ -161,6 +161,9 @@ int recorder_describe_all_processes(Recorder *rec);
 int recorder_describe_gone_threads(Recorder *rec);
 /* On failure, *ret_step says which step failed. */
 int recorder_write_closing_packets(Recorder *rec, const char **ret_step);
+/* The end of the trace or of a chunk: the pending annotations and warnings, an instant
+ * named @what on the tracebus track, and a last clock snapshot. */
+int recorder_append_ending(Recorder *rec, const char *what, const char **ret_step);
 
 /* recorder-inbox.c: packets from other threads, appended by the worker; freed at the end. */
 int recorder_append_submitted(Recorder *rec);

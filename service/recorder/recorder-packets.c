@@ -427,6 +427,21 @@ static int append_closing_threads(Recorder *rec, const char **ret_step) {
         return process_tree_builder_write_kept(rec->processes, write_process_tree, &rec->writer);
 }
 
+int recorder_append_ending(Recorder *rec, const char *what, const char **ret_step) {
+        int r;
+
+        *ret_step = "cannot add the annotations and warnings";
+        r = recorder_append_annotations(rec);
+        if (r < 0)
+                return r;
+        *ret_step = "cannot mark the end on the tracebus track";
+        r = service_tracks_append_instant(&rec->writer, now_ns(CLOCK_BOOTTIME), what);
+        if (r < 0)
+                return r;
+        *ret_step = "cannot add the closing clock snapshot";
+        return recorder_append_periodic_snapshot(rec, /* force= */ true);
+}
+
 /* The statistics that close the trace. FtraceStats only where linux.ftrace ran, as
  * Perfetto's traced_probes writes them. */
 static int append_closing_stats(Recorder *rec, const char **ret_step) {
@@ -436,16 +451,7 @@ static int append_closing_stats(Recorder *rec, const char **ret_step) {
         r = recorder_sample_cpu_stats(rec);
         if (r < 0)
                 return r;
-        *ret_step = "cannot add the annotations and warnings";
-        r = recorder_append_annotations(rec);
-        if (r < 0)
-                return r;
-        *ret_step = "cannot mark the stop";
-        r = service_tracks_append_instant(&rec->writer, now_ns(CLOCK_BOOTTIME), "stopped");
-        if (r < 0)
-                return r;
-        *ret_step = "cannot add the closing clock snapshot";
-        r = recorder_append_periodic_snapshot(rec, /* force= */ true);
+        r = recorder_append_ending(rec, "stopped", ret_step);
         if (r < 0)
                 return r;
         *ret_step = "cannot add the TraceStats";

@@ -182,16 +182,7 @@ static int close_chunk(Recorder *rec, uint32_t index, const char **ret_step) {
         r = recorder_describe_gone_threads(rec);
         if (r < 0)
                 return r;
-        *ret_step = "cannot add the annotations and warnings to the chunk";
-        r = recorder_append_annotations(rec);
-        if (r < 0)
-                return r;
-        *ret_step = "cannot mark the rotation in the chunk";
-        r = service_tracks_append_instant(&rec->writer, now_ns(CLOCK_BOOTTIME), "rotated");
-        if (r < 0)
-                return r;
-        *ret_step = "cannot add the closing clock snapshot to the chunk";
-        r = recorder_append_periodic_snapshot(rec, /* force= */ true);
+        r = recorder_append_ending(rec, "rotated", ret_step);
         if (r < 0)
                 return r;
         *ret_step = "cannot write the end of the chunk";

@@ -388,7 +388,8 @@ static void start_symbolizing(Recorder *rec) {
                 return;
         r = ksyms_cache_get(rec->ksyms_retain, &rec->ksyms);
         if (r < 0) {
-                log_warning_errno(r, "symbolize_ksyms: cannot read /proc/kallsyms, recording without kernel symbols: %m");
+                log_warning_errno(r, "symbolize_ksyms: cannot read /proc/kallsyms, "
+                                  "recording without kernel symbols: %m");
                 return;
         }
         r = ftrace_parser_symbolize(rec->parser, rec->ksyms);
