@@ -40,7 +40,7 @@ struct Manager {
         unsigned n_cpus;                  /* the kernel's ring buffers per session */
         unsigned max_files;               /* the descriptors all sessions and calls may hold */
         /* Starts into the trace directory wait for the worker, which scans the UID's
-         * directory and creates the file off the event loop (manager-sessions.c). */
+         * directory and creates the file off the event loop (manager-trace-dir.c). */
         Worker *worker;
         /* The polling data sources' thread (service/sources/poller.c), shared by all sessions. */
         Poller *poller;
@@ -115,11 +115,13 @@ typedef struct StartResult {
  * away; the callback must then only answer and release @userdata. */
 typedef void (*StartCallback)(Manager *m, int r, const StartResult *result, void *userdata);
 
-/* Starts a session for @req (moved out of it; checked again: things change while polkit
- * thinks) and calls @callback: at once when the caller passed an output fd, otherwise
- * once the worker has scanned the UID's trace directory (rescanned at every such start:
- * users delete files) and created the file there. Without an output fd, or with a key,
- * the session starts detached: the caller binds an attached one to its client. */
+/* Starts a session for @req, whose contents are moved out, and calls @callback. The
+ * limits are checked again here, since things may have changed while polkit was
+ * deciding. With an output fd from the caller, @callback runs at once. Otherwise it runs
+ * once the worker has scanned the UID's trace directory and created the file there; the
+ * directory is scanned again at every such start, because users delete files. Without
+ * an output fd, or with a detach key, the session starts detached; otherwise the caller
+ * binds it to its client. */
 void manager_start_session(Manager *m, StartRequest *req, StartCallback callback, void *userdata);
 
 /* manager_shutdown() and manager_free(): every start still waiting for the worker is

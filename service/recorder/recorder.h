@@ -20,7 +20,7 @@ typedef enum RecorderEnd {
         RECORDER_END_STOPPED,       /* recorder_stop() was called */
         RECORDER_END_SIZE_REACHED,  /* max_file_size_bytes */
         RECORDER_END_OUTPUT_ERROR,  /* the output fd failed (ENOSPC, EPIPE, ...) */
-        RECORDER_END_READ_ERROR,    /* tracefs failed */
+        RECORDER_END_READ_ERROR,    /* a pass failed: reading tracefs, or adding a packet (logged) */
         RECORDER_END_QUOTA,         /* the owner's trace-directory quota is used up */
         RECORDER_END_OUTPUT_STALLED, /* a pipe or socket took nothing for the write deadline */
 } RecorderEnd;
