@@ -367,9 +367,9 @@ static RecorderEnd end_for_write_error(int r) {
 }
 
 /* Ends the recording after @step failed with @r. A size limit or a quota reached is an
- * ordinary end; anything else is logged with the step, since the session only hears
- * the error. */
-static void fail_output(Recorder *rec, int r, const char *step) {
+ * ordinary end, logged only for debugging; anything else is a warning that names the
+ * step, since the session hears only the errno. */
+static void end_with_error(Recorder *rec, int r, const char *step) {
         RecorderEnd end = end_for_write_error(r);
 
         if (end == RECORDER_END_SIZE_REACHED || end == RECORDER_END_QUOTA)
@@ -459,14 +459,15 @@ void *recorder_thread_main(void *userdata) {
          * may block, and the event loop must not. The file is a valid trace from here on. */
         r = recorder_describe_all_processes(rec);
         if (r < 0)
-                return fail_output(rec, r, "cannot describe the running processes"), NULL;
+                return end_with_error(rec, r, "cannot describe the running processes"), NULL;
         r = recorder_flush_output(rec);
         if (r < 0)
-                return fail_output(rec, r, "cannot write the opening packets"), NULL;
+                return end_with_error(rec, r, "cannot write the opening packets"), NULL;
 
         for (;;) {
                 unsigned why = recorder_wait(rec);
                 bool stopping = why & RECORDER_WAKE_STOP;
+
                 r = take_pass(rec, why, stopping, &step);
                 if (r < 0) {
                         /* What was read so far still makes a complete trace. */
@@ -481,20 +482,20 @@ void *recorder_thread_main(void *userdata) {
                         break;
                 r = recorder_rotate_if_due(rec, &step);
                 if (r < 0)
-                        return fail_output(rec, r, step), NULL;
+                        return end_with_error(rec, r, step), NULL;
                 if (!write_due(rec))
                         continue;
                 r = service_tracks_append_instant(&rec->writer, now_ns(CLOCK_BOOTTIME), "periodic write");
                 if (r < 0)
-                        return fail_output(rec, r, "cannot mark the periodic write"), NULL;
+                        return end_with_error(rec, r, "cannot mark the periodic write"), NULL;
                 r = recorder_flush_output(rec);
                 if (r < 0)
-                        return fail_output(rec, r, "cannot write the trace"), NULL;
+                        return end_with_error(rec, r, "cannot write the trace"), NULL;
         }
 
         r = recorder_write_closing_packets(rec, &step);
         if (r < 0)
-                return fail_output(rec, r, step), NULL;
+                return end_with_error(rec, r, step), NULL;
         finish(rec, RECORDER_END_STOPPED, 0);
         return NULL;
 }
