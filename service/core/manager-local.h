@@ -2,8 +2,9 @@
 #pragma once
 
 /* The manager's internals shared by its files: manager.c (the session list),
- * manager-sessions.c (the rules of a start) and manager-trace-dir.c (starts into the
- * trace directory, on the worker, and the per-UID quotas). */
+ * manager-sessions.c (the rules of a start), manager-trace-dir.c (starts into the
+ * trace directory, on the worker, and the per-UID quotas) and manager-clone.c
+ * (snapshots, which may go into the trace directory too). */
 
 #include "manager.h"
 
