@@ -150,7 +150,7 @@ static int setup_process(void) {
         sigaddset(&mask, SIGTERM);
         sigaddset(&mask, SIGINT);
         if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
-                return -errno;
+                return log_error_errno(-errno, "Failed to block SIGTERM and SIGINT: %m");
         /* perf samples are named from local files only: libdw would otherwise ask the
          * debuginfod servers named here for any build id a sampled process maps. */
         (void) unsetenv("DEBUGINFOD_URLS");
@@ -174,9 +174,9 @@ static int run(int argc, char *argv[]) {
         if (r < 0)
                 return r;
 
-        r = manager_new(&m);
+        r = manager_new(&m);   /* logs the step that failed */
         if (r < 0)
-                return log_error_errno(r, "Failed to set up the service: %m");
+                return r;
         m->limits = config.limits;
         manager_setup_limits(m);
 

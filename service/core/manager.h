@@ -50,6 +50,8 @@ struct Manager {
         TraceQuota *quotas;
 };
 
+/* The manager with the default limits, its state directory and the event loop; logs
+ * the step that failed. */
 int manager_new(Manager **ret);
 Manager *manager_free(Manager *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
