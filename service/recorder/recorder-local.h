@@ -2,8 +2,11 @@
 #pragma once
 
 /* The recorder's internals, shared by its files: recorder.c (setting up, starting and
- * ending), recorder-thread.c (the worker: the drain loop), recorder-packets.c (the
- * service's own packets) and recorder-stats.c (the kernel's counters, the live stats). */
+ * ending), recorder-thread.c (the worker: the drain loop), recorder-drain.c (Stop's
+ * parallel final drain), recorder-wake.c (what wakes the worker), recorder-packets.c
+ * (the service's own packets), recorder-stats.c (the kernel's counters, the live stats),
+ * recorder-inbox.c (packets from other threads), recorder-warnings.c, recorder-rotate.c
+ * (chunks) and recorder-clone.c (snapshots). */
 
 #include <pthread.h>
 
