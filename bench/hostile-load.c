@@ -21,10 +21,11 @@
 /* Between one hostile Start's answer and the next: a flood still (dozens a second, each
  * one the most a message can ask for), but one that leaves the machine's CPUs to the
  * service to show what its event loop does, rather than how busy dbus-daemon and polkitd
- * can make two shared vCPUs. Before the fix a single Start stalled the loop for seconds. */
+ * can make two shared vCPUs. A service that did the whole of a Start's work on its loop
+ * would stall for seconds on each one. */
 #define ATTACK_GAP_US 20000u
 /* Bounds on one measurement, not limits it is judged by: a service that stalls for
- * minutes (as before the fix) is measured on the probes answered, or given up, by then. */
+ * minutes is measured on the probes it answered, or gave up on, by then. */
 #define PROBE_WINDOW_US (30u * 1000000u)
 #define PROBE_TIMEOUT_USEC (20u * 1000000u)
 #define ATTACK_TIMEOUT_USEC (120u * 1000000u)

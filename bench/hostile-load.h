@@ -2,12 +2,13 @@
 #pragma once
 
 /*
- * The hostile Start of issue 20, measured: a user whom polkit refuses sends Starts built to
- * cost the service as much as a message can, one after the other, while another user's
- * IsDetached is timed; the result is that latency against the same calls before the flood,
- * measured in the same run. Shared by the bus test tests/test-hostile-start.c and by
- * `tb-bench hostile` (bench/run). Plain sd-bus and libc; the caller runs as root, on the bus
- * $DBUS_SYSTEM_BUS_ADDRESS names, and forks one process per user.
+ * What a hostile Start costs other users. A user whom polkit refuses sends Starts built
+ * to cost the service as much as a message can, one after the other, while another
+ * user's IsDetached is timed; the result is that latency compared with the same calls
+ * before the flood, measured in the same run. Shared by the bus test
+ * tests/test-hostile-start.c and by `tb-bench hostile` (bench/run). Plain sd-bus and
+ * libc; the caller runs as root, on the bus $DBUS_SYSTEM_BUS_ADDRESS names, and forks one
+ * process per user.
  */
 
 #include <stdbool.h>

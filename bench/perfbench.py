@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-"""`bench/run --profile` (helper "perfclients", issue 24): CPU profiling with call stacks,
+"""`bench/run --profile`: CPU profiling with call stacks,
 tracebus's linux.perf side by side with `perf record` on the same workload in one run.
 
 The workload (bench/profile-load) does a fixed amount of work through a known call chain
@@ -181,8 +181,9 @@ class ProfileBench:
         return tr
 
     def unwind_cost(self):
-        """Helper "unwind"'s bench/perf-unwind-bench: the service's own naming (frame-pointer
-        callchains) and DWARF unwinding per sample, cold and warm, on its known call chain."""
+        """Runs bench/perf-unwind-bench: the cost per sample of the service's own symbol
+        naming (frame-pointer callchains) and of DWARF unwinding, cold and warm, on the
+        tool's known call chain."""
         tool = os.path.join(self.a.build_dir, 'bench', 'perf-unwind-bench')
         if not os.path.exists(tool):
             log('profile: %s not built (it needs -Dtests=true): no unwinding cost' % tool)

@@ -2,7 +2,7 @@
 /*
  * profile-load --threads N --work M
  *
- * The sampled workload of `bench/run --profile` (helper "perfclients", issue 24): N
+ * The sampled workload of `bench/run --profile`: N
  * threads, each doing M fixed units of work through a known call chain
  * (main -> tb_load_a -> tb_load_b -> tb_load_c -> tb_load_spin), built with frame
  * pointers so that both frame-pointer and DWARF unwinding can follow it. Prints, as one

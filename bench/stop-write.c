@@ -3,7 +3,7 @@
  * stop-write --dir DIR [--mb 64] [--delay-ms 2500] [--rounds 3] [--pieces 1024,2044,2048,4096]
  *            [--fresh] [--staged]
  *
- * What Stop of a full ring costs, and why (issue 25): writes --mb MB, held as the
+ * What Stop of a full ring costs, and why: writes --mb MB, held as the
  * service's ring holds them (chunks of 80 KB), into a file of DIR truncated first, with
  * writev() of at most one --pieces KiB per call, no fsync, as the service writes Stop's
  * file; each size once per round, --delay-ms after the last write. --fresh: the chunks are

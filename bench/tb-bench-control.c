@@ -24,7 +24,7 @@
 
 typedef struct StopStats {
         uint64_t events, bytes, lost;
-        uint64_t overwritten;         /* helper "clone": a ring's events dropped for newer */
+        uint64_t overwritten;         /* a ring's events dropped to make room for newer ones */
 } StopStats;
 
 static char *read_text(const char *path) {

@@ -2,7 +2,7 @@
 /*
  * tb-bench hostile --victim USER --attacker USER --probes N
  *
- * The hostile Start's cost to others (issue 20): USER victim's IsDetached latency, median
+ * What a hostile Start costs others: USER victim's IsDetached latency, median
  * of N calls, quiet and then while the attacker (whom polkit refuses) floods the service
  * with hostile Starts (bench/hostile-load.c, which tests/test-hostile-start.c shares).
  * Prints one JSON object; the ratio of the two is measured in this one run.

@@ -150,7 +150,7 @@ static int setup_process(void) {
         sigaddset(&mask, SIGTERM);
         sigaddset(&mask, SIGINT);
         if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
-                return -errno;
+                return log_error_errno(-errno, "Failed to block SIGTERM and SIGINT: %m");
         /* perf samples are named from local files only: libdw would otherwise ask the
          * debuginfod servers named here for any build id a sampled process maps. */
         (void) unsetenv("DEBUGINFOD_URLS");
@@ -174,9 +174,9 @@ static int run(int argc, char *argv[]) {
         if (r < 0)
                 return r;
 
-        r = manager_new(&m);
+        r = manager_new(&m);   /* logs the step that failed */
         if (r < 0)
-                return log_error_errno(r, "Failed to set up the service: %m");
+                return r;
         m->limits = config.limits;
         manager_setup_limits(m);
 
@@ -187,10 +187,11 @@ static int run(int argc, char *argv[]) {
                 return r;
         /* The signals stay blocked until here: one that came already is handled now. */
         r = sd_event_add_signal(m->event, NULL, SIGTERM, on_exit_signal, bus);
-        if (r >= 0)
-                r = sd_event_add_signal(m->event, NULL, SIGINT, on_exit_signal, bus);
         if (r < 0)
-                return log_error_errno(r, "Failed to watch for signals: %m");
+                return log_error_errno(r, "Failed to watch for SIGTERM: %m");
+        r = sd_event_add_signal(m->event, NULL, SIGINT, on_exit_signal, bus);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch for SIGINT: %m");
 
         (void) sd_notify(false, "READY=1\nSTATUS=Waiting for tracing requests.");
         log_info("tracebusd %s ready; traces go to %s/traces.", PACKAGE_VERSION, m->state_dir);

@@ -22,15 +22,18 @@ static int release_name(sd_bus *bus, const char *name, bool *released, sd_bus_sl
 
         r = sd_bus_get_unique_name(bus, &unique);
         if (r < 0)
-                return r;
+                return log_error_errno(r, "Failed to release %s: cannot get our unique name: %m", name);
         (void) snprintf(match, sizeof(match),
                         "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
                         "interface='org.freedesktop.DBus',member='NameOwnerChanged',"
                         "arg0='%s',arg1='%s',arg2=''", name, unique);
         r = sd_bus_add_match_async(bus, ret_slot, match, on_name_released, NULL, released);
         if (r < 0)
-                return r;
-        return sd_bus_release_name_async(bus, NULL, name, NULL, NULL);
+                return log_error_errno(r, "Failed to release %s: cannot watch NameOwnerChanged: %m", name);
+        r = sd_bus_release_name_async(bus, NULL, name, NULL, NULL);
+        if (r < 0)
+                return log_error_errno(r, "Failed to release %s: cannot send ReleaseName: %m", name);
+        return 0;
 }
 
 int idle_loop_run(sd_event *e, sd_bus *bus, const char *name, uint64_t timeout_usec,
@@ -62,7 +65,7 @@ int idle_loop_run(sd_event *e, sd_bus *bus, const char *name, uint64_t timeout_u
                         (void) sd_notify(false, "STOPPING=1\nSTATUS=Exiting for being idle.");
                         r = release_name(bus, name, &released, &match);
                         if (r < 0)
-                                return log_error_errno(r, "Failed to release %s: %m", name);
+                                return r;
                         exiting = true;
                 }
         }

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Manager.ActivateTriggers (helper "triggers", issue 23): the names checked before polkit
- * (at most SESSION_MAX_TRIGGERS of them, each 1 to 64 bytes), then org.tracebus.trigger;
- * then, never with a dialog, org.tracebus.manage decides whether the triggers reach every
- * user's sessions or the caller's own. Both questions are asked whatever sessions run, so
- * the answer's latency tells nothing of others' sessions; the reply is empty for the same
- * reason, as Perfetto's ActivateTriggers tells a producer nothing.
+ * Manager.ActivateTriggers. The names are checked first (at most SESSION_MAX_TRIGGERS of
+ * them, each 1 to 64 bytes), then polkit is asked for org.tracebus.trigger, then, never
+ * with a dialog, for org.tracebus.manage, which decides whether the triggers reach every
+ * user's sessions or only the caller's own. Both questions are asked whatever sessions
+ * run, so the reply's latency reveals nothing about other users' sessions. The reply is
+ * empty for the same reason, just as Perfetto's ActivateTriggers tells a producer nothing.
  */
 #include "bus-context.h"
 #include "bus-errors.h"
@@ -24,6 +24,8 @@ static char *sender_name(sd_bus_message *m) {
         return strdup(comm ?: "unknown");
 }
 
+/* Activates the triggers, in every user's sessions when @all, and replies; an error
+ * reply names the step that failed. */
 static int activate_and_reply(Manager *m, BusRequest *req, bool all) {
         _cleanup_strv_free_ char **names = NULL;
         _cleanup_free_ char *producer = NULL;
@@ -33,19 +35,20 @@ static int activate_and_reply(Manager *m, BusRequest *req, bool all) {
         if (r >= 0)
                 r = sd_bus_message_read_strv(req->message, &names);
         if (r < 0)
-                return r;
+                return sd_bus_reply_method_errnof(req->message, r,
+                                                  "Failed to activate the triggers: cannot read their names again: %m");
         producer = sender_name(req->message);
         if (!producer)
-                return -ENOMEM;
+                return sd_bus_reply_method_errnof(req->message, ENOMEM, "Failed to activate the triggers: "
+                                                  "cannot name the caller's process: %m");
         (void) manager_activate_triggers(m, names, req->uid, all, producer);
         return sd_bus_reply_method_return(req->message, NULL);
 }
 
+/* polkit has answered both questions: the triggers reach every user's sessions when
+ * the caller holds org.tracebus.manage (@result > 0), only its own otherwise. */
 static void on_manage_result(BusRequest *req, int result) {
-        int r = activate_and_reply(req->context->manager, req, result > 0);
-
-        if (r < 0)
-                (void) sd_bus_reply_method_errnof(req->message, r, "Failed to activate the triggers: %m");
+        (void) activate_and_reply(req->context->manager, req, result > 0);
 }
 
 static void on_trigger_result(BusRequest *req, int result) {
@@ -56,10 +59,16 @@ static void on_trigger_result(BusRequest *req, int result) {
                 return bus_request_reply_refusal(req, result, ACTION_TRIGGER, "Activating triggers");
         /* polkit's answer frees @req: the second question goes in a request of its own. */
         r = bus_request_new(req->message, &next);
-        if (r >= 0)
-                r = bus_request_authorize(req->context, &next, ACTION_MANAGE, /* interactive= */ false, on_manage_result);
+        if (r < 0) {
+                (void) sd_bus_reply_method_errnof(req->message, r, "Failed to activate the triggers: "
+                                                  "cannot queue the second polkit question: %m");
+                return;
+        }
+        r = bus_request_authorize(req->context, &next, ACTION_MANAGE, /* interactive= */ false, on_manage_result);
         if (r < 0)
-                (void) sd_bus_reply_method_errnof(req->message, r, "Failed to activate the triggers: %m");
+                (void) sd_bus_reply_method_errnof(req->message, r,
+                                                  "Failed to activate the triggers: cannot ask polkit for %s: %m",
+                                                  ACTION_MANAGE);
 }
 
 static int check_names(sd_bus_message *message, sd_bus_error *error) {

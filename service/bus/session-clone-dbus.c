@@ -7,10 +7,11 @@
 #include "manager-dbus.h"
 #include "session-dbus.h"
 
-/* Session.Clone and Manager.CloneDetached (helper "clone"): validate, authorize, hand the
- * session to manager_clone_session(), answer when the snapshot is written. The owner
- * clones without polkit, as it stops; anyone else needs org.tracebus.manage and, without
- * it, hears NoSuchSession, as for a path that is no session. */
+/* Session.Clone and Manager.CloneDetached: validate, authorize, hand the session to
+ * manager_clone_session(), and answer when the snapshot is written. The owner clones
+ * without asking polkit, just as it may stop the session; anyone else needs
+ * org.tracebus.manage, and without it gets NoSuchSession, the same answer as for a path
+ * that names no session, so a refused caller learns nothing about others' sessions. */
 
 /* The options: only Output (h), once. The dictionary is read no further than a key it
  * refuses, so a long one costs nothing. */
@@ -25,21 +26,25 @@ static int read_clone_options(sd_bus_message *m, uid_t uid, int *ret_fd, sd_bus_
 
                 r = sd_bus_message_read(m, "s", &key);
                 if (r < 0)
-                        return r;
+                        break;
                 if (strcmp(key, "Output") != 0)
                         return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown option '%s'.", key);
                 if (fd >= 0)
                         return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, "Option 'Output' is given twice.");
                 r = sd_bus_message_read(m, "v", "h", &passed);
-                if (r >= 0)
-                        r = bus_take_output_fd(passed, uid, &fd, error);
-                if (r >= 0)
-                        r = sd_bus_message_exit_container(m);
+                if (r < 0)
+                        return sd_bus_error_set_errnof(error, r,
+                                                       "Option 'Output': cannot read its file descriptor: %m");
+                /* Sets @error itself when it refuses the descriptor. */
+                r = bus_take_output_fd(passed, uid, &fd, error);
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_exit_container(m);
         }
         if (r >= 0)
                 r = sd_bus_message_exit_container(m);
         if (r < 0)
-                return r;
+                return sd_bus_error_set_errnof(error, r, "Cannot read the options: %m");
         *ret_fd = TAKE_FD(fd);
         return 0;
 }
@@ -65,7 +70,7 @@ static int clone_error(int r, sd_bus_error *error) {
         }
 }
 
-static int reply_result(sd_bus_message *m, const SessionCloneResult *res, const char *path) {
+static int build_result(sd_bus_message *m, const SessionCloneResult *res, const char *path, sd_bus_message **ret) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         /* A streamed session's buffers hold only what it has not written yet. */
         char *streamed[] = { (char *) "the session writes its trace into its output as it goes: the snapshot "
@@ -94,19 +99,30 @@ static int reply_result(sd_bus_message *m, const SessionCloneResult *res, const 
                 r = sd_bus_message_close_container(reply);
         if (r < 0)
                 return r;
-        return sd_bus_send(NULL, reply, NULL);
+        *ret = TAKE_PTR(reply);
+        return 0;
 }
 
 static void on_cloned(Manager *m, int r, const SessionCloneResult *res, const char *path, void *userdata) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *message = userdata;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
 
-        if (r >= 0)
-                r = reply_result(message, res, path);
         if (r < 0) {
                 (void) clone_error(r, &error);
                 (void) sd_bus_reply_method_error(message, &error);
+                return;
         }
+        r = build_result(message, res, path, &reply);
+        if (r < 0) {
+                log_warning_errno(r, "Clone: the snapshot is written, but its reply cannot be built: %m");
+                (void) sd_bus_reply_method_errnof(message, r,
+                                                  "The snapshot is written, but its reply cannot be built: %m");
+                return;
+        }
+        r = sd_bus_send(NULL, reply, NULL);
+        if (r < 0)
+                log_debug_errno(r, "Clone: cannot send the reply, ignoring: %m");
 }
 
 static int clone_session(BusContext *c, Session *s, uid_t uid, int fd, sd_bus_message *m) {
@@ -160,10 +176,11 @@ int manager_dbus_clone_detached(BusContext *c, sd_bus_message *message, sd_bus_e
         int r;
 
         r = sd_bus_message_read(message, "s", &key);
-        if (r >= 0)
-                r = bus_sender_euid(message, &uid);
         if (r < 0)
-                return r;
+                return sd_bus_error_set_errnof(error, r, "Cannot read the detach key: %m");
+        r = bus_sender_euid(message, &uid);
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, r, "Cannot identify the caller: %m");
         if (!session_detach_key_valid(key))
                 return session_dbus_key_error(-EINVAL, key, error);
         r = read_clone_options(message, uid, &fd, error);

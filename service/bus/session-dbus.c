@@ -155,10 +155,15 @@ static void reply_stops(Session *s, SessionDBus *d) {
                 r = sd_bus_message_new_method_return(d->stops[i], &reply);
                 if (r >= 0)
                         r = append_stats(reply, s);
-                if (r >= 0)
-                        r = sd_bus_send(NULL, reply, NULL);
                 if (r < 0)
-                        log_warning_errno(r, "Failed to answer Stop of session %" PRIu64 ", ignoring: %m", s->id);
+                        log_warning_errno(r, "Stop of session %" PRIu64 ": cannot build the reply, ignoring: %m",
+                                          s->id);
+                else {
+                        r = sd_bus_send(NULL, reply, NULL);
+                        if (r < 0)
+                                log_warning_errno(r, "Stop of session %" PRIu64 ": cannot send the reply, ignoring: %m",
+                                                  s->id);
+                }
                 d->stops[i] = sd_bus_message_unref(d->stops[i]);
         }
         d->n_stops = 0;
@@ -170,23 +175,25 @@ static int send_session_ended(sd_bus *bus, Session *s, const SessionDBus *d) {
         _cleanup_free_ char *path = session_dbus_path(s);
         int r;
 
-        if (!path)
-                return -ENOMEM;
         if (!d->owner_name)
                 return 0;
+        if (!path)
+                return log_warning_errno(-ENOMEM, "Session %" PRIu64 ": cannot name its object path for "
+                                         "SessionEnded, ignoring: %m", s->id);
         r = sd_bus_message_new_signal(bus, &signal, TB_MANAGER_PATH, TB_MANAGER_INTERFACE, "SessionEnded");
+        if (r >= 0)
+                r = sd_bus_message_set_destination(signal, d->owner_name);
+        if (r >= 0)
+                r = sd_bus_message_append(signal, "os", path, session_end_reason_to_string(s->end_reason));
+        if (r >= 0)
+                r = append_stats(signal, s);
         if (r < 0)
-                return r;
-        r = sd_bus_message_set_destination(signal, d->owner_name);
+                return log_warning_errno(r, "Session %" PRIu64 ": cannot build the SessionEnded signal, ignoring: %m",
+                                         s->id);
+        r = sd_bus_send(bus, signal, NULL);
         if (r < 0)
-                return r;
-        r = sd_bus_message_append(signal, "os", path, session_end_reason_to_string(s->end_reason));
-        if (r < 0)
-                return r;
-        r = append_stats(signal, s);
-        if (r < 0)
-                return r;
-        return sd_bus_send(bus, signal, NULL);
+                return log_warning_errno(r, "Session %" PRIu64 ": cannot send SessionEnded, ignoring: %m", s->id);
+        return 0;
 }
 
 static int append_property(sd_bus_message *reply, const Session *s, const char *property);
@@ -230,10 +237,13 @@ static void emit_changed(sd_bus *bus, Session *s, char **names) {
                 r = sd_bus_message_set_destination(signal, d->owner_name);
         if (r >= 0)
                 r = append_changed(signal, s, names);
-        if (r >= 0)
-                r = sd_bus_send(bus, signal, NULL);
+        if (r < 0) {
+                log_debug_errno(r, "Cannot build PropertiesChanged, ignoring: %m");
+                return;
+        }
+        r = sd_bus_send(bus, signal, NULL);
         if (r < 0)
-                log_debug_errno(r, "Failed to emit PropertiesChanged, ignoring: %m");
+                log_debug_errno(r, "Cannot send PropertiesChanged, ignoring: %m");
 }
 
 static void emit_state(sd_bus *bus, Session *s) {
@@ -266,15 +276,12 @@ const char *session_dbus_owner(const Session *s) {
 static void on_ended(Session *s, void *userdata) {
         BusContext *c = ASSERT_PTR(userdata);
         SessionDBus *d = session_dbus_ensure(s);
-        int r;
 
         if (!d)
                 return;
         emit_state(c->bus, s);
         reply_stops(s, d);
-        r = send_session_ended(c->bus, s, d);
-        if (r < 0)
-                log_warning_errno(r, "Failed to send SessionEnded for session %" PRIu64 ", ignoring: %m", s->id);
+        (void) send_session_ended(c->bus, s, d);
 }
 
 void session_dbus_release(Session *s) {

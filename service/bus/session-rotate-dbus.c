@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Session.SetNextOutput and the Rotated signal (helper "rotate"): a rotating session
- * that writes into the caller's fds gets each next chunk's fd from its owner ahead of
- * time, and tells the owner (only) when a chunk began, so that it hands over the next. */
+/* Session.SetNextOutput and the Rotated signal. A rotating session that writes into the
+ * caller's fds gets the fd of each next chunk from its owner ahead of time, and tells the
+ * owner (and nobody else) when a chunk began, so that the owner can hand over the next. */
 #include <inttypes.h>
 
 #include "bus-errors.h"
@@ -53,8 +53,11 @@ void session_rotate_dbus_emit(sd_bus *bus, Session *s) {
                 r = sd_bus_message_set_destination(signal, owner);
         if (r >= 0)
                 r = sd_bus_message_append(signal, "u", s->chunk_index);
-        if (r >= 0)
-                r = sd_bus_send(bus, signal, NULL);
+        if (r < 0) {
+                log_debug_errno(r, "Cannot build the Rotated signal, ignoring: %m");
+                return;
+        }
+        r = sd_bus_send(bus, signal, NULL);
         if (r < 0)
-                log_debug_errno(r, "Failed to emit Rotated, ignoring: %m");
+                log_debug_errno(r, "Cannot send the Rotated signal, ignoring: %m");
 }

@@ -55,9 +55,9 @@ typedef struct ManagerLimits {
         uint64_t max_buffer_memory_bytes; /* kernel buffers of all sessions; 0: 1/8 of MemTotal */
         uint32_t max_process_entries;     /* processes (and as many threads) a session keeps described */
         uint64_t output_timeout_usec;     /* a pipe or socket output's write deadline; UINT64_MAX: none */
-        /* Helper "clone": the least time between two snapshots of one session (Session.Clone). */
+        /* The least time between two snapshots of one session (Session.Clone). */
         uint64_t clone_min_interval_usec;
-        unsigned stop_drain_threads;      /* helper "idle": CPUs Stop's final drain reads at once */
+        unsigned stop_drain_threads;      /* how many CPUs Stop's final drain reads in parallel */
 } ManagerLimits;
 
 typedef struct DaemonConfig {

@@ -9,10 +9,11 @@
 #include "log.h"
 #include "manager-local.h"
 
-/* Snapshots of running sessions (helper "clone"): into the caller's fd at once, or into
- * a new file of the caller's trace directory, which the worker creates after scanning
- * it, as for a start (manager-trace-dir.c); the snapshot's bytes are then taken from the
- * caller's quota as they are written. */
+/* Snapshots of running sessions. A snapshot goes either straight into the caller's fd,
+ * or into a new file in the caller's trace directory. In the second case the worker
+ * thread scans the directory and creates the file, as it does for a start
+ * (manager-trace-dir.c), and the snapshot's bytes are charged to the caller's quota as
+ * they are written. */
 
 typedef struct PendingClone {
         WorkerJob job;                /* first: the worker's job is the clone */
@@ -23,7 +24,7 @@ typedef struct PendingClone {
         void *userdata;
         TraceQuota *quota;            /* a reference; NULL for the caller's fd */
         uint64_t ended_snapshot;
-        char *name;                   /* helper "triggers": the file's exact name, or NULL */
+        char *name;                   /* the file's exact name (trigger snapshots), or NULL */
 
         /* For the worker (read only there). */
         const char *state_dir;
@@ -126,11 +127,9 @@ static int queue_clone(Manager *m, PendingClone *p) {
                 return -ENOMEM;
         p->ended_snapshot = quota_ended_total(p->quota);
         r = manager_live_files(m, p->uid, &p->skip, &p->n_skip);
-        if (r >= 0 && !m->worker)
-                r = worker_new(m->event, &m->worker);
-        if (r >= 0)
-                r = worker_submit(m->worker, &p->job);
-        return r;
+        if (r < 0)
+                return r;
+        return manager_queue_job(m, &p->job);
 }
 
 void manager_clone_session(Manager *m, Session *s, uid_t uid, int fd, CloneCallback callback, void *userdata) {

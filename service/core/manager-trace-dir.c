@@ -59,7 +59,7 @@ struct PendingStart {
         TraceDirFileId file_id;
         uint64_t usage;
         char *refused_entry;
-        int dir_fd;                   /* helper "rotate": a rotating session's chunks go there */
+        int dir_fd;                   /* the directory a rotating session's chunks go to */
 };
 
 static PendingStart *pending_start_of(WorkerJob *job) {
@@ -118,8 +118,8 @@ TraceBudget *quota_budget(TraceQuota *q) {
         return &q->budget;
 }
 
-/* Helper "clone": a snapshot's file, written: counted as an ended session's until the
- * next scan. */
+/* A snapshot's file has been written: its bytes count as an ended session's until the
+ * next scan of the directory sees the file itself. */
 void quota_count_written(TraceQuota *q, uint64_t bytes) {
         q->ended_total += bytes;
 }
@@ -165,8 +165,8 @@ static void pending_start_unlink(Manager *m, PendingStart *p) {
         p->next = p->prev = NULL;
 }
 
-/* helper "rotate": a rotating session's file is the first of its chunks, NAME.0; the
- * recorder creates NAME.1, ... next to it. */
+/* A rotating session's file is the first of its chunks, NAME.0; the recorder creates
+ * NAME.1, NAME.2, ... next to it. */
 static int name_first_chunk(int dir_fd, char **path) {
         _cleanup_free_ char *chunk = NULL;
         const char *name = strrchr(*path, '/') + 1;
@@ -265,6 +265,20 @@ static int snapshot_live_files(Manager *m, PendingStart *p) {
         return manager_live_files(m, p->request.uid, &p->skip, &p->n_skip);
 }
 
+int manager_queue_job(Manager *m, WorkerJob *job) {
+        int r;
+
+        if (!m->worker) {
+                r = worker_new(m->event, &m->worker);
+                if (r < 0)
+                        return log_warning_errno(r, "Trace directory: cannot set up the worker: %m");
+        }
+        r = worker_submit(m->worker, job);
+        if (r < 0)
+                return log_warning_errno(r, "Trace directory: cannot start the worker thread: %m");
+        return 0;
+}
+
 /* The limits, with the starts still waiting counted as sessions: nobody queues more
  * scans than they may have sessions. */
 static int check_pending_limits(Manager *m, uid_t uid, StartFailure *ret_failure) {
@@ -302,11 +316,9 @@ static int queue_start(Manager *m, PendingStart *p, StartResult *res) {
                 return -ENOMEM;
         p->ended_snapshot = p->quota->ended_total;
         r = snapshot_live_files(m, p);
-        if (r >= 0 && !m->worker)
-                r = worker_new(m->event, &m->worker);
-        if (r >= 0)
-                r = worker_submit(m->worker, &p->job);
-        return r;
+        if (r < 0)
+                return r;
+        return manager_queue_job(m, &p->job);
 }
 
 void manager_start_in_trace_dir(Manager *m, StartRequest *req, StartCallback callback, void *userdata) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Manager.ActivateTriggers' rule (helper "triggers", issue 23): which sessions a caller's
- * triggers reach. The bus layer (manager-triggers-dbus.c) has checked the names and
+/* The rule behind Manager.ActivateTriggers: which sessions a caller's triggers reach.
+ * The bus layer (service/bus/manager-triggers-dbus.c) has already checked the names and
  * asked polkit. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -17,7 +17,7 @@ int manager_new(Manager **ret) {
 
         m = calloc(1, sizeof(*m));
         if (!m)
-                return -ENOMEM;
+                return log_oom();
         /* The caller applies tracebusd.conf on top. */
         daemon_config_init(&defaults);
         m->limits = defaults.limits;
@@ -26,11 +26,11 @@ int manager_new(Manager **ret) {
         state_dir = getenv("STATE_DIRECTORY");
         m->state_dir = strndup(state_dir ?: TRACEBUS_STATE_DIR, state_dir ? strcspn(state_dir, ":") : strlen(TRACEBUS_STATE_DIR));
         if (!m->state_dir)
-                return -ENOMEM;
+                return log_oom();
 
         r = sd_event_default(&m->event);
         if (r < 0)
-                return r;
+                return log_error_errno(r, "Failed to set up the service: cannot create the event loop: %m");
 
         *ret = TAKE_PTR(m);
         return 0;

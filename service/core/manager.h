@@ -40,7 +40,7 @@ struct Manager {
         unsigned n_cpus;                  /* the kernel's ring buffers per session */
         unsigned max_files;               /* the descriptors all sessions and calls may hold */
         /* Starts into the trace directory wait for the worker, which scans the UID's
-         * directory and creates the file off the event loop (manager-sessions.c). */
+         * directory and creates the file off the event loop (manager-trace-dir.c). */
         Worker *worker;
         /* The polling data sources' thread (service/sources/poller.c), shared by all sessions. */
         Poller *poller;
@@ -50,6 +50,8 @@ struct Manager {
         TraceQuota *quotas;
 };
 
+/* The manager with the default limits, its state directory and the event loop; logs
+ * the step that failed. */
 int manager_new(Manager **ret);
 Manager *manager_free(Manager *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
@@ -116,11 +118,13 @@ typedef struct StartResult {
  * away; the callback must then only answer and release @userdata. */
 typedef void (*StartCallback)(Manager *m, int r, const StartResult *result, void *userdata);
 
-/* Starts a session for @req (moved out of it; checked again: things change while polkit
- * thinks) and calls @callback: at once when the caller passed an output fd, otherwise
- * once the worker has scanned the UID's trace directory (rescanned at every such start:
- * users delete files) and created the file there. Without an output fd, or with a key,
- * the session starts detached: the caller binds an attached one to its client. */
+/* Starts a session for @req, whose contents are moved out, and calls @callback. The
+ * limits are checked again here, since things may have changed while polkit was
+ * deciding. With an output fd from the caller, @callback runs at once. Otherwise it runs
+ * once the worker has scanned the UID's trace directory and created the file there; the
+ * directory is scanned again at every such start, because users delete files. Without
+ * an output fd, or with a detach key, the session starts detached; otherwise the caller
+ * binds it to its client. */
 void manager_start_session(Manager *m, StartRequest *req, StartCallback callback, void *userdata);
 
 /* manager_shutdown() and manager_free(): every start still waiting for the worker is
@@ -175,11 +179,11 @@ uint64_t manager_buffer_memory_in_use(Manager *m);
  * budget, -ENOBUFS past MaxBufferMemory (@ret_failure says which). */
 int manager_check_resources(Manager *m, const StartRequest *req, StartFailure *ret_failure);
 
-/* helper "triggers" (issue 23): the triggers @names, sent by @uid (whose process is
- * @producer), to @uid's sessions, or to every session when @all (org.tracebus.manage).
- * Returns how many times a session took one. */
+/* Delivers the triggers @names, sent by @uid (whose process is @producer), to @uid's
+ * sessions, or to every session when @all (the caller holds org.tracebus.manage).
+ * Returns how many times a session acted on one. */
 unsigned manager_activate_triggers(Manager *m, char **names, uid_t uid, bool all, const char *producer);
-/* Helper "clone" (manager-clone.c): a snapshot of session @s for @uid, who may clone it
+/* manager-clone.c: a snapshot of session @s for @uid, who may clone it
  * (its owner, or a holder of org.tracebus.manage: the bus layer asked), into @fd (taken),
  * or with @fd < 0 into a new file of @uid's trace directory, within @uid's quota (scanned
  * first, on the worker). @callback runs once on the loop, at once on a refusal, with 0 or
@@ -189,10 +193,10 @@ unsigned manager_activate_triggers(Manager *m, char **names, uid_t uid, bool all
 typedef void (*CloneCallback)(Manager *m, int r, const SessionCloneResult *result, const char *output_path,
                               void *userdata);
 void manager_clone_session(Manager *m, Session *s, uid_t uid, int fd, CloneCallback callback, void *userdata);
-/* helper "triggers": manager_clone_session() into a new file of @uid's trace directory
- * named exactly @name (with @fd < 0): CLONE_SNAPSHOT's FILE.N. */
+/* As manager_clone_session(), but with @fd < 0 the new file in @uid's trace directory is
+ * named exactly @name: a trigger's CLONE_SNAPSHOT writes FILE.N. */
 void manager_clone_session_named(Manager *m, Session *s, uid_t uid, int fd, const char *name, CloneCallback callback,
                                  void *userdata);
-/* helper "triggers": SessionCallbacks.on_snapshot_due: snapshot @n of session @s, into
- * its trace file's name + ".N" in its owner's trace directory (manager-triggers.c). */
+/* SessionCallbacks.on_snapshot_due: writes snapshot @n of session @s into its trace
+ * file's name + ".N" in its owner's trace directory (manager-triggers.c). */
 void manager_snapshot_on_trigger(Session *s, unsigned n, void *userdata);

@@ -125,6 +125,19 @@ int session_clone_check(Session *s, uint64_t min_interval_usec) {
         return 0;
 }
 
+/* The eventfd the worker writes when its copy is done, watched on the event loop. */
+static int watch_copy_done(Session *s, SessionClone *c) {
+        int r;
+
+        c->rc.done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (c->rc.done_fd < 0)
+                return log_warning_errno(-errno, "Session %" PRIu64 ": snapshot: cannot create its eventfd: %m", s->id);
+        r = sd_event_add_io(s->event, &c->source, c->rc.done_fd, EPOLLIN, on_clone_event, c);
+        if (r < 0)
+                return log_warning_errno(r, "Session %" PRIu64 ": snapshot: cannot watch its eventfd: %m", s->id);
+        return 0;
+}
+
 int session_clone(Session *s, SessionCloneOptions *o, SessionCloneDone done, void *userdata) {
         _cleanup_close_ int fd = TAKE_FD(o->fd);
         SessionClone *c;
@@ -145,12 +158,9 @@ int session_clone(Session *s, SessionCloneOptions *o, SessionCloneDone done, voi
                               .done = done, .userdata = userdata };
         c->output = output_kind(c->fd);
         trace_writer_snapshot_init(&c->rc.snapshot);
-        c->rc.done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (c->rc.done_fd < 0)
-                r = -errno;
-        else
-                r = sd_event_add_io(s->event, &c->source, c->rc.done_fd, EPOLLIN, on_clone_event, c);
+        r = watch_copy_done(s, c);
         if (r >= 0)
+                /* -EBUSY (a snapshot is asked for already) is the caller's to report. */
                 r = recorder_clone(s->recorder, &c->rc);
         if (r < 0) {
                 c->session = NULL;

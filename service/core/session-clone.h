@@ -6,7 +6,7 @@
 #include "session.h"
 
 /*
- * Helper "clone": a self-contained snapshot of a running session (Session.Clone, the
+ * A self-contained snapshot of a running session (Session.Clone, the
  * triggers' CLONE_SNAPSHOT, rotation), as plain code on the event loop:
  *
  *   SessionCloneOptions o = { .fd = fd, .budget = budget_or_NULL, .min_interval_usec = ... };

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* A rotating session (helper "rotate"): the recorder cuts the trace into chunks on its
- * thread; the session hands it the chunks' directory or the caller's next output, and
- * tells its owner of each new chunk, from the event loop. */
+/* A rotating session. The recorder cuts the trace into chunks on its own thread; the
+ * session, on the event loop, hands it the chunks' directory or the caller's next
+ * output, and tells its owner of each new chunk. */
 #include <string.h>
 #include <unistd.h>
 

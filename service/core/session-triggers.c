@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * trigger_config at run time (helper "triggers", issue 23), as Perfetto v58's tracing
- * service acts on it (tracing_service_impl.cc ActivateTriggers, StartTracing,
- * StopOnDurationMsExpiry):
+ * trigger_config at run time, acted on as Perfetto v58's tracing service acts on it
+ * (tracing_service_impl.cc ActivateTriggers, StartTracing, StopOnDurationMsExpiry):
  *  - START_TRACING: the session is armed; its first trigger starts the recording, which
  *    then lasts the trigger's stop_delay_ms (0: until stopped); trigger_timeout_ms ends
  *    a session still armed (reason trigger-timeout, an empty trace, as Perfetto returns
@@ -120,7 +119,8 @@ static bool producer_matches(const SessionTrigger *rule, const char *producer) {
 
         if (!rule->producer_regex)
                 return true;
-        /* Perfetto's std::regex_match: the whole name. Checked when the config loaded. */
+        /* The regex must match the whole name, as Perfetto's std::regex_match does. Its
+         * syntax was checked when the config was loaded. */
         if (asprintf(&anchored, "^(%s)$", rule->producer_regex) < 0 ||
             regcomp(&re, anchored, REG_EXTENDED | REG_NOSUB) != 0)
                 return false;
@@ -138,7 +138,8 @@ static double random_unit(void) {
         return (double) (v >> 11) * 0x1.0p-53;
 }
 
-/* max_per_24_h: forgets what is older than a day; false when the limit is reached. */
+/* max_per_24_h: forgets the triggers older than a day, then returns false if one more
+ * would pass the limit. */
 static bool history_allows(TriggerHistory *h, uint32_t max, uint64_t now) {
         size_t old = 0;
 
@@ -194,7 +195,8 @@ static int arm_stop(Session *s, uint32_t delay_ms) {
                                           on_stop_delay, s);
 }
 
-/* What the mode does with a trigger the session took; @first: its first. */
+/* Acts on a trigger the session accepted, as its trigger mode says; @first is true for
+ * the session's first trigger. */
 static int act_on_trigger(Session *s, const SessionTrigger *rule, bool first) {
         int r;
 

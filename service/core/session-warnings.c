@@ -7,10 +7,11 @@
 #include "strv.h"
 
 /*
- * A session's warnings (helper "warn"): those of its config (SessionConfig.warnings, told
- * in Start's reply), then those made while it records, on the event loop (session_warn())
- * or on another thread (recorder_warn(), collected here at least once a second). All end
- * up in the one capped list, the Warnings property, which its owner hears of when it grows.
+ * A session's warnings: first those of its config (SessionConfig.warnings, returned in
+ * Start's reply), then those raised while it records, either on the event loop
+ * (session_warn()) or on another thread (recorder_warn(), collected here at least once a
+ * second). All of them end up in one capped list, the Warnings property; the owner is
+ * told each time the list grows.
  */
 
 static void report_warnings(Session *s) {

@@ -154,8 +154,8 @@ int trace_dir_create_file(int dir_fd, const char *state_dir, uid_t uid, const ch
         return finish_created(dir_fd, fd, name, state_dir, uid, ret_path, ret_id);
 }
 
-/* helper "triggers": CLONE_SNAPSHOT's FILE.N, as Perfetto's CLI names them; never an
- * existing file, never through a link. */
+/* A trigger's CLONE_SNAPSHOT file, FILE.N, named as Perfetto's command line tool names
+ * them. It never replaces an existing file and never follows a link. */
 int trace_dir_create_named(int dir_fd, const char *state_dir, uid_t uid, const char *name, char **ret_path,
                            TraceDirFileId *ret_id) {
         int fd;

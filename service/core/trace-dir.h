@@ -41,7 +41,7 @@ int trace_dir_usage(int dir_fd, const TraceDirFileId *skip, size_t n_skip, uint6
  * owned by @uid: its fd, its full path below @state_dir and its identity. */
 int trace_dir_create_file(int dir_fd, const char *state_dir, uid_t uid, const char *name_hint,
                           char **ret_path, TraceDirFileId *ret_id);
-/* helper "triggers": as trace_dir_create_file(), named exactly @name (no '/', not hidden):
+/* As trace_dir_create_file(), but named exactly @name (no '/', not hidden):
  * -EEXIST when it exists. */
 int trace_dir_create_named(int dir_fd, const char *state_dir, uid_t uid, const char *name, char **ret_path,
                            TraceDirFileId *ret_id);

@@ -10,6 +10,7 @@
 
 #include "event-index.h"
 #include "fd-util.h"
+#include "log.h"
 #include "strv.h"
 #include "time-util.h"
 
@@ -253,17 +254,28 @@ static int read_into(EventIndex *idx) {
         if (asprintf(&path, "%s/available_events", idx->root) < 0)
                 return -ENOMEM;
         r = read_full_file(path, AVAILABLE_EVENTS_MAX, &text, NULL);
-        if (r == -ENOENT)
+        if (r == -ENOENT) {
+                /* Without available_events, the events directory is the list. */
                 r = scan_events_dir(idx, NULL);
-        else if (r >= 0)
+                if (r < 0)
+                        return log_debug_errno(r, "Event index: cannot scan %s/events: %m", idx->root);
+        } else if (r < 0)
+                return log_debug_errno(r, "Event index: cannot read %s: %m", path);
+        else {
                 r = parse_available_events(idx, text);
-        /* available_events leaves out the ftrace group (print, function, ...), which the
-         * kernel writes by itself and sessions record all the same: one directory more. */
-        if (r >= 0 && text)
+                if (r < 0)
+                        return log_debug_errno(r, "Event index: cannot parse %s: %m", path);
+                /* available_events leaves out the ftrace group (print, function, ...), which
+                 * the kernel writes by itself and sessions record all the same: that one
+                 * directory is scanned as well. */
                 r = scan_events_dir(idx, "ftrace");
+                if (r < 0)
+                        return log_debug_errno(r, "Event index: cannot scan %s/events/ftrace: %m", idx->root);
+        }
+        r = build_tables(idx);
         if (r < 0)
-                return r;
-        return build_tables(idx);
+                return log_debug_errno(r, "Event index: cannot build the lookup tables: %m");
+        return 0;
 }
 
 /* Reads the events into fresh tables, which replace the old ones only once complete:

@@ -98,23 +98,25 @@ static int instance_create_locked(TraceInstance *t) {
                 return -ENOMEM;
         dir_lock = lock_dir(dir, LOCK_SH);
         if (dir_lock < 0)
-                return dir_lock;
+                return log_error_errno(dir_lock, "tracefs instance %s: cannot lock %s: %m", t->name, dir);
 
         errno = 0;
         t->instance = tracefs_instance_create(t->name);
         if (!t->instance)
-                return negative_errno();
+                return log_error_errno(negative_errno(), "tracefs instance %s: cannot create it: %m", t->name);
         if (!tracefs_instance_is_new(t->instance)) {
                 /* Someone else's instance: never touch it, and never remove it on free. */
                 tracefs_instance_free(t->instance);
                 t->instance = NULL;
-                return -EEXIST;
+                return log_error_errno(-EEXIST, "tracefs instance %s: it exists already, not ours: %m", t->name);
         }
         t->dir = tracefs_instance_get_dir(t->instance);
         if (!t->dir)
                 return -ENOMEM;
         t->lock_fd = lock_dir(t->dir, LOCK_EX | LOCK_NB);
-        return t->lock_fd < 0 ? t->lock_fd : 0;
+        if (t->lock_fd < 0)
+                return log_error_errno(t->lock_fd, "tracefs instance %s: cannot lock it: %m", t->name);
+        return 0;
 }
 
 int trace_instance_new(const char *name, uint32_t buffer_size_kb, TraceInstance **ret) {
@@ -143,7 +145,7 @@ int trace_instance_new(const char *name, uint32_t buffer_size_kb, TraceInstance 
 
         r = trace_instance_set_tracing(t, false);
         if (r < 0)
-                return r;
+                return log_error_errno(r, "tracefs instance %s: cannot switch tracing off before setup: %m", name);
         /* The kernel then remembers each recorded task's tgid (saved_tgids), so that a process
          * gone before the service read /proc can still be grouped with its threads. */
         r = instance_write(t, "options/record-tgid", "1");

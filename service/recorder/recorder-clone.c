@@ -4,11 +4,11 @@
 #include "log.h"
 #include "recorder-local.h"
 
-/* Snapshots of a running session (helper "clone"). The event loop asks; the worker
- * serves the request right after a drain, so the snapshot holds every event the kernel
- * had when it was asked for, and copies in memory what its writer holds: the memory
- * is bounded by the session's own buffers, and one request waits at a time. Writing
- * the copy out is the caller's, on another thread (session-clone.c). */
+/* Snapshots of a running session. The event loop asks; the worker serves the request
+ * right after a drain, so the snapshot holds every event the kernel had when it was
+ * asked for. The worker copies in memory what its writer holds: that memory is bounded
+ * by the session's own buffers, and only one request waits at a time. Writing the copy
+ * out is the caller's job, done on another thread (service/core/session-clone.c). */
 
 int recorder_clone(Recorder *rec, RecorderClone *c) {
         RecorderClone *expected = NULL;
@@ -43,9 +43,27 @@ static void clone_done(RecorderClone *c, int error) {
 
 /* On the worker, after a drain: the snapshot, if one was asked for. A snapshot that
  * fails (-ENOMEM) fails alone: the recording goes on. */
+/* The snapshot's packets: its own opening packets, a copy of the writer's, its own
+ * closing packets. On failure, *ret_step says which failed. */
+static int copy_snapshot(Recorder *rec, RecorderClone *c, const char **ret_step) {
+        int r;
+
+        *ret_step = "cannot write its opening packets";
+        r = recorder_append_snapshot_header(rec, &c->snapshot);
+        if (r < 0)
+                return r;
+        *ret_step = "cannot copy the session's buffers";
+        r = trace_writer_snapshot_copy(&c->snapshot, &rec->writer, &c->events);
+        if (r < 0)
+                return r;
+        *ret_step = "cannot write its closing packets";
+        return recorder_append_snapshot_trailer(rec, &c->snapshot);
+}
+
 void recorder_serve_clone(Recorder *rec) {
         RecorderClone *c = atomic_exchange(&rec->clone_request, NULL);
         uint64_t start = now_ns(CLOCK_MONOTONIC);
+        const char *step = NULL;
         int r;
 
         if (!c)
@@ -53,15 +71,11 @@ void recorder_serve_clone(Recorder *rec) {
         /* The snapshot's packets go through the session's trace_filter as all others. */
         if (rec->writer.filter)
                 trace_writer_set_filter(&c->snapshot, rec->writer.filter);
-        r = recorder_append_snapshot_header(rec, &c->snapshot);
-        if (r >= 0)
-                r = trace_writer_snapshot_copy(&c->snapshot, &rec->writer, &c->events);
-        if (r >= 0)
-                r = recorder_append_snapshot_trailer(rec, &c->snapshot);
+        r = copy_snapshot(rec, c, &step);
         c->copy_ns = now_ns(CLOCK_MONOTONIC) - start;
         c->streamed = rec->writer.mode == TRACE_WRITER_STREAM;
         if (r < 0)
-                log_warning_errno(r, "A snapshot of the session failed, the recording goes on: %m");
+                log_warning_errno(r, "Snapshot of the session: %s, the recording goes on: %m", step);
         clone_done(c, r < 0 ? r : 0);
 }
 

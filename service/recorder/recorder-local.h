@@ -2,8 +2,11 @@
 #pragma once
 
 /* The recorder's internals, shared by its files: recorder.c (setting up, starting and
- * ending), recorder-thread.c (the worker: the drain loop), recorder-packets.c (the
- * service's own packets) and recorder-stats.c (the kernel's counters, the live stats). */
+ * ending), recorder-thread.c (the worker: the drain loop), recorder-drain.c (Stop's
+ * parallel final drain), recorder-wake.c (what wakes the worker), recorder-packets.c
+ * (the service's own packets), recorder-stats.c (the kernel's counters, the live stats),
+ * recorder-inbox.c (packets from other threads), recorder-warnings.c, recorder-rotate.c
+ * (chunks) and recorder-clone.c (snapshots). */
 
 #include <pthread.h>
 
@@ -86,9 +89,10 @@ struct Recorder {
         RecorderEnd end;
         int error;
 
-        /* Helper "warn" (recorder-warnings.c): the config's warnings and ftrace setup errors
-         * for the opening packets, and the warnings of other threads (recorder_warn()): for
-         * the session, taken on the event loop, and for the trace, written by the worker. */
+        /* Warnings (recorder-warnings.c): the config's warnings and the ftrace setup errors,
+         * written into the opening packets; and the warnings of other threads
+         * (recorder_warn()), kept twice: once for the session, taken on the event loop,
+         * and once for the trace, written by the worker. */
         char **setup_warnings, **unknown_events, **failed_events, **atrace_errors;
         pthread_mutex_t warnings_lock;
         char **warnings_for_session, **warnings_for_trace;
@@ -96,13 +100,13 @@ struct Recorder {
         /* ftgraph: symbolize_ksyms. The table is read on the worker (ksyms-cache.c). */
         bool symbolize_ksyms, ksyms_retain;
         Ksyms *ksyms;
-        /* helper "tracecfg": builtin_data_sources, trace_uuid, data_source_stop_timeout_ms. */
+        /* The TraceConfig's builtin_data_sources, trace_uuid and data_source_stop_timeout_ms. */
         bool disable_clock_snapshotting, disable_trace_config, disable_system_info, disable_service_events;
         uint64_t snapshot_interval_ns;
         bool has_trace_uuid;
         int64_t trace_uuid_msb, trace_uuid_lsb;
         uint64_t stop_timeout_ns;     /* the final drain ends after this, data left or not */
-        /* helper "rotate" (recorder-rotate.c): the trace as chunks FILE.0, FILE.1, ...,
+        /* Rotation (recorder-rotate.c): the trace written as chunks FILE.0, FILE.1, ...,
          * each of which loads alone. */
         uint64_t rotate_every_ns, rotate_bytes;  /* both 0: no rotation */
         uint32_t rotate_keep;                    /* 0: keep every chunk */
@@ -123,12 +127,12 @@ struct Recorder {
         uint64_t output_timeout_usec;            /* a pipe or socket chunk's write deadline */
         size_t max_process_entries;
         bool process_age, process_skip_main;
-        /* Helper "clone": the snapshot asked for (recorder-clone.c), taken by the worker
-         * after its next drain. */
+        /* The snapshot asked for (recorder-clone.c), served by the worker after its next
+         * drain. */
         _Atomic(RecorderClone *) clone_request;
         uint64_t started_ns;          /* CLOCK_BOOTTIME: tracing_started, for snapshots */
 
-        /* helper "idle" (recorder-wake.c, recorder-drain.c): the worker sleeps in poll() on
+        /* Waking (recorder-wake.c, recorder-drain.c): the worker sleeps in poll() on
          * stop_fd, wake_fd and, with a watermark, every CPU's trace_pipe_raw, which polls
          * readable once the CPU's buffer passes the instance's buffer_percent (Linux 6.9+).
          * It wakes on a period only for what asks for one: drain_period_ms or
@@ -158,7 +162,11 @@ int recorder_describe_all_processes(Recorder *rec);
 /* Gone threads still waiting for the kernel's saved tables: a last look, before a trace
  * or a chunk of it ends. */
 int recorder_describe_gone_threads(Recorder *rec);
-int recorder_write_closing_packets(Recorder *rec);
+/* On failure, *ret_step says which step failed. */
+int recorder_write_closing_packets(Recorder *rec, const char **ret_step);
+/* The end of the trace or of a chunk: the pending annotations and warnings, an instant
+ * named @what on the tracebus track, and a last clock snapshot. */
+int recorder_append_ending(Recorder *rec, const char *what, const char **ret_step);
 
 /* recorder-inbox.c: packets from other threads, appended by the worker; freed at the end. */
 int recorder_append_submitted(Recorder *rec);
@@ -177,13 +185,14 @@ int recorder_sample_cpu_stats(Recorder *rec);
 bool recorder_cpu_stats_due(Recorder *rec, bool urgent);
 void recorder_publish_stats(Recorder *rec);
 
-/* recorder-rotate.c (helper "rotate") */
+/* recorder-rotate.c */
 int recorder_rotate_init(Recorder *rec, const SessionConfig *config);
 void recorder_rotate_free(Recorder *rec);
-/* After a pass: a new chunk when one is due and its output is there. */
 /* When a chunk is due by time (CLOCK_MONOTONIC), for the worker's sleep; UINT64_MAX: never. */
 uint64_t recorder_rotate_next_ns(const Recorder *rec);
-int recorder_rotate_if_due(Recorder *rec);
+/* After a pass: starts a new chunk when one is due and its output is there. On failure,
+ * *ret_step says which step of the rotation failed. */
+int recorder_rotate_if_due(Recorder *rec, const char **ret_step);
 
 /* recorder-thread.c */
 int recorder_flush_output(Recorder *rec);
@@ -192,8 +201,8 @@ int recorder_flush_output(Recorder *rec);
 int recorder_end_bundles(Recorder *rec);
 void *recorder_thread_main(void *userdata);
 
-/* Helper "clone" (recorder-packets.c): a snapshot's own opening and closing packets,
- * into its writer @w; recorder-clone.c: the request the worker serves after a drain. */
+/* recorder-packets.c: a snapshot's own opening and closing packets, written into its
+ * writer @w. recorder-clone.c: the request the worker serves after a drain. */
 int recorder_append_snapshot_header(Recorder *rec, TraceWriter *w);
 int recorder_append_snapshot_trailer(Recorder *rec, TraceWriter *w);
 void recorder_serve_clone(Recorder *rec);

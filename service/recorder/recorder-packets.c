@@ -414,7 +414,55 @@ int recorder_describe_gone_threads(Recorder *rec) {
         return r > 0 ? recorder_append_process_tree(rec) : r;
 }
 
-int recorder_write_closing_packets(Recorder *rec) {
+/* The threads the trace has yet to describe: those that exited since the last look,
+ * and those a ring or discard session kept back until the end. */
+static int append_closing_threads(Recorder *rec, const char **ret_step) {
+        int r;
+
+        *ret_step = "cannot describe the exited threads";
+        r = recorder_describe_gone_threads(rec);
+        if (r < 0)
+                return r;
+        *ret_step = "cannot write the kept process tree";
+        return process_tree_builder_write_kept(rec->processes, write_process_tree, &rec->writer);
+}
+
+int recorder_append_ending(Recorder *rec, const char *what, const char **ret_step) {
+        int r;
+
+        *ret_step = "cannot add the annotations and warnings";
+        r = recorder_append_annotations(rec);
+        if (r < 0)
+                return r;
+        *ret_step = "cannot mark the end on the tracebus track";
+        r = service_tracks_append_instant(&rec->writer, now_ns(CLOCK_BOOTTIME), what);
+        if (r < 0)
+                return r;
+        *ret_step = "cannot add the closing clock snapshot";
+        return recorder_append_periodic_snapshot(rec, /* force= */ true);
+}
+
+/* The statistics that close the trace. FtraceStats only where linux.ftrace ran, as
+ * Perfetto's traced_probes writes them. */
+static int append_closing_stats(Recorder *rec, const char **ret_step) {
+        int r;
+
+        *ret_step = "cannot sample the CPUs' buffer stats";
+        r = recorder_sample_cpu_stats(rec);
+        if (r < 0)
+                return r;
+        r = recorder_append_ending(rec, "stopped", ret_step);
+        if (r < 0)
+                return r;
+        *ret_step = "cannot add the TraceStats";
+        r = append_trace_stats(rec, &rec->writer);
+        if (r < 0)
+                return r;
+        *ret_step = "cannot add the closing FtraceStats";
+        return rec->parser ? append_ftrace_stats(rec, &rec->writer, /* end= */ true) : 0;
+}
+
+int recorder_write_closing_packets(Recorder *rec, const char **ret_step) {
         FtraceParserStats ps;
         int r;
 
@@ -423,38 +471,26 @@ int recorder_write_closing_packets(Recorder *rec) {
                 log_debug("Read %" PRIu64 " pages, %" PRIu64 " events.", ps.pages, ps.events);
         }
 
-        r = recorder_describe_gone_threads(rec);
-        if (r >= 0)
-                r = process_tree_builder_write_kept(rec->processes, write_process_tree, &rec->writer);
+        r = append_closing_threads(rec, ret_step);
         if (r < 0)
                 return r;
-
-        r = recorder_sample_cpu_stats(rec);
-        if (r >= 0)
-                r = recorder_append_annotations(rec);
-        if (r >= 0)
-                r = service_tracks_append_instant(&rec->writer, now_ns(CLOCK_BOOTTIME), "stopped");
-        if (r >= 0)
-                r = recorder_append_periodic_snapshot(rec, /* force= */ true);
-        if (r >= 0)
-                r = append_trace_stats(rec, &rec->writer);
+        r = append_closing_stats(rec, ret_step);
         if (r < 0)
                 return r;
-        /* FtraceStats only where linux.ftrace ran, as Perfetto's traced_probes writes them. */
-        r = rec->parser ? append_ftrace_stats(rec, &rec->writer, /* end= */ true) : 0;
-        if (r < 0)
-                return r;
+        *ret_step = "cannot add the end of tracing";
         r = recorder_append_service_event(rec, /* started= */ false, now_ns(CLOCK_BOOTTIME));
         if (r < 0)
                 return r;
+        *ret_step = "cannot write the end of the trace";
         return recorder_flush_output(rec);
 }
 
-/* Helper "clone": the packets that make a snapshot load alone (recorder-clone.c), into
- * @w, a snapshot's own writer, on whose sequences they are the first packets: each
- * clears its sequence's incremental state. Threads: the trace's first scan went out with
- * its opening packets, so /proc is read again; a ring or discard session adds what it
- * kept of the threads described since (gone ones included). */
+/* The packets that make a snapshot load on its own (recorder-clone.c), written into @w,
+ * the snapshot's own writer. They are the first packets on their sequences, and each
+ * clears its sequence's incremental state. For threads: the trace's first /proc scan
+ * went out with the trace's opening packets, which a snapshot lacks, so /proc is read
+ * again; a ring or discard session also adds what it kept of the threads described
+ * since then, including those that have exited. */
 static int append_snapshot_processes(Recorder *rec, TraceWriter *w) {
         ProcessTreeBuilder *b = NULL;
         Tracebus__ProcessTree tree;

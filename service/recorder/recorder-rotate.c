@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Rotation (helper "rotate"): the trace written as chunks, each of which loads alone.
+/* Rotation: the trace written as chunks, each of which loads alone.
  *
  * A chunk ends between two drain passes: everything drained before it is in the chunk,
  * everything after in the next, so every event is in exactly one. What makes the next
@@ -174,19 +174,18 @@ static int take_next_output(Recorder *rec, uint32_t index) {
         return fd;
 }
 
-static int close_chunk(Recorder *rec, uint32_t index) {
+static int close_chunk(Recorder *rec, uint32_t index, const char **ret_step) {
         struct RecorderChunkFile *f = chunk_file(rec, index);
         int r;
 
+        *ret_step = "cannot describe the exited threads at the end of the chunk";
         r = recorder_describe_gone_threads(rec);
-        if (r >= 0)
-                r = recorder_append_annotations(rec);
-        if (r >= 0)
-                r = service_tracks_append_instant(&rec->writer, now_ns(CLOCK_BOOTTIME), "rotated");
-        if (r >= 0)
-                r = recorder_append_periodic_snapshot(rec, /* force= */ true);
         if (r < 0)
                 return r;
+        r = recorder_append_ending(rec, "rotated", ret_step);
+        if (r < 0)
+                return r;
+        *ret_step = "cannot write the end of the chunk";
         r = recorder_flush_output(rec);
         if (f)
                 f->bytes = rec->writer.stats.bytes_written - rec->chunk_start_bytes;
@@ -231,7 +230,7 @@ static int append_chunk_opening(Recorder *rec) {
         return r;
 }
 
-static int open_chunk(Recorder *rec, int fd) {
+static int open_chunk(Recorder *rec, int fd, const char **ret_step) {
         int r;
 
         safe_close(rec->output_fd);
@@ -246,15 +245,34 @@ static int open_chunk(Recorder *rec, int fd) {
          * still in the kernel's buffers from before it, which this chunk holds. */
         if (rec->parser)
                 ftrace_parser_forget_symbols(rec->parser);
+        *ret_step = "cannot add the opening packets to the next chunk";
         r = append_chunk_opening(rec);
-        if (r >= 0)
-                r = renew_process_tree(rec);
         if (r < 0)
                 return r;
+        *ret_step = "cannot describe the running processes in the next chunk";
+        r = renew_process_tree(rec);
+        if (r < 0)
+                return r;
+        *ret_step = "cannot write the start of the next chunk";
         return recorder_flush_output(rec);
 }
 
-int recorder_rotate_if_due(Recorder *rec) {
+/* Ends the chunk being written and starts the next into @fd (taken). */
+static int rotate_into(Recorder *rec, uint32_t index, int fd, const char **ret_step) {
+        int r;
+
+        *ret_step = "cannot end the chunk's event bundles";
+        r = recorder_end_bundles(rec);
+        if (r >= 0)
+                r = close_chunk(rec, index - 1, ret_step);
+        if (r < 0) {
+                safe_close(fd);
+                return r;
+        }
+        return open_chunk(rec, fd, ret_step);
+}
+
+int recorder_rotate_if_due(Recorder *rec, const char **ret_step) {
         uint32_t index = atomic_load(&rec->chunk_index) + 1;
         uint64_t one = 1;
         int fd, r;
@@ -271,13 +289,7 @@ int recorder_rotate_if_due(Recorder *rec) {
                 rec->next_missing_warned = true;
                 return 0;
         }
-        r = recorder_end_bundles(rec);
-        if (r >= 0)
-                r = close_chunk(rec, index - 1);
-        if (r >= 0)
-                r = open_chunk(rec, fd);
-        else
-                safe_close(fd);
+        r = rotate_into(rec, index, fd, ret_step);
         if (r < 0)
                 return r;
         atomic_store(&rec->chunk_index, index);

@@ -160,9 +160,10 @@ int recorder_take_page(Recorder *rec, unsigned cpu, const uint8_t *page, size_t 
 }
 
 /* splice() of trace_pipe_raw hands the ring buffer's finished pages over to a pipe
- * without the copy read() makes into a spare page first: with one read() of the pipe
- * after it, bench/'s floor took the storm's pages for 0.55 of read()'s CPU (issue 25).
- * A pipe the service cannot have costs nothing but that: read() takes every page. */
+ * without the copy into a spare page that read() makes first. Even with one read() of
+ * the pipe after it, draining a fork storm's pages cost 0.55 of read()'s CPU in
+ * bench/run's floor measurement. If the service cannot get a pipe, it loses only that
+ * saving: read() then takes every page. */
 int recorder_splice_init(Recorder *rec) {
         int size;
 
@@ -365,6 +366,19 @@ static RecorderEnd end_for_write_error(int r) {
         }
 }
 
+/* Ends the recording after @step failed with @r. A size limit or a quota reached is an
+ * ordinary end, logged only for debugging; anything else is a warning that names the
+ * step, since the session hears only the errno. */
+static void end_with_error(Recorder *rec, int r, const char *step) {
+        RecorderEnd end = end_for_write_error(r);
+
+        if (end == RECORDER_END_SIZE_REACHED || end == RECORDER_END_QUOTA)
+                log_debug_errno(r, "Recording: %s, ending the session: %m", step);
+        else
+                log_warning_errno(r, "Recording: %s, ending the session: %m", step);
+        finish(rec, end, r);
+}
+
 /* symbolize_ksyms: the kernel's symbols, read here rather than on the event loop. A
  * table that cannot be read leaves the addresses as they would be without it. */
 static void start_symbolizing(Recorder *rec) {
@@ -373,36 +387,61 @@ static void start_symbolizing(Recorder *rec) {
         if (!rec->symbolize_ksyms)
                 return;
         r = ksyms_cache_get(rec->ksyms_retain, &rec->ksyms);
-        if (r >= 0)
-                r = ftrace_parser_symbolize(rec->parser, rec->ksyms);
+        if (r < 0) {
+                log_warning_errno(r, "symbolize_ksyms: cannot read /proc/kallsyms, "
+                                  "recording without kernel symbols: %m");
+                return;
+        }
+        r = ftrace_parser_symbolize(rec->parser, rec->ksyms);
         if (r < 0)
-                log_warning_errno(r, "symbolize_ksyms: recording without kernel symbols: %m");
+                log_warning_errno(r, "symbolize_ksyms: cannot index the kernel's symbols, recording without them: %m");
+}
+
+/* The steps of one pass, in order. On failure, *ret_step says which step failed. */
+static int pass_steps(Recorder *rec, unsigned why, bool stopping, bool hand_on, bool drain, const char **ret_step) {
+        int r;
+
+        /* Sampled before the drain: the fill is at its highest then. */
+        if (drain && recorder_cpu_stats_due(rec, stopping || hand_on || (why & RECORDER_WAKE_WATERMARK))) {
+                *ret_step = "cannot sample the CPUs' buffer stats";
+                r = recorder_sample_cpu_stats(rec);
+                if (r < 0)
+                        return r;
+        }
+        *ret_step = "cannot add the annotations and warnings to the trace";
+        r = recorder_append_annotations(rec);
+        if (r < 0)
+                return r;
+        *ret_step = "cannot add the other data sources' packets to the trace";
+        r = recorder_append_submitted(rec);
+        if (r < 0)
+                return r;
+        *ret_step = "cannot add the periodic clock snapshot to the trace";
+        r = recorder_append_periodic_snapshot(rec, /* force= */ false);
+        if (r < 0)
+                return r;
+        if (stopping) {
+                *ret_step = "cannot read the kernel's trace buffers for the final drain";
+                r = recorder_drain_parallel(rec);
+                if (r < 0)
+                        return r;
+        }
+        *ret_step = "cannot read the kernel's trace buffers";
+        return drain ? drain_pass(rec, why, stopping, hand_on || write_due(rec)) : 0;
 }
 
 /* One pass of the worker after a wake: what other threads handed over, then a drain of
  * the kernel's buffers when something asks for one, then the drain requests answered. */
-static int take_pass(Recorder *rec, unsigned why, bool stopping) {
+static int take_pass(Recorder *rec, unsigned why, bool stopping, const char **ret_step) {
         RecorderDrainRequest requests[RECORDER_MAX_DRAIN_REQUESTS];
         size_t n_requests = recorder_take_drain_requests(rec, requests);
         /* A clone or a chunk takes what the kernel holds first. */
         bool hand_on = n_requests > 0 || atomic_load(&rec->clone_request) ||
                        recorder_rotate_next_ns(rec) <= now_ns(CLOCK_MONOTONIC);
         bool drain = stopping || hand_on || (why & RECORDER_WAKE_WATERMARK) || recorder_drain_due(rec);
-        int r = 0;
+        int r;
 
-        /* Sampled before the drain: the fill is at its highest then. */
-        if (drain && recorder_cpu_stats_due(rec, stopping || hand_on || (why & RECORDER_WAKE_WATERMARK)))
-                r = recorder_sample_cpu_stats(rec);
-        if (r >= 0)
-                r = recorder_append_annotations(rec);
-        if (r >= 0)
-                r = recorder_append_submitted(rec);
-        if (r >= 0)
-                r = recorder_append_periodic_snapshot(rec, /* force= */ false);
-        if (r >= 0 && stopping)
-                r = recorder_drain_parallel(rec);
-        if (r >= 0 && drain)
-                r = drain_pass(rec, why, stopping, hand_on || write_due(rec));
+        r = pass_steps(rec, why, stopping, hand_on, drain, ret_step);
         for (size_t i = 0; i < n_requests; i++)
                 requests[i].callback(rec, r >= 0 ? &rec->writer : NULL, requests[i].userdata);
         return r;
@@ -410,6 +449,7 @@ static int take_pass(Recorder *rec, unsigned why, bool stopping) {
 
 void *recorder_thread_main(void *userdata) {
         Recorder *rec = userdata;
+        const char *step = NULL;
         int r;
 
         (void) pthread_setname_np(pthread_self(), "tb-recorder");
@@ -418,40 +458,44 @@ void *recorder_thread_main(void *userdata) {
         /* The opening packets go out at once, from this thread: a write to a passed fd
          * may block, and the event loop must not. The file is a valid trace from here on. */
         r = recorder_describe_all_processes(rec);
-        if (r >= 0)
-                r = recorder_flush_output(rec);
         if (r < 0)
-                return finish(rec, end_for_write_error(r), r), NULL;
+                return end_with_error(rec, r, "cannot describe the running processes"), NULL;
+        r = recorder_flush_output(rec);
+        if (r < 0)
+                return end_with_error(rec, r, "cannot write the opening packets"), NULL;
 
         for (;;) {
                 unsigned why = recorder_wait(rec);
                 bool stopping = why & RECORDER_WAKE_STOP;
 
-                r = take_pass(rec, why, stopping);
+                r = take_pass(rec, why, stopping, &step);
                 if (r < 0) {
                         /* What was read so far still makes a complete trace. */
-                        log_error_errno(r, "Failed to read the kernel's trace buffers, ending the session: %m");
-                        (void) recorder_write_closing_packets(rec);
+                        log_error_errno(r, "Recording: %s, ending the session: %m", step);
+                        (void) recorder_write_closing_packets(rec, &step);
                         return finish(rec, RECORDER_END_READ_ERROR, r), NULL;
                 }
                 recorder_publish_stats(rec);
-                /* Helper "clone": right after the drain, before a periodic write. */
+                /* A snapshot is served right after the drain, before a periodic write. */
                 recorder_serve_clone(rec);
                 if (stopping)
                         break;
-                r = recorder_rotate_if_due(rec);
+                r = recorder_rotate_if_due(rec, &step);
                 if (r < 0)
-                        return finish(rec, end_for_write_error(r), r), NULL;
+                        return end_with_error(rec, r, step), NULL;
                 if (!write_due(rec))
                         continue;
                 r = service_tracks_append_instant(&rec->writer, now_ns(CLOCK_BOOTTIME), "periodic write");
-                if (r >= 0)
-                        r = recorder_flush_output(rec);
                 if (r < 0)
-                        return finish(rec, end_for_write_error(r), r), NULL;
+                        return end_with_error(rec, r, "cannot mark the periodic write"), NULL;
+                r = recorder_flush_output(rec);
+                if (r < 0)
+                        return end_with_error(rec, r, "cannot write the trace"), NULL;
         }
 
-        r = recorder_write_closing_packets(rec);
-        finish(rec, r < 0 ? end_for_write_error(r) : RECORDER_END_STOPPED, r < 0 ? r : 0);
+        r = recorder_write_closing_packets(rec, &step);
+        if (r < 0)
+                return end_with_error(rec, r, step), NULL;
+        finish(rec, RECORDER_END_STOPPED, 0);
         return NULL;
 }

@@ -8,7 +8,7 @@
 #include "strv.h"
 
 /*
- * The warnings in the trace (helper "warn"). Those of the config go into the opening
+ * The warnings in the trace. Those of the config go into the opening
  * packets: the ftrace setup errors in the FtraceStats at the start (where trace_processor
  * reads them, its ftrace_setup_errors stat), and every warning as an instant "warning: ..."
  * on the tracebus track, which trace_processor shows as a slice. The warnings of other

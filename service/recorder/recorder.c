@@ -63,7 +63,7 @@ static int open_cpus(Recorder *rec, TraceInstance *instance, bool compact_sched)
 
         n = trace_instance_n_cpus(instance);
         if (n < 0)
-                return n;
+                return log_error_errno(n, "Failed to count the CPUs of %s: %m", trace_instance_name(instance));
         rec->n_cpus = (unsigned) n;
         rec->pipe_fds = malloc(sizeof(int) * n);
         rec->stats_fds = malloc(sizeof(int) * n);
@@ -88,7 +88,7 @@ static int open_cpus(Recorder *rec, TraceInstance *instance, bool compact_sched)
                         return log_error_errno(rec->pipe_fds[cpu], "Failed to open trace_pipe_raw of CPU %d: %m", cpu);
                 rec->stats_fds[cpu] = trace_instance_open_cpu_stats(instance, cpu);
                 if (rec->stats_fds[cpu] < 0)
-                        return rec->stats_fds[cpu];
+                        return log_error_errno(rec->stats_fds[cpu], "Failed to open the stats of CPU %d: %m", cpu);
                 r = ftrace_bundle_new(cpu, compact_sched, &rec->bundles[cpu]);
                 if (r < 0)
                         return r;

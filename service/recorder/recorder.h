@@ -20,7 +20,7 @@ typedef enum RecorderEnd {
         RECORDER_END_STOPPED,       /* recorder_stop() was called */
         RECORDER_END_SIZE_REACHED,  /* max_file_size_bytes */
         RECORDER_END_OUTPUT_ERROR,  /* the output fd failed (ENOSPC, EPIPE, ...) */
-        RECORDER_END_READ_ERROR,    /* tracefs failed */
+        RECORDER_END_READ_ERROR,    /* a pass failed: reading tracefs, or adding a packet (logged) */
         RECORDER_END_QUOTA,         /* the owner's trace-directory quota is used up */
         RECORDER_END_OUTPUT_STALLED, /* a pipe or socket took nothing for the write deadline */
 } RecorderEnd;
@@ -91,7 +91,7 @@ char **recorder_take_warnings(Recorder *r, size_t *ret_dropped);
 /* Puts a warning the session made on the event loop (session_warn()) into the trace. */
 int recorder_trace_warning(Recorder *r, const char *text);
 
-/* helper "rotate" (recorder-rotate.c): with RotateEveryMs or RotateBytes, the trace is
+/* Rotation (recorder-rotate.c): with RotateEveryMs or RotateBytes, the trace is
  * written as chunks, each a trace that loads alone: at the end of a drain pass the
  * chunk gets its closing clock snapshot, then the next output gets the opening packets
  * again (clocks, system info, the config, track descriptors, every live process and
@@ -111,12 +111,13 @@ int recorder_set_next_output(Recorder *r, int fd);
 int recorder_rotated_fd(const Recorder *r);
 uint32_t recorder_chunk_index(const Recorder *r);
 
-/* Helper "clone" (recorder-clone.c): a snapshot of the session's data so far. The caller
- * (session-clone.c) fills in done_fd and keeps @c until done_fd was written: the worker
- * drains the kernel's buffers at once, then copies every packet its writer holds, with a
- * snapshot's own opening and closing packets, into c->snapshot (a writer of its own, for
- * trace_writer_snapshot_write() on another thread), and writes done_fd. The recording
- * goes on meanwhile: the kernel's buffers take the events of the copy's few ms. */
+/* Snapshots (recorder-clone.c): a snapshot of the session's data so far. The caller
+ * (service/core/session-clone.c) fills in done_fd and keeps @c until done_fd has been
+ * written. The worker drains the kernel's buffers at once, then copies every packet its
+ * writer holds, framed by a snapshot's own opening and closing packets, into c->snapshot
+ * (a writer of its own, for trace_writer_snapshot_write() on another thread), and
+ * writes done_fd. The recording goes on meanwhile: the kernel's buffers hold the events
+ * that arrive during the few ms of the copy. */
 typedef struct RecorderClone {
         int done_fd;                  /* an eventfd, the caller's */
         /* Set by the worker before done_fd is written: */
@@ -132,7 +133,7 @@ int recorder_clone(Recorder *r, RecorderClone *c);
 /* Takes back @c if the worker has not started on it (returns true): then done_fd is
  * never written. Otherwise the worker finishes it. */
 bool recorder_clone_cancel(Recorder *r, RecorderClone *c);
-/* helper "idle": "drain now". The worker sleeps until a buffer passes its watermark (a
+/* "Drain now". The worker sleeps until a buffer passes its watermark (a
  * ring session reads nothing before Stop otherwise): this wakes it to drain every CPU's
  * buffer into the writer at once, then to call @callback(r, writer, @userdata) on the
  * worker thread, the only one that may touch the writer (a clone copies it there). The
