@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * --rotate-every, --rotate-size, --keep (helper "rotate"): the trace as FILE.0, FILE.1,
+ * --rotate-every, --rotate-size, --keep: the trace as FILE.0, FILE.1,
  * ..., each a trace that loads alone. tracebus opens every chunk itself, as it opens -o
  * FILE (the service never opens a path): FILE.0 goes with Start, FILE.1 right after
  * through Session.SetNextOutput, and on each Rotated(N) FILE.N+1, so the service always

@@ -25,7 +25,7 @@ static void on_properties_changed(GDBusProxy *proxy, GVariant *changed, GStrv in
         if (r->ours && TRACEBUS_IS_APP(app))
                 app_show_warnings(TRACEBUS_APP(app), r,
                                   tracebus_dbus_session_get_warnings(TRACEBUS_DBUS_SESSION(proxy)));
-        /* helper "triggers": a CLONE_SNAPSHOT trigger saved a snapshot of this session. */
+        /* A CLONE_SNAPSHOT trigger saved a snapshot of this session. */
         if (TRACEBUS_IS_APP(app) && snapshots)
                 app_notify_trigger_snapshot(TRACEBUS_APP(app), r,
                                             tracebus_dbus_session_get_trigger_snapshots(TRACEBUS_DBUS_SESSION(proxy)));

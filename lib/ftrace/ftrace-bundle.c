@@ -218,7 +218,7 @@ static uint8_t *put_trailer(uint8_t *p, FtraceBundle *b, const uint8_t *base, si
                 *p++ = (BUNDLE_FTRACE_CLOCK << 3) | PB_WIRE_VARINT;
                 *p++ = (uint8_t) b->ftrace_clock;       /* FtraceClock values are below 128 */
         }
-        /* Always written, 0 for the first bundle of a CPU (facts note 3.1, soft-drop rule). */
+        /* Always written, 0 for the first bundle of a CPU, as traced_probes writes it. */
         *p++ = (BUNDLE_PREVIOUS_END_TIMESTAMP << 3) | PB_WIRE_VARINT;
         p = pb_varint_encode(p, b->previous_end_ts);
         if (compact_size > 0)

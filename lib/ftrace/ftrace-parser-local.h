@@ -37,7 +37,7 @@
 /* rb_event_discard() and rb_reset_tail() set a padding's zero delta to 1. */
 #define RB_PADDING_NO_DELTA 1u
 
-/* Field numbers (facts note 2.8, 2.9). */
+/* Field numbers of FtraceEventBundle, FtraceEvent and their messages (protos/trace.proto). */
 enum {
         BUNDLE_CPU = 1,
         BUNDLE_EVENT = 2,
