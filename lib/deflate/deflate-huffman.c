@@ -200,7 +200,7 @@ void deflate_dynamic_header(const uint8_t *lengths, DynamicHeader *h) {
 }
 
 void deflate_put_dynamic_header(DeflateStream *s, const DynamicHeader *h) {
-        put_block_header(s, false, BLOCK_DYNAMIC);
+        deflate_put_block_header(s, false, BLOCK_DYNAMIC);
         put_bits(s, 0, 5);              /* HLIT: 257 literal/length codes */
         put_bits(s, 0, 5);              /* HDIST: 1 distance code */
         put_bits(s, h->n_length_lengths - 4, 4);

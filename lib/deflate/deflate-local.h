@@ -65,14 +65,10 @@ static inline void put_string(DeflateStream *s, uint32_t c) {
 }
 
 
-static inline void put_block_header(DeflateStream *s, bool final, unsigned type) {
-        put_bits(s, (final ? 1u : 0u) | (type << 1), 3);
-}
-
-/* The most bits a stored copy of @len bytes takes, whatever the bit position. */
-static inline uint64_t stored_bits(size_t len) {
-        return (uint64_t) (len + STORED_MAX - 1) / STORED_MAX * (3 + 7 + 32) + 8 * (uint64_t) len;
-}
+/* deflate.c: a block's 3-bit header, and the most bits a stored copy of @len bytes takes
+ * whatever the bit position. Once per block, so calls. */
+void deflate_put_block_header(DeflateStream *s, bool final, unsigned type);
+uint64_t deflate_stored_bits(size_t len);
 
 /* ---- deflate-huffman.c ---- */
 

@@ -122,11 +122,11 @@ static inline uint64_t bits_since(const DeflateStream *s, const DeflateStream *s
  * be smaller than storing it. */
 bool deflate_put_short_matches(DeflateStream *s, const uint8_t *data, size_t len) {
         DeflateStream start = *s;
-        uint8_t *limit = s->out + stored_bits(len) / 8;
+        uint8_t *limit = s->out + deflate_stored_bits(len) / 8;
         size_t last = 1;
         bool probed = false;
 
-        put_block_header(s, false, BLOCK_FIXED);
+        deflate_put_block_header(s, false, BLOCK_FIXED);
         for (size_t i = 0; i < len;) {
                 size_t n = best_match(data, i, MIN(len - i, (size_t) MATCH_MAX), &last);
                 if (n > 0) {

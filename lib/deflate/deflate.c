@@ -17,6 +17,15 @@
 #include <emmintrin.h>
 #endif
 
+void deflate_put_block_header(DeflateStream *s, bool final, unsigned type) {
+        put_bits(s, (final ? 1u : 0u) | (type << 1), 3);
+}
+
+/* The most bits a stored copy of @len bytes takes, whatever the bit position. */
+uint64_t deflate_stored_bits(size_t len) {
+        return (uint64_t) (len + STORED_MAX - 1) / STORED_MAX * (3 + 7 + 32) + 8 * (uint64_t) len;
+}
+
 /* RFC 1950: CM 8 (deflate), CINFO 7 (32 KiB window), FLEVEL 0, FCHECK making it a
  * multiple of 31. */
 #define ZLIB_CMF 0x78
@@ -153,7 +162,7 @@ static void put_stored(DeflateStream *s, const uint8_t *data, size_t len) {
         while (len > 0) {
                 uint16_t n = (uint16_t) MIN(len, (size_t) STORED_MAX);
 
-                put_block_header(s, false, BLOCK_STORED);
+                deflate_put_block_header(s, false, BLOCK_STORED);
                 align_to_byte(s);
                 *s->out++ = (uint8_t) n;
                 *s->out++ = (uint8_t) (n >> 8);
@@ -247,7 +256,7 @@ static void put_coded(DeflateStream *s, const uint8_t *data, size_t len, bool li
         for (unsigned v = 0; v < 256; v++)
                 bits += (uint64_t) freq[v] * lengths[v];
         /* Within deflate_bound(): never more than storing would take. */
-        if (bits >= stored_bits(len)) {
+        if (bits >= deflate_stored_bits(len)) {
                 put_stored(s, data, len);
                 return;
         }
@@ -287,7 +296,7 @@ size_t deflate_end(DeflateStream *s) {
 
         /* The last block is an empty one with the fixed code, whose end-of-block is 7
          * zero bits: the blocks before it did not know they were not the last. */
-        put_block_header(s, true, BLOCK_FIXED);
+        deflate_put_block_header(s, true, BLOCK_FIXED);
         put_bits(s, 0, 7);
         align_to_byte(s);
         *s->out++ = (uint8_t) (s->adler >> 24);
