@@ -148,6 +148,17 @@ static void test_timespan_overflow(void) {
         assert_span("213503982d", 213503982ull * 86400ull * G_USEC_PER_SEC);
 }
 
+static void test_hex_digit_value(void) {
+        g_assert_cmpint(hex_digit_value('0'), ==, 0);
+        g_assert_cmpint(hex_digit_value('9'), ==, 9);
+        g_assert_cmpint(hex_digit_value('a'), ==, 10);
+        g_assert_cmpint(hex_digit_value('F'), ==, 15);
+        g_assert_cmpint(hex_digit_value('g'), ==, -1);
+        g_assert_cmpint(hex_digit_value('x'), ==, -1);
+        g_assert_cmpint(hex_digit_value(' '), ==, -1);
+        g_assert_cmpint(hex_digit_value('\0'), ==, -1);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/parse-util/size-units", test_size_units);
@@ -158,5 +169,6 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/parse-util/timespan-sums-and-fractions", test_timespan_sums_and_fractions);
         g_test_add_func("/parse-util/timespan-bad", test_timespan_bad);
         g_test_add_func("/parse-util/timespan-overflow", test_timespan_overflow);
+        g_test_add_func("/parse-util/hex-digit-value", test_hex_digit_value);
         return g_test_run();
 }

@@ -205,10 +205,13 @@ int cli_rotation_start(sd_bus *bus, const char *session, const char *service) {
         if (!rotation.session || (service && !rotation.service))
                 return -ENOMEM;
         r = sd_bus_match_signal(bus, NULL, NULL, session, TB_SESSION_INTERFACE, "Rotated", on_rotated, NULL);
-        if (r >= 0)
-                r = hand_over(1);
+        if (r < 0) {
+                cli_log("cannot set up the rotation: cannot watch for Rotated: %s", strerror(-r));
+                return r;
+        }
+        r = hand_over(1);
         if (r < 0)
-                cli_log("cannot set up the rotation: %s", strerror(-r));
+                cli_log("cannot set up the rotation: cannot hand over the second chunk's file: %s", strerror(-r));
         return r;
 }
 

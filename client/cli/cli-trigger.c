@@ -46,8 +46,11 @@ int run_trigger(const Args *a) {
                                            "ActivateTriggers");
         if (r >= 0)
                 r = sd_bus_message_append_strv(m, a->triggers);
-        if (r >= 0)
-                r = cli_call_authorized(bus, m, CLI_CALL_TIMEOUT_USEC, &error, &reply);
+        if (r < 0) {
+                cli_log("cannot send the triggers: cannot build the request: %s", strerror(-r));
+                return EXIT_FAILURE;
+        }
+        r = cli_call_authorized(bus, m, CLI_CALL_TIMEOUT_USEC, &error, &reply);
         if (r < 0) {
                 cli_print_bus_error("cannot send the triggers", &error, r, ACTION_TRIGGER);
                 return EXIT_FAILURE;

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "cli.h"
 #include "parse-util.h"
@@ -77,30 +76,25 @@ void cli_json_string(FILE *f, const char *s) {
         fputc('"', f);
 }
 
+_printf_(1, 0) static void log_line(const char *fmt, va_list ap) {
+        fprintf(stderr, "%s: ", program_invocation_short_name);
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+}
+
 void cli_log(const char *fmt, ...) {
         va_list ap;
 
-        fprintf(stderr, "%s: ", program_invocation_short_name);
         va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
+        log_line(fmt, ap);
         va_end(ap);
-        fputc('\n', stderr);
 }
 
 int cli_refuse(const char *fmt, ...) {
         va_list ap;
 
-        fprintf(stderr, "%s: ", program_invocation_short_name);
         va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
+        log_line(fmt, ap);
         va_end(ap);
-        fputc('\n', stderr);
         return -EINVAL;
-}
-
-uint64_t cli_now_usec(clockid_t clock) {
-        struct timespec ts;
-
-        (void) clock_gettime(clock, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ull + (uint64_t) ts.tv_nsec / 1000ull;
 }

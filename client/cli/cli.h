@@ -120,7 +120,6 @@ void cli_json_string(FILE *f, const char *s);
 
 /* Prints "tracebus: ...". */
 void cli_log(const char *fmt, ...) _printf_(1, 2);
-uint64_t cli_now_usec(clockid_t clock);
 /* cli_log(), then returns -EINVAL: for refusals. */
 int cli_refuse(const char *fmt, ...) _printf_(1, 2);
 
@@ -168,6 +167,10 @@ typedef struct SessionInfo {
 } SessionInfo;
 
 void session_info_done(SessionInfo *i);
+/* Reads an a{sv}: @read gets each entry's name with the message at its variant, which it
+ * reads or skips. */
+typedef int (*CliPropertyReader)(sd_bus_message *m, const char *name, void *userdata);
+int cli_read_properties(sd_bus_message *m, CliPropertyReader read, void *userdata);
 /* Properties.GetAll of one session. */
 int session_info_get(sd_bus *bus, const char *path, SessionInfo *ret, sd_bus_error *error);
 /* Applies an a{sv} of session properties (GetAll's reply, PropertiesChanged). */

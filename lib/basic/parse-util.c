@@ -151,3 +151,13 @@ int parse_timespan(const char *s, uint64_t *ret_usec) {
         *ret_usec = total;
         return 0;
 }
+
+int hex_digit_value(char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}

@@ -19,3 +19,6 @@ int parse_size(const char *s, uint64_t bare_unit, uint64_t *ret_bytes);
  * bare number is seconds; several spans add up ("1min 30s"). "infinity" is UINT64_MAX,
  * which no sum reaches. */
 int parse_timespan(const char *s, uint64_t *ret_usec);
+
+/* The value of a hexadecimal digit, in either case (the decimal digits among them), or -1. */
+int hex_digit_value(char c);
