@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Sizes and durations with friendly suffixes, both ways, and a JSON string writer. */
+/* Sizes and durations in the CLI's units (read by lib/basic/parse-util.c, written for people), a JSON
+ * string writer, and the "tracebus: ..." lines on stderr. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>

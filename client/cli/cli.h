@@ -108,9 +108,10 @@ void cli_args_done(Args *a);
 void cli_help(FILE *f);
 
 /* cli-units.c */
-/* "10s", "500ms", "1.5m", "2h", "1d", or a bare number of seconds, into ms. */
+/* "10s", "500ms", "1.5m", "2h", "1d", or a bare number of seconds (parse_timespan()),
+ * into ms rounded to the nearest; -ERANGE past TraceConfig.duration_ms's 32 bits. */
 int cli_parse_duration_ms(const char *s, uint64_t *ret);
-/* "32mb", "4096k", "1GiB", "512b", or a bare number of KiB, into bytes. */
+/* "32mb", "4096k", "1GiB", "512b", or a bare number of KiB (parse_size()), into bytes. */
 int cli_parse_size_bytes(const char *s, uint64_t *ret);
 /* "1.2 MiB", "312 B" into buf. */
 const char *cli_format_bytes(char *buf, size_t size, uint64_t bytes);
