@@ -133,10 +133,10 @@ bool deflate_put_short_matches(DeflateStream *s, const uint8_t *data, size_t len
                         uint32_t l = fixed_length[n], d = fixed_distance[last];
 
                         /* At most 13 + 6 bits: the pair in one put. */
-                        put_bits(s, string_bits(l) | string_bits(d) << string_count(l), string_count(l) + string_count(d));
+                        deflate_put_bits(s, string_bits(l) | string_bits(d) << string_count(l), string_count(l) + string_count(d));
                         i += n;
                 } else
-                        put_string(s, fixed_literal[data[i++]]);
+                        deflate_put_string(s, fixed_literal[data[i++]]);
                 if (!probed && i >= MIN(len, (size_t) PROBE_BYTES)) {
                         probed = true;
                         if (bits_since(s, &start) * 4 > 8 * (uint64_t) i) {
@@ -149,6 +149,6 @@ bool deflate_put_short_matches(DeflateStream *s, const uint8_t *data, size_t len
                         return false;
                 }
         }
-        put_bits(s, 0, 7);      /* end of block: 256 is seven zero bits */
+        deflate_put_bits(s, 0, 7);      /* end of block: 256 is seven zero bits */
         return true;
 }

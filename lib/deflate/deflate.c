@@ -17,8 +17,30 @@
 #include <emmintrin.h>
 #endif
 
+static void put_le32(uint8_t *p, uint32_t v) {
+        p[0] = (uint8_t) v;
+        p[1] = (uint8_t) (v >> 8);
+        p[2] = (uint8_t) (v >> 16);
+        p[3] = (uint8_t) (v >> 24);
+}
+
+void deflate_put_bits(DeflateStream *s, uint32_t v, unsigned n) {
+        s->bits |= (uint64_t) v << s->n_bits;
+        s->n_bits += n;
+        if (s->n_bits >= 32) {
+                put_le32(s->out, (uint32_t) s->bits);
+                s->out += 4;
+                s->bits >>= 32;
+                s->n_bits -= 32;
+        }
+}
+
+void deflate_put_string(DeflateStream *s, uint32_t c) {
+        deflate_put_bits(s, string_bits(c), string_count(c));
+}
+
 void deflate_put_block_header(DeflateStream *s, bool final, unsigned type) {
-        put_bits(s, (final ? 1u : 0u) | (type << 1), 3);
+        deflate_put_bits(s, (final ? 1u : 0u) | (type << 1), 3);
 }
 
 /* The most bits a stored copy of @len bytes takes, whatever the bit position. */
@@ -227,8 +249,8 @@ static void put_literals(DeflateStream *s, const uint8_t *data, size_t len, cons
         s->n_bits = n_bits;
         s->out = out;
         if (i < len)
-                put_string(s, codes[data[i]]);
-        put_string(s, codes[END_OF_BLOCK]);
+                deflate_put_string(s, codes[data[i]]);
+        deflate_put_string(s, codes[END_OF_BLOCK]);
 }
 
 /* deflate_coded() but for the checksum; @literals skips the try at matches. */
@@ -297,7 +319,7 @@ size_t deflate_end(DeflateStream *s) {
         /* The last block is an empty one with the fixed code, whose end-of-block is 7
          * zero bits: the blocks before it did not know they were not the last. */
         deflate_put_block_header(s, true, BLOCK_FIXED);
-        put_bits(s, 0, 7);
+        deflate_put_bits(s, 0, 7);
         align_to_byte(s);
         *s->out++ = (uint8_t) (s->adler >> 24);
         *s->out++ = (uint8_t) (s->adler >> 16);
