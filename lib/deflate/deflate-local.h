@@ -58,7 +58,9 @@ uint64_t deflate_stored_bits(size_t len);
 /* ---- deflate-huffman.c ---- */
 
 /* The low @n (<= 16) bits of @v mirrored: inline, as the canonical codes call it for
- * every symbol of every block (a call each: 184.1 -> 183.2 instructions per event). */
+ * every symbol of every block. As a call into deflate-huffman.c it cost 0.8% of
+ * parse-bench --deflate's instructions per event (callgrind, pages of a sched storm:
+ * 216.2 -> 218.0), on top of the bit writer's 0.6%. */
 static inline uint32_t deflate_reverse_bits(uint32_t v, unsigned n) {
         /* The low 16 bits mirrored by halves, then the @n wanted moved down. */
         v = ((v >> 1) & 0x5555) | ((v & 0x5555) << 1);
