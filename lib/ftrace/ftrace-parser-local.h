@@ -14,9 +14,9 @@
  *   ftrace-bundle.c      bundles: the pids they name, errors, packing
  * What stays inline here is what the walker does per event: reading a record's words,
  * closing a nested message, checking a buffer's room and probing the pid cache. Growing a
- * buffer and noting a new pid are calls into ftrace-bundle.c, which cost 0.7% (callgrind,
- * bench/parse-bench over the fixture pages with --bundle-pages 32: 283.5 -> 285.5
- * instructions per event, 371.6 -> 373.9 with --full).
+ * buffer and noting a new pid are calls into ftrace-bundle.c, which cost 0.6% (callgrind,
+ * bench/parse-bench --bundle-pages 32 on a sched storm's pages: 108.3 -> 108.9
+ * instructions per event, 366.3 -> 368.3 with --full; 0.7% on the fixture pages).
  */
 #include <errno.h>
 #include <stdbool.h>
