@@ -32,6 +32,7 @@ static bool is_blank(char c) {
 static int parse_decimal(const char **p, Decimal *ret) {
         const char *s = *p;
         Decimal d = { .scale = 1 };
+        unsigned n_fraction = 0;
         bool any = false;
 
         for (; isdigit((unsigned char) *s); s++, any = true) {
@@ -43,7 +44,7 @@ static int parse_decimal(const char **p, Decimal *ret) {
         }
         if (*s == '.')
                 for (s++; isdigit((unsigned char) *s); s++, any = true)
-                        if (d.scale < 1000000000000000000ull) {
+                        if (n_fraction++ < FRACTION_DIGITS_MAX) {
                                 d.fraction = d.fraction * 10 + (uint64_t) (*s - '0');
                                 d.scale *= 10;
                         }
