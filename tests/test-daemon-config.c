@@ -138,43 +138,6 @@ static void test_stop_drain_threads(void) {
         g_assert_cmpuint(c.limits.stop_drain_threads, ==, 2);
 }
 
-static void test_parse_size(void) {
-        uint64_t n;
-
-        g_assert_cmpint(parse_size("0", &n), ==, 0);
-        g_assert_cmpuint(n, ==, 0);
-        g_assert_cmpint(parse_size("1024", &n), ==, 0);
-        g_assert_cmpuint(n, ==, 1024);
-        g_assert_cmpint(parse_size("4k", &n), ==, 0);
-        g_assert_cmpuint(n, ==, 4096);
-        g_assert_cmpint(parse_size("3G", &n), ==, 0);
-        g_assert_cmpuint(n, ==, 3ull << 30);
-        g_assert_cmpint(parse_size("2T", &n), ==, 0);
-        g_assert_cmpuint(n, ==, 2ull << 40);
-        g_assert_cmpint(parse_size("", &n), ==, -EINVAL);
-        g_assert_cmpint(parse_size("-1", &n), ==, -EINVAL);
-        g_assert_cmpint(parse_size("1KB", &n), ==, -EINVAL);
-        g_assert_cmpint(parse_size("1 M x", &n), ==, -EINVAL);
-        g_assert_cmpint(parse_size("99999999999999999999", &n), ==, -ERANGE);
-        g_assert_cmpint(parse_size("99999999999T", &n), ==, -ERANGE);
-}
-
-static void test_parse_timespan(void) {
-        uint64_t n;
-
-        g_assert_cmpint(parse_timespan("30", &n), ==, 0);
-        g_assert_cmpuint(n, ==, 30 * G_USEC_PER_SEC);
-        g_assert_cmpint(parse_timespan("1h 2min 3s 4ms", &n), ==, 0);
-        g_assert_cmpuint(n, ==, (3723ull * 1000 + 4) * 1000);
-        g_assert_cmpint(parse_timespan("250ms", &n), ==, 0);
-        g_assert_cmpuint(n, ==, 250 * 1000);
-        g_assert_cmpint(parse_timespan("infinity", &n), ==, 0);
-        g_assert_cmpuint(n, ==, UINT64_MAX);
-        g_assert_cmpint(parse_timespan("", &n), ==, -EINVAL);
-        g_assert_cmpint(parse_timespan("s", &n), ==, -EINVAL);
-        g_assert_cmpint(parse_timespan("5 years", &n), ==, -EINVAL);
-}
-
 static void write_file(const char *dir, const char *name, const char *text) {
         g_autofree char *p = g_build_filename(dir, name, NULL);
         g_autoptr(GError) e = NULL;
@@ -293,8 +256,6 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/daemon-config/broken-lines-keep-defaults", test_broken_lines_keep_defaults);
         g_test_add_func("/daemon-config/warning-names-file-and-line", test_warning_names_file_and_line);
         g_test_add_func("/daemon-config/idle-zero-and-infinity", test_idle_zero_and_infinity);
-        g_test_add_func("/daemon-config/parse-size", test_parse_size);
-        g_test_add_func("/daemon-config/parse-timespan", test_parse_timespan);
         g_test_add_func("/daemon-config/load-dropins-in-order", test_load_dropins_in_order);
         g_test_add_func("/daemon-config/load-missing-dir", test_load_missing_dir);
         g_test_add_func("/daemon-config/fair-limit-keys", test_fair_limit_keys);

@@ -289,12 +289,12 @@ static const struct option options[] = {
         /* A bugreport is Android's; the same one line and status. */
         { "clone-for-bugreport", no_argument,   NULL, ARG_ANDROID_ONLY },
         { "txt-lossy",       no_argument,       NULL, ARG_TXT_LOSSY },
-        /* helper "rotate" (cli-rotate.c), told apart by their names. */
+        /* Rotation (cli-rotate.c), told apart by their names. */
         { "rotate-every",    required_argument, NULL, ARG_ROTATE },
         { "rotate-size",     required_argument, NULL, ARG_ROTATE },
         { "keep",            required_argument, NULL, ARG_ROTATE },
         { "trigger",         required_argument, NULL, ARG_TRIGGER },
-        /* helper "clone": snapshots of a running session (cli-clone.c). */
+        /* Snapshots of a running session (cli-clone.c). */
         { "clone",           required_argument, NULL, ARG_CLONE },
         { "clone-by-name",   required_argument, NULL, ARG_CLONE_BY_NAME },
         { "clone-key",       required_argument, NULL, ARG_CLONE_KEY },
@@ -341,7 +341,7 @@ static bool parse_flag_option(Args *a, int c) {
 
 static const char *current_option;
 
-/* helper "triggers": --trigger=NAME[,NAME] (cli-trigger.c), a verb of its own; and the
+/* --trigger=NAME[,NAME] (cli-trigger.c), a verb of its own; and the
  * options getopt did not know. */
 static int parse_other_option(Args *a, int c, const char *arg) {
         if (c == ARG_TRIGGER)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * --clone=ID, --clone-by-name=NAME, --clone-key=KEY (helper "clone"): a snapshot of a
+ * --clone=ID, --clone-by-name=NAME, --clone-key=KEY: a snapshot of a
  * running session, which goes on recording, written into -o FILE (opened here, as the
  * caller) or, without -o, into a new file of the service's trace directory.
  */
@@ -71,45 +71,52 @@ static int append_options(sd_bus_message *m, int fd) {
         return sd_bus_message_append(m, "a{sv}", 1, "Output", "h", fd);
 }
 
+typedef struct CloneResult {
+        uint64_t bytes, events, copy_usec;
+        const char *path;          /* in the reply */
+        char **warnings;
+} CloneResult;
+
+static int read_result_entry(sd_bus_message *m, const char *key, void *userdata) {
+        CloneResult *res = userdata;
+        int r;
+
+        if (!strcmp(key, "Bytes"))
+                return sd_bus_message_read(m, "v", "t", &res->bytes);
+        if (!strcmp(key, "Events"))
+                return sd_bus_message_read(m, "v", "t", &res->events);
+        if (!strcmp(key, "CopyUsec"))
+                return sd_bus_message_read(m, "v", "t", &res->copy_usec);
+        if (!strcmp(key, "OutputPath"))
+                return sd_bus_message_read(m, "v", "s", &res->path);
+        if (!strcmp(key, "Warnings")) {
+                r = sd_bus_message_enter_container(m, 'v', "as");
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_read_strv(m, &res->warnings);
+                if (r < 0)
+                        return r;
+                return sd_bus_message_exit_container(m);
+        }
+        return sd_bus_message_skip(m, "v");
+}
+
 /* The reply: where, how much, and the warnings. */
 static int print_result(sd_bus_message *reply, const Args *a) {
-        uint64_t bytes = 0, events = 0, copy_usec = 0;
         _cleanup_strv_free_ char **warnings = NULL;
-        const char *key, *path = NULL;
+        CloneResult res = {};
         char size[32];
         int r;
 
-        r = sd_bus_message_enter_container(reply, 'a', "{sv}");
-        while (r >= 0 && (r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
-                r = sd_bus_message_read(reply, "s", &key);
-                if (r < 0)
-                        return r;
-                if (!strcmp(key, "Bytes"))
-                        r = sd_bus_message_read(reply, "v", "t", &bytes);
-                else if (!strcmp(key, "Events"))
-                        r = sd_bus_message_read(reply, "v", "t", &events);
-                else if (!strcmp(key, "CopyUsec"))
-                        r = sd_bus_message_read(reply, "v", "t", &copy_usec);
-                else if (!strcmp(key, "OutputPath"))
-                        r = sd_bus_message_read(reply, "v", "s", &path);
-                else if (!strcmp(key, "Warnings")) {
-                        r = sd_bus_message_enter_container(reply, 'v', "as");
-                        if (r >= 0)
-                                r = sd_bus_message_read_strv(reply, &warnings);
-                        if (r >= 0)
-                                r = sd_bus_message_exit_container(reply);
-                } else
-                        r = sd_bus_message_skip(reply, "v");
-                if (r >= 0)
-                        r = sd_bus_message_exit_container(reply);
-        }
+        r = cli_read_properties(reply, read_result_entry, &res);
+        warnings = res.warnings;
         if (r < 0)
                 return r;
         STRV_FOREACH(w, warnings)
                 cli_log("warning: %s", *w);
         fprintf(stderr, "Snapshot written into %s: %" PRIu64 " events, %s (copied in %" PRIu64 " ms); "
-                "the session goes on recording.\n", !isempty_str(path) ? path : a->output ?: "?", events,
-                cli_format_bytes(size, sizeof(size), bytes), copy_usec / 1000);
+                "the session goes on recording.\n", !isempty_str(res.path) ? res.path : a->output ?: "?",
+                res.events, cli_format_bytes(size, sizeof(size), res.bytes), res.copy_usec / 1000);
         return 0;
 }
 
@@ -131,11 +138,19 @@ int run_clone(const Args *a) {
         if (fd < 0 && fd != -EBADF)
                 return EXIT_FAILURE;
         r = append_options(m, fd);
-        if (r >= 0)
-                r = cli_call_authorized(bus, m, CLI_STOP_TIMEOUT_USEC, &error, &reply);
+        if (r < 0) {
+                cli_log("cannot clone the session: cannot build the request: %s", strerror(-r));
+                return EXIT_FAILURE;
+        }
+        r = cli_call_authorized(bus, m, CLI_STOP_TIMEOUT_USEC, &error, &reply);
         if (r < 0) {
                 cli_print_bus_error("cannot clone the session", &error, r, ACTION_MANAGE);
                 return sd_bus_error_has_name(&error, TB_ERROR_NO_SUCH_SESSION) ? EXIT_NO_SESSION : EXIT_FAILURE;
         }
-        return print_result(reply, a) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+        r = print_result(reply, a);
+        if (r < 0) {
+                cli_log("the session was cloned, but its reply cannot be read: %s", strerror(-r));
+                return EXIT_FAILURE;
+        }
+        return EXIT_SUCCESS;
 }

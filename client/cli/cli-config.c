@@ -110,7 +110,7 @@ static int build_light_config(const Args *a, char *const *events, uint32_t durat
         if (a->has_size && a->max_file_size_bytes > 0)
                 fprintf(f, "write_into_file: true\nmax_file_size_bytes: %" PRIu64 "\n", a->max_file_size_bytes);
         else if (cli_rotates(a))
-                fputs("write_into_file: true\n", f);   /* helper "rotate": chunks are cut as it goes */
+                fputs("write_into_file: true\n", f);   /* rotation cuts chunks as it goes */
         fprintf(f, "flush_period_ms: %u\n", LIGHT_FLUSH_PERIOD_MS);
         fprintf(f, "buffers { size_kb: %" PRIu64 " }\n", a->has_buffer ? a->buffer_kb : LIGHT_BUFFER_KB);
         if (events) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * --profile[=HZ] [--pid PID | --cmdline NAME]: the short form of a CPU profile (issue 24).
+ * --profile[=HZ] [--pid PID | --cmdline NAME]: the short form of a CPU profile.
  * It adds to the light config the linux.perf data source written the way Perfetto's
  * CPU-profiling docs write it (SW_CPU_CLOCK as the timebase at HZ samples a second,
  * callstack_sampling with the scope and user frames), and a first scan of /proc so that

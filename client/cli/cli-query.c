@@ -35,10 +35,13 @@ int run_is_detached(const Args *a) {
                 return EXIT_FAILURE;
         r = sd_bus_call_method(bus, TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_INTERFACE, "IsDetached", &error, &reply, "s",
                                a->is_detached_key);
-        if (r >= 0)
-                r = sd_bus_message_read(reply, "b", &detached);
         if (r < 0) {
                 cli_print_bus_error("cannot ask the tracebus service", &error, r, NULL);
+                return EXIT_FAILURE;
+        }
+        r = sd_bus_message_read(reply, "b", &detached);
+        if (r < 0) {
+                cli_log("cannot read the service's reply to IsDetached: %s", strerror(-r));
                 return EXIT_FAILURE;
         }
         /* perfetto: 0 yes, 2 no, 1 error. */
@@ -58,10 +61,13 @@ int run_list_events(const Args *a) {
                 return EXIT_FAILURE;
         r = sd_bus_call_method(bus, TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_INTERFACE, "ListEvents", &error, &reply, "s",
                                strempty(a->glob));
-        if (r >= 0)
-                r = sd_bus_message_read_strv(reply, &events);
         if (r < 0) {
                 cli_print_bus_error("cannot list the trace events", &error, r, NULL);
+                return EXIT_FAILURE;
+        }
+        r = sd_bus_message_read_strv(reply, &events);
+        if (r < 0) {
+                cli_log("cannot read the service's list of trace events: %s", strerror(-r));
                 return EXIT_FAILURE;
         }
         if (a->json) {

@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "bus-errors.h"
 #include "strv.h"
+#include "time-util.h"
 
 #define PROGRESS_INTERVAL_USEC (1000ull * 1000ull)
 
@@ -58,7 +59,7 @@ static void progress_clear(Client *c) {
 
 static void progress_draw(Client *c) {
         char elapsed[32], total[32], bytes[32];
-        uint64_t now = cli_now_usec(CLOCK_REALTIME), ms = 0;
+        uint64_t now = now_usec(CLOCK_REALTIME), ms = 0;
 
         if (!c->progress || c->stopping)
                 return;
@@ -220,10 +221,14 @@ static int request_stop(Client *c) {
         r = sd_bus_message_new_method_call(c->bus, &m, TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_INTERFACE, "Stop");
         if (r >= 0)
                 r = sd_bus_message_append(m, "o", c->session);
-        if (r >= 0)
-                r = sd_bus_call_async(c->bus, NULL, m, on_stop_reply, c, CLI_STOP_TIMEOUT_USEC);
         if (r < 0) {
-                cli_log("cannot stop the session: %s", strerror(-r));
+                cli_log("cannot stop the session: cannot build the request: %s", strerror(-r));
+                c->exit_code = EXIT_FAILURE;
+                return sd_event_exit(c->event, 0);
+        }
+        r = sd_bus_call_async(c->bus, NULL, m, on_stop_reply, c, CLI_STOP_TIMEOUT_USEC);
+        if (r < 0) {
+                cli_log("cannot stop the session: cannot send the request: %s", strerror(-r));
                 c->exit_code = EXIT_FAILURE;
                 return sd_event_exit(c->event, 0);
         }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * --rotate-every, --rotate-size, --keep (helper "rotate"): the trace as FILE.0, FILE.1,
+ * --rotate-every, --rotate-size, --keep: the trace as FILE.0, FILE.1,
  * ..., each a trace that loads alone. tracebus opens every chunk itself, as it opens -o
  * FILE (the service never opens a path): FILE.0 goes with Start, FILE.1 right after
  * through Session.SetNextOutput, and on each Rotated(N) FILE.N+1, so the service always
@@ -205,10 +205,13 @@ int cli_rotation_start(sd_bus *bus, const char *session, const char *service) {
         if (!rotation.session || (service && !rotation.service))
                 return -ENOMEM;
         r = sd_bus_match_signal(bus, NULL, NULL, session, TB_SESSION_INTERFACE, "Rotated", on_rotated, NULL);
-        if (r >= 0)
-                r = hand_over(1);
+        if (r < 0) {
+                cli_log("cannot set up the rotation: cannot watch for Rotated: %s", strerror(-r));
+                return r;
+        }
+        r = hand_over(1);
         if (r < 0)
-                cli_log("cannot set up the rotation: %s", strerror(-r));
+                cli_log("cannot set up the rotation: cannot hand over the second chunk's file: %s", strerror(-r));
         return r;
 }
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * --trigger=NAME[,NAME] (helper "triggers", issue 23): Manager.ActivateTriggers, as
+ * --trigger=NAME[,NAME]: Manager.ActivateTriggers, as
  * Perfetto's trigger_perfetto sends triggers to traced. The service tells nothing of
  * which sessions took them (nor does Perfetto's): the trace says so (a "Trace Triggers"
  * slice in trace_processor), and a STOP_TRACING session ends on its own.
@@ -46,8 +46,11 @@ int run_trigger(const Args *a) {
                                            "ActivateTriggers");
         if (r >= 0)
                 r = sd_bus_message_append_strv(m, a->triggers);
-        if (r >= 0)
-                r = cli_call_authorized(bus, m, CLI_CALL_TIMEOUT_USEC, &error, &reply);
+        if (r < 0) {
+                cli_log("cannot send the triggers: cannot build the request: %s", strerror(-r));
+                return EXIT_FAILURE;
+        }
+        r = cli_call_authorized(bus, m, CLI_CALL_TIMEOUT_USEC, &error, &reply);
         if (r < 0) {
                 cli_print_bus_error("cannot send the triggers", &error, r, ACTION_TRIGGER);
                 return EXIT_FAILURE;

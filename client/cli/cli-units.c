@@ -1,78 +1,31 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Sizes and durations with friendly suffixes, both ways, and a JSON string writer. */
+/* Sizes and durations in the CLI's units (read by lib/basic/parse-util.c, written for people), a JSON
+ * string writer, and the "tracebus: ..." lines on stderr. */
 #include <errno.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
-#include <strings.h>
-#include <time.h>
 
 #include "cli.h"
+#include "parse-util.h"
 
-typedef struct Unit {
-        const char *suffix;
-        double factor;
-} Unit;
-
-/* A decimal number ("12", "1.5") and a unit from @units, matched without regard to case. */
-static int parse_with_units(const char *s, const Unit *units, size_t n_units, double *ret) {
-        char *end;
-        double v;
-
-        if (!s || *s == '\0' || *s == '-' || *s == '+' || *s == ' ')
-                return -EINVAL;
-        errno = 0;
-        v = strtod(s, &end);
-        if (errno != 0 || end == s || !isfinite(v) || v < 0)
-                return -EINVAL;
-        /* strtod() also reads "inf", "nan" and hex floats: digits only, please. */
-        for (const char *p = s; p < end; p++)
-                if (!((*p >= '0' && *p <= '9') || *p == '.'))
-                        return -EINVAL;
-        for (size_t i = 0; i < n_units; i++)
-                if (strcasecmp(end, units[i].suffix) == 0) {
-                        *ret = v * units[i].factor;
-                        return 0;
-                }
-        return -EINVAL;
-}
-
+/* TraceConfig.duration_ms is a uint32. */
 int cli_parse_duration_ms(const char *s, uint64_t *ret) {
-        static const Unit units[] = {
-                { "ms", 1 }, { "s", 1000 }, { "sec", 1000 }, { "m", 60000 }, { "min", 60000 },
-                { "h", 3600000 }, { "d", 86400000 }, { "", 1000 },
-        };
-        double v;
+        uint64_t usec, ms;
         int r;
 
-        r = parse_with_units(s, units, ELEMENTSOF(units), &v);
+        r = parse_timespan(s, &usec);
         if (r < 0)
                 return r;
-        /* TraceConfig.duration_ms is a uint32. */
-        if (v > (double) UINT32_MAX)
+        ms = usec / 1000 + (usec % 1000 >= 500);
+        if (usec == UINT64_MAX || ms > UINT32_MAX)
                 return -ERANGE;
-        *ret = (uint64_t) llround(v);
+        *ret = ms;
         return 0;
 }
 
+/* A bare number is KiB, as the kernel's buffer_size_kb counts. */
 int cli_parse_size_bytes(const char *s, uint64_t *ret) {
-        static const Unit units[] = {
-                { "b", 1 },
-                { "k", 1024.0 }, { "kb", 1024.0 }, { "kib", 1024.0 },
-                { "m", 1048576.0 }, { "mb", 1048576.0 }, { "mib", 1048576.0 },
-                { "g", 1073741824.0 }, { "gb", 1073741824.0 }, { "gib", 1073741824.0 },
-                { "", 1024.0 },
-        };
-        double v;
-        int r;
-
-        r = parse_with_units(s, units, ELEMENTSOF(units), &v);
-        if (r < 0)
-                return r;
-        if (v >= 18446744073709551615.0)
-                return -ERANGE;
-        *ret = (uint64_t) llround(v);
-        return 0;
+        return parse_size(s, 1024, ret);
 }
 
 const char *cli_format_bytes(char *buf, size_t size, uint64_t bytes) {
@@ -124,30 +77,25 @@ void cli_json_string(FILE *f, const char *s) {
         fputc('"', f);
 }
 
+_printf_(1, 0) static void log_line(const char *fmt, va_list ap) {
+        fprintf(stderr, "%s: ", program_invocation_short_name);
+        vfprintf(stderr, fmt, ap);
+        fputc('\n', stderr);
+}
+
 void cli_log(const char *fmt, ...) {
         va_list ap;
 
-        fprintf(stderr, "%s: ", program_invocation_short_name);
         va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
+        log_line(fmt, ap);
         va_end(ap);
-        fputc('\n', stderr);
 }
 
 int cli_refuse(const char *fmt, ...) {
         va_list ap;
 
-        fprintf(stderr, "%s: ", program_invocation_short_name);
         va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
+        log_line(fmt, ap);
         va_end(ap);
-        fputc('\n', stderr);
         return -EINVAL;
-}
-
-uint64_t cli_now_usec(clockid_t clock) {
-        struct timespec ts;
-
-        (void) clock_gettime(clock, &ts);
-        return (uint64_t) ts.tv_sec * 1000000ull + (uint64_t) ts.tv_nsec / 1000ull;
 }

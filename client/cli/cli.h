@@ -45,8 +45,8 @@ typedef enum Mode {
         MODE_STOP_SESSION,
         MODE_HELP,
         MODE_VERSION,
-        MODE_TRIGGER,                /* helper "triggers": --trigger */
-        MODE_CLONE,                  /* helper "clone": --clone, --clone-by-name, --clone-key */
+        MODE_TRIGGER,                /* --trigger */
+        MODE_CLONE,                  /* --clone, --clone-by-name, --clone-key */
 } Mode;
 
 typedef struct Args {
@@ -78,22 +78,22 @@ typedef struct Args {
         const char *stop_session;    /* --stop-session */
         bool ask_password;           /* unless --no-ask-password */
 
-        /* helper "tracecfg" (cli-tracecfg.c) */
+        /* --txt and the config checks (cli-tracecfg.c) */
         int notify_fd;               /* --notify-fd; -1: none */
         char **attributes;           /* --add-attribute key[=value], in order */
         bool query_raw;              /* --query-raw */
 
-        /* helper "rotate" (cli-rotate.c): chunks FILE.0, FILE.1, ... */
+        /* Rotation (cli-rotate.c): chunks FILE.0, FILE.1, ... */
         uint64_t rotate_every_ms;    /* --rotate-every; 0: none */
         uint64_t rotate_bytes;       /* --rotate-size; 0: none */
         uint32_t rotate_keep;        /* --keep; 0: every chunk */
-        /* helper "triggers" (cli-trigger.c) */
+        /* --trigger (cli-trigger.c) */
         char **triggers;             /* --trigger=NAME[,NAME], in order */
-        /* helper "clone" (cli-clone.c): the session to snapshot, one of them */
+        /* Snapshots (cli-clone.c): the session to snapshot, one of them */
         const char *clone_id;        /* --clone=ID (a number or an object path) */
         const char *clone_name;      /* --clone-by-name=NAME: the config's unique_session_name */
         const char *clone_key;       /* --clone-key=KEY: a detached session's key */
-        /* helper "perfclients" (cli-profile.c): --profile[=HZ], --pid, --cmdline */
+        /* CPU profiles (cli-profile.c): --profile[=HZ], --pid, --cmdline */
         bool profile;
         uint32_t profile_hz;
         char **profile_pids;         /* validated decimal pids, in order */
@@ -108,9 +108,10 @@ void cli_args_done(Args *a);
 void cli_help(FILE *f);
 
 /* cli-units.c */
-/* "10s", "500ms", "1.5m", "2h", "1d", or a bare number of seconds, into ms. */
+/* "10s", "500ms", "1.5m", "2h", "1d", or a bare number of seconds (parse_timespan()),
+ * into ms rounded to the nearest; -ERANGE past TraceConfig.duration_ms's 32 bits. */
 int cli_parse_duration_ms(const char *s, uint64_t *ret);
-/* "32mb", "4096k", "1GiB", "512b", or a bare number of KiB, into bytes. */
+/* "32mb", "4096k", "1GiB", "512b", or a bare number of KiB (parse_size()), into bytes. */
 int cli_parse_size_bytes(const char *s, uint64_t *ret);
 /* "1.2 MiB", "312 B" into buf. */
 const char *cli_format_bytes(char *buf, size_t size, uint64_t bytes);
@@ -120,7 +121,6 @@ void cli_json_string(FILE *f, const char *s);
 
 /* Prints "tracebus: ...". */
 void cli_log(const char *fmt, ...) _printf_(1, 2);
-uint64_t cli_now_usec(clockid_t clock);
 /* cli_log(), then returns -EINVAL: for refusals. */
 int cli_refuse(const char *fmt, ...) _printf_(1, 2);
 
@@ -168,6 +168,10 @@ typedef struct SessionInfo {
 } SessionInfo;
 
 void session_info_done(SessionInfo *i);
+/* Reads an a{sv}: @read gets each entry's name with the message at its variant, which it
+ * reads or skips. */
+typedef int (*CliPropertyReader)(sd_bus_message *m, const char *name, void *userdata);
+int cli_read_properties(sd_bus_message *m, CliPropertyReader read, void *userdata);
 /* Properties.GetAll of one session. */
 int session_info_get(sd_bus *bus, const char *path, SessionInfo *ret, sd_bus_error *error);
 /* Applies an a{sv} of session properties (GetAll's reply, PropertiesChanged). */
@@ -247,14 +251,14 @@ bool cli_has_new_warnings(char **printed, char **l);
 /* Start's (or Attach's) reply: the session's path, and Start's warnings. */
 int cli_read_start_reply(sd_bus_message *reply, const char **ret_path, char ***ret_warnings);
 
-/* cli-rotate.c (helper "rotate"): --rotate-every, --rotate-size, --keep. */
+/* cli-rotate.c: --rotate-every, --rotate-size, --keep. */
 /* @option: the long option's name. */
 int cli_parse_rotate_option(Args *a, const char *option, const char *arg);
 int cli_check_rotation(const Args *a);
 static inline bool cli_rotates(const Args *a) {
         return a->rotate_every_ms > 0 || a->rotate_bytes > 0;
 }
-/* cli-trigger.c (helper "triggers"): --trigger, Manager.ActivateTriggers. */
+/* cli-trigger.c: --trigger, Manager.ActivateTriggers. */
 int cli_parse_triggers(Args *a, const char *arg);
 int run_trigger(const Args *a);
 /* -o FILE (or stdout) opened by the caller, or FILE.0 with rotation; -EBADF without -o (the
@@ -269,7 +273,7 @@ int cli_append_rotate_options(sd_bus_message *m);
 int cli_rotation_start(sd_bus *bus, const char *session, const char *service);
 /* At the end: removes the chunk handed over but never begun. */
 void cli_rotation_end(void);
-/* helper "clone" */
+/* cli-clone.c: snapshots of a running session */
 /* cli-query.c: "7", or a session's object path, as its object path; NULL if neither. */
 char *cli_session_path(const char *arg);
 /* cli-clone.c: --clone, --clone-by-name, --clone-key. */

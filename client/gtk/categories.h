@@ -15,7 +15,7 @@ typedef enum {
         TB_COUNTERS_MEMINFO = 1 << 0,       /* linux.sys_stats: /proc/meminfo */
         TB_COUNTERS_PROCESS_STATS = 1 << 1, /* linux.process_stats: each process's memory */
         TB_COUNTERS_CPUFREQ = 1 << 2,       /* linux.sys_stats: each CPU's frequency, from sysfs */
-        /* helper "perfclients": linux.perf, call stacks sampled on every CPU (issue 24) */
+        /* linux.perf: call stacks sampled on every CPU */
         TB_COUNTERS_CPU_PROFILE = 1 << 3,
 } TbCounters;
 

@@ -125,7 +125,7 @@ const char *tb_end_reason_to_string(const char *reason) {
                 { "quota", N_("Stopped: your traces reached the service's quota") },
                 { "output-stalled", N_("Stopped: the output took nothing for too long") },
                 { "snapshot", N_("Snapshot of a running recording") },
-                /* helper "triggers" (issue 23): trigger_config's ends. */
+                /* trigger_config's ends. */
                 { "trigger-timeout", N_("Stopped: no trigger came in time") },
                 { "triggered", N_("Stopped by its trigger") },
         };

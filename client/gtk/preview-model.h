@@ -68,7 +68,7 @@ typedef struct {
         GPtrArray *series;          /* TbSeries *, by kind then key */
         char *read_error;           /* why reading stopped early (a torn trace), or NULL */
 
-        /* CPU profile (helper "perfclients", preview-profile.c): PerfSample packets. */
+        /* CPU profile (preview-profile.c): PerfSample packets. */
         TbProfileCounts perf;
         GPtrArray *functions;       /* TbFunction *, the most samples (self, then total) first */
 } TbPreview;

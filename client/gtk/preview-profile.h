@@ -2,7 +2,7 @@
 #pragma once
 
 /*
- * The trace preview's CPU profile (helper "perfclients", issue 24): PerfSample packets
+ * The trace preview's CPU profile: PerfSample packets
  * (TracePacket.perf_sample, 66) and the call stacks, frames, mappings and function names
  * interned for them (InternedData 5, 6, 7, 17, 19), read at the wire level as Perfetto v58
  * defines them, into the preview's top-functions list. Interned ids are per packet

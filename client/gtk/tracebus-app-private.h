@@ -52,7 +52,7 @@ void app_remove_recording(TracebusApp *app, TbRecording *r);
 GtkWindow *app_main_window(TracebusApp *app);
 void app_check_ready(TracebusApp *app);
 void app_recording_finished(TracebusApp *app, TbRecording *r, const char *reason, GVariant *stats);
-/* helper "triggers": a CLONE_SNAPSHOT trigger wrote @files (the last is new): a notification. */
+/* A CLONE_SNAPSHOT trigger wrote @files (the last is new): a notification. */
 void app_notify_trigger_snapshot(TracebusApp *app, TbRecording *r, const char *const *files);
 
 /* tracebus-app-sessions.c */

@@ -25,7 +25,7 @@ static void on_properties_changed(GDBusProxy *proxy, GVariant *changed, GStrv in
         if (r->ours && TRACEBUS_IS_APP(app))
                 app_show_warnings(TRACEBUS_APP(app), r,
                                   tracebus_dbus_session_get_warnings(TRACEBUS_DBUS_SESSION(proxy)));
-        /* helper "triggers": a CLONE_SNAPSHOT trigger saved a snapshot of this session. */
+        /* A CLONE_SNAPSHOT trigger saved a snapshot of this session. */
         if (TRACEBUS_IS_APP(app) && snapshots)
                 app_notify_trigger_snapshot(TRACEBUS_APP(app), r,
                                             tracebus_dbus_session_get_trigger_snapshots(TRACEBUS_DBUS_SESSION(proxy)));
@@ -256,16 +256,22 @@ static void find_kept_recordings(TracebusApp *app) {
         kept_step_done(app);
 }
 
+/* Without the bus or the Manager there are no events or kept recordings to wait for: the
+ * window shows the error, and drops the reference the startup call held. */
+static void startup_failed(TracebusApp *app, const GError *error, const char *text) {
+        app_emit_error(app, error, text);
+        app->events_done = app->kept_done = TRUE;
+        app_check_ready(app);
+        g_object_unref(app);
+}
+
 static void on_manager_proxy(GObject *source, GAsyncResult *res, gpointer user_data) {
         TracebusApp *app = user_data;
         g_autoptr(GError) error = NULL;
 
         app->manager = tracebus_dbus_manager_proxy_new_finish(res, &error);
         if (!app->manager) {
-                app_emit_error(app, error, _("Could not reach the tracing service."));
-                app->events_done = app->kept_done = TRUE;
-                app_check_ready(app);
-                g_object_unref(app);
+                startup_failed(app, error, _("Could not reach the tracing service."));
                 return;
         }
         g_dbus_proxy_set_default_timeout(G_DBUS_PROXY(app->manager), 30000);
@@ -283,10 +289,7 @@ static void on_system_bus(GObject *source, GAsyncResult *res, gpointer user_data
 
         app->bus = g_bus_get_finish(res, &error);
         if (!app->bus) {
-                app_emit_error(app, error, _("Could not connect to the system bus."));
-                app->events_done = app->kept_done = TRUE;
-                app_check_ready(app);
-                g_object_unref(app);
+                startup_failed(app, error, _("Could not connect to the system bus."));
                 return;
         }
         /* The Manager has no properties; its signal comes from its owner. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Helper "clone": Save Snapshot on a running recording. Manager.Clone writes what the
+ * Save Snapshot on a running recording. Manager.Clone writes what the
  * session holds so far into a new file of the app's cache (opened here, passed as
  * Output); the snapshot then shows as a finished recording of its own, with Preview,
  * Save As and Show in Files, while the recording goes on.

@@ -12,7 +12,7 @@ static guint signals[N_SIGNALS];
 
 G_DEFINE_FINAL_TYPE(TracebusApp, tracebus_app, GTK_TYPE_APPLICATION)
 
-/* ---- small helpers ---- */
+/* ---- small functions the others share ---- */
 
 CallData *call_data_new(TracebusApp *app, TbRecording *r) {
         CallData *d = g_new0(CallData, 1);
@@ -114,7 +114,7 @@ static void notify_finished(TracebusApp *app, TbRecording *r) {
         g_application_send_notification(G_APPLICATION(app), "trace-finished", n);
 }
 
-/* helper "triggers": a trigger saved a snapshot of a running recording (CLONE_SNAPSHOT):
+/* A trigger saved a snapshot of a running recording (CLONE_SNAPSHOT):
  * said even with the window in front, as nothing in it shows the file. */
 void app_notify_trigger_snapshot(TracebusApp *app, TbRecording *r, const char *const *files) {
         g_autoptr(GNotification) n = NULL;

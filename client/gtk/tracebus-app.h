@@ -41,7 +41,7 @@ gboolean tracebus_app_is_ready(TracebusApp *app);
 void tracebus_app_start_recording(TracebusApp *app, const TbRecordSettings *settings, const char *summary,
                                   gboolean keep);
 void tracebus_app_stop_recording(TracebusApp *app, TbRecording *r);
-/* Helper "clone": saves what a running recording holds so far (for a ring buffer, its
+/* Saves what a running recording holds so far (for a ring buffer, its
  * last minutes) as a recording of its own, while it goes on (Manager.Clone). */
 void tracebus_app_snapshot_recording(TracebusApp *app, TbRecording *r);
 /* Deletes a finished recording's file and forgets it. */

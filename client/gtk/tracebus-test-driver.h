@@ -24,7 +24,7 @@ typedef struct {
         gboolean preview;         /* --test-preview: once finished (and saved), report the preview */
         char *open_trace;         /* --test-open: Open Trace… this file, report its preview */
         char *preview_screenshot; /* --preview-screenshot: PNG of the preview window */
-        gboolean snapshot;        /* --test-snapshot: Save Snapshot once while recording (helper "clone") */
+        gboolean snapshot;        /* --test-snapshot: Save Snapshot once while recording */
 } TracebusTestOptions;
 
 /* Before g_application_run(); @opt must outlive the run. */

@@ -16,7 +16,7 @@ typedef struct {
         GtkWidget *elapsed, *written, *events, *lost;
         GtkWidget *stop, *save, *show, *discard;
         GtkWidget *preview;
-        GtkWidget *snapshot;            /* helper "clone": Save Snapshot, while recording */
+        GtkWidget *snapshot;            /* Save Snapshot, while recording */
         TbRecordingState last_state; /* to open the preview once, when it finishes */
 } RowWidgets;
 

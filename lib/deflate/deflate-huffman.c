@@ -200,14 +200,14 @@ void deflate_dynamic_header(const uint8_t *lengths, DynamicHeader *h) {
 }
 
 void deflate_put_dynamic_header(DeflateStream *s, const DynamicHeader *h) {
-        put_block_header(s, false, BLOCK_DYNAMIC);
-        put_bits(s, 0, 5);              /* HLIT: 257 literal/length codes */
-        put_bits(s, 0, 5);              /* HDIST: 1 distance code */
-        put_bits(s, h->n_length_lengths - 4, 4);
+        deflate_put_block_header(s, false, BLOCK_DYNAMIC);
+        deflate_put_bits(s, 0, 5);              /* HLIT: 257 literal/length codes */
+        deflate_put_bits(s, 0, 5);              /* HDIST: 1 distance code */
+        deflate_put_bits(s, h->n_length_lengths - 4, 4);
         for (unsigned i = 0; i < h->n_length_lengths; i++)
-                put_bits(s, h->length_lengths[code_length_order[i]], 3);
+                deflate_put_bits(s, h->length_lengths[code_length_order[i]], 3);
         for (unsigned i = 0; i < h->n_runs; i++) {
-                put_string(s, h->length_codes[h->runs[i].symbol]);
-                put_bits(s, h->runs[i].extra, h->runs[i].extra_bits);
+                deflate_put_string(s, h->length_codes[h->runs[i].symbol]);
+                deflate_put_bits(s, h->runs[i].extra, h->runs[i].extra_bits);
         }
 }

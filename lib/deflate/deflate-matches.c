@@ -122,21 +122,21 @@ static inline uint64_t bits_since(const DeflateStream *s, const DeflateStream *s
  * be smaller than storing it. */
 bool deflate_put_short_matches(DeflateStream *s, const uint8_t *data, size_t len) {
         DeflateStream start = *s;
-        uint8_t *limit = s->out + stored_bits(len) / 8;
+        uint8_t *limit = s->out + deflate_stored_bits(len) / 8;
         size_t last = 1;
         bool probed = false;
 
-        put_block_header(s, false, BLOCK_FIXED);
+        deflate_put_block_header(s, false, BLOCK_FIXED);
         for (size_t i = 0; i < len;) {
                 size_t n = best_match(data, i, MIN(len - i, (size_t) MATCH_MAX), &last);
                 if (n > 0) {
                         uint32_t l = fixed_length[n], d = fixed_distance[last];
 
                         /* At most 13 + 6 bits: the pair in one put. */
-                        put_bits(s, string_bits(l) | string_bits(d) << string_count(l), string_count(l) + string_count(d));
+                        deflate_put_bits(s, string_bits(l) | string_bits(d) << string_count(l), string_count(l) + string_count(d));
                         i += n;
                 } else
-                        put_string(s, fixed_literal[data[i++]]);
+                        deflate_put_string(s, fixed_literal[data[i++]]);
                 if (!probed && i >= MIN(len, (size_t) PROBE_BYTES)) {
                         probed = true;
                         if (bits_since(s, &start) * 4 > 8 * (uint64_t) i) {
@@ -149,6 +149,6 @@ bool deflate_put_short_matches(DeflateStream *s, const uint8_t *data, size_t len
                         return false;
                 }
         }
-        put_bits(s, 0, 7);      /* end of block: 256 is seven zero bits */
+        deflate_put_bits(s, 0, 7);      /* end of block: 256 is seven zero bits */
         return true;
 }

@@ -17,6 +17,37 @@
 #include <emmintrin.h>
 #endif
 
+static void put_le32(uint8_t *p, uint32_t v) {
+        p[0] = (uint8_t) v;
+        p[1] = (uint8_t) (v >> 8);
+        p[2] = (uint8_t) (v >> 16);
+        p[3] = (uint8_t) (v >> 24);
+}
+
+void deflate_put_bits(DeflateStream *s, uint32_t v, unsigned n) {
+        s->bits |= (uint64_t) v << s->n_bits;
+        s->n_bits += n;
+        if (s->n_bits >= 32) {
+                put_le32(s->out, (uint32_t) s->bits);
+                s->out += 4;
+                s->bits >>= 32;
+                s->n_bits -= 32;
+        }
+}
+
+void deflate_put_string(DeflateStream *s, uint32_t c) {
+        deflate_put_bits(s, string_bits(c), string_count(c));
+}
+
+void deflate_put_block_header(DeflateStream *s, bool final, unsigned type) {
+        deflate_put_bits(s, (final ? 1u : 0u) | (type << 1), 3);
+}
+
+/* The most bits a stored copy of @len bytes takes, whatever the bit position. */
+uint64_t deflate_stored_bits(size_t len) {
+        return (uint64_t) (len + STORED_MAX - 1) / STORED_MAX * (3 + 7 + 32) + 8 * (uint64_t) len;
+}
+
 /* RFC 1950: CM 8 (deflate), CINFO 7 (32 KiB window), FLEVEL 0, FCHECK making it a
  * multiple of 31. */
 #define ZLIB_CMF 0x78
@@ -153,7 +184,7 @@ static void put_stored(DeflateStream *s, const uint8_t *data, size_t len) {
         while (len > 0) {
                 uint16_t n = (uint16_t) MIN(len, (size_t) STORED_MAX);
 
-                put_block_header(s, false, BLOCK_STORED);
+                deflate_put_block_header(s, false, BLOCK_STORED);
                 align_to_byte(s);
                 *s->out++ = (uint8_t) n;
                 *s->out++ = (uint8_t) (n >> 8);
@@ -218,8 +249,8 @@ static void put_literals(DeflateStream *s, const uint8_t *data, size_t len, cons
         s->n_bits = n_bits;
         s->out = out;
         if (i < len)
-                put_string(s, codes[data[i]]);
-        put_string(s, codes[END_OF_BLOCK]);
+                deflate_put_string(s, codes[data[i]]);
+        deflate_put_string(s, codes[END_OF_BLOCK]);
 }
 
 /* deflate_coded() but for the checksum; @literals skips the try at matches. */
@@ -247,7 +278,7 @@ static void put_coded(DeflateStream *s, const uint8_t *data, size_t len, bool li
         for (unsigned v = 0; v < 256; v++)
                 bits += (uint64_t) freq[v] * lengths[v];
         /* Within deflate_bound(): never more than storing would take. */
-        if (bits >= stored_bits(len)) {
+        if (bits >= deflate_stored_bits(len)) {
                 put_stored(s, data, len);
                 return;
         }
@@ -287,8 +318,8 @@ size_t deflate_end(DeflateStream *s) {
 
         /* The last block is an empty one with the fixed code, whose end-of-block is 7
          * zero bits: the blocks before it did not know they were not the last. */
-        put_block_header(s, true, BLOCK_FIXED);
-        put_bits(s, 0, 7);
+        deflate_put_block_header(s, true, BLOCK_FIXED);
+        deflate_put_bits(s, 0, 7);
         align_to_byte(s);
         *s->out++ = (uint8_t) (s->adler >> 24);
         *s->out++ = (uint8_t) (s->adler >> 16);

@@ -4,8 +4,7 @@
 #include "atrace-categories.h"
 #include "macro.h"
 
-/* Written from the facts of Perfetto v58's predefined tracepoints table, as lists of our
- * own: which kernel events each atrace category stands for. Groups that Perfetto takes
+/* Perfetto v58's predefined tracepoints table, written as lists of our own: which kernel events each atrace category stands for. Groups that Perfetto takes
  * whole are "group/ *"; the single events it names in those groups are then implied. */
 
 #define EVENTS(...) ((const char *const[]) { __VA_ARGS__, NULL })

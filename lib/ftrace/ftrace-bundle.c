@@ -8,6 +8,23 @@
 
 #include "ftrace-parser-local.h"
 
+/* Rare: a bundle's buffers grow to their size in its first pages. */
+int ftrace_buf_grow(Buf *b, size_t extra) {
+        size_t need, cap;
+        uint8_t *d;
+
+        if (extra > SIZE_MAX / 4 - b->len)
+                return -ENOMEM;
+        need = b->len + extra;
+        cap = MAX(need, MAX(b->cap * 2, (size_t) 4096));
+        d = realloc(b->data, cap);
+        if (!d)
+                return -ENOMEM;
+        b->data = d;
+        b->cap = cap;
+        return 0;
+}
+
 void ftrace_buf_done(Buf *b) {
         b->data = mfree(b->data);
         b->len = b->cap = 0;
@@ -97,6 +114,25 @@ void ftrace_bundle_add_error(FtraceBundle *b, uint64_t timestamp, FtraceParseSta
         if (b->n_errors >= MAX_ERRORS_PER_BUNDLE)
                 return;
         b->errors[b->n_errors++] = (FtraceErrorEntry) { timestamp, (uint32_t) status };
+}
+
+/* Appends @pid to a growing list of pids; a failed allocation drops it: a missing
+ * process name is not worth failing the trace. */
+static void pid_list_append(int32_t **list, size_t *n, size_t *allocated, int32_t pid) {
+        if (*n >= *allocated) {
+                size_t a = MAX(*allocated * 2, (size_t) 64);
+                int32_t *p = realloc(*list, a * sizeof(int32_t));
+                if (!p)
+                        return;
+                *list = p;
+                *allocated = a;
+        }
+        (*list)[(*n)++] = pid;
+}
+
+void ftrace_bundle_note_new_pid(FtraceBundle *b, int32_t *slot, int32_t pid) {
+        *slot = pid;
+        pid_list_append(&b->pids, &b->n_pids, &b->pids_allocated, pid);
 }
 
 void ftrace_bundle_note_renamed(FtraceBundle *b, int32_t pid) {
@@ -218,7 +254,7 @@ static uint8_t *put_trailer(uint8_t *p, FtraceBundle *b, const uint8_t *base, si
                 *p++ = (BUNDLE_FTRACE_CLOCK << 3) | PB_WIRE_VARINT;
                 *p++ = (uint8_t) b->ftrace_clock;       /* FtraceClock values are below 128 */
         }
-        /* Always written, 0 for the first bundle of a CPU (facts note 3.1, soft-drop rule). */
+        /* Always written, 0 for the first bundle of a CPU, as traced_probes writes it. */
         *p++ = (BUNDLE_PREVIOUS_END_TIMESTAMP << 3) | PB_WIRE_VARINT;
         p = pb_varint_encode(p, b->previous_end_ts);
         if (compact_size > 0)

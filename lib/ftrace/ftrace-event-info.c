@@ -118,7 +118,7 @@ static const TypedEvent typed_events[] = {
         { "irq", "irq_handler_exit", 37, irq_handler_exit_fields },
         { "raw_syscalls", "sys_enter", 329, sys_enter_fields },
         { "raw_syscalls", "sys_exit", 330, sys_exit_fields },
-        /* ftgraph (issue 22): the events that carry code addresses trace_processor names. */
+        /* The events that carry code addresses trace_processor names (symbolize_ksyms). */
         { "workqueue", "workqueue_activate_work", 56, workqueue_work_fields },
         { "workqueue", "workqueue_execute_end", 57, workqueue_work_fields },
         { "workqueue", "workqueue_execute_start", 58, workqueue_work_fields },

@@ -114,33 +114,24 @@ static inline void note_pids(FtraceBundle *b, const EventInfo *e, const uint8_t 
                 bundle_note_pid(b, compact_int(e, CS_NEXT_PID, rec));
 }
 
-/* Compact events note only a switch's next_pid: a thread that runs (and so wakes others,
- * or is switched out) was switched in first, or was running when tracing started, and
- * then the /proc scan, made after tracing_on, describes it. One pid-cache probe per
- * switch instead of two per event. */
-static inline __attribute__((always_inline)) int walk_compact_switch(
-                FtraceBundle *b, PageWalk *w, const EventInfo *e, const uint8_t *rec, uint64_t ts) {
-        int32_t next_pid = compact_int(e, CS_NEXT_PID, rec);
+/* Compact events note only the pid a switch runs next or a waking wakes: a thread that
+ * runs (and so wakes others, or is switched out) was switched in first, or was running
+ * when tracing started, and then the /proc scan, made after tracing_on, describes it; a
+ * thread woken that never runs before the end is named by its waking. One pid-cache probe
+ * per event instead of two. @role is a constant at each call, so each call folds into the
+ * one encoder it names. */
+static inline __attribute__((always_inline)) int walk_compact(
+                FtraceBundle *b, PageWalk *w, const EventInfo *e, const uint8_t *rec, uint64_t ts,
+                CompactRole role) {
+        int32_t pid = compact_int(e, role == COMPACT_SWITCH ? CS_NEXT_PID : CW_PID, rec);
         int r;
 
-        r = bundle_add_compact_switch(b, w, e, rec, ts, next_pid);
+        if (role == COMPACT_SWITCH)
+                r = bundle_add_compact_switch(b, w, e, rec, ts, pid);
+        else
+                r = bundle_add_compact_waking(b, w, e, rec, ts, pid);
         if (r < 0)
                 return r;
-        bundle_note_pid(b, next_pid);
-        w->n_events++;
-        w->last_ts = ts;
-        return 1;
-}
-
-static inline __attribute__((always_inline)) int walk_compact_waking(
-                FtraceBundle *b, PageWalk *w, const EventInfo *e, const uint8_t *rec, uint64_t ts) {
-        int32_t pid = compact_int(e, CW_PID, rec);
-        int r;
-
-        r = bundle_add_compact_waking(b, w, e, rec, ts, pid);
-        if (r < 0)
-                return r;
-        /* A thread woken that never runs before the end is named by its waking. */
         bundle_note_pid(b, pid);
         w->n_events++;
         w->last_ts = ts;
@@ -170,9 +161,9 @@ static inline __attribute__((always_inline)) int parser_add_record(
                 return 0;
         }
         if (w->compact && e->compact_role == COMPACT_SWITCH)
-                return walk_compact_switch(b, w, e, rec, ts);
+                return walk_compact(b, w, e, rec, ts, COMPACT_SWITCH);
         if (w->compact && e->compact_role == COMPACT_WAKING)
-                return walk_compact_waking(b, w, e, rec, ts);
+                return walk_compact(b, w, e, rec, ts, COMPACT_WAKING);
         r = bundle_add_full(b, e, rec, len, ts);
         if (r < 0)
                 return r;
@@ -282,7 +273,7 @@ static inline __attribute__((always_inline)) int parser_walk_records(
 
                         if (sig == w->signature[COMPACT_SWITCH] && size <= left) {
                                 ts += rd32(ptr) >> 5;
-                                r = walk_compact_switch(b, w, &standard_switch, ptr + 4, ts);
+                                r = walk_compact(b, w, &standard_switch, ptr + 4, ts, COMPACT_SWITCH);
                                 if (r < 0)
                                         return *ret_nomem = true, r;
                                 ptr += size;
@@ -290,7 +281,7 @@ static inline __attribute__((always_inline)) int parser_walk_records(
                         }
                         if (sig == w->signature[COMPACT_WAKING] && size <= left) {
                                 ts += rd32(ptr) >> 5;
-                                r = walk_compact_waking(b, w, &standard_waking, ptr + 4, ts);
+                                r = walk_compact(b, w, &standard_waking, ptr + 4, ts, COMPACT_WAKING);
                                 if (r < 0)
                                         return *ret_nomem = true, r;
                                 ptr += size;

@@ -12,6 +12,7 @@
 
 #include "ksyms.h"
 #include "macro.h"
+#include "parse-util.h"
 
 struct Ksyms {
         _Atomic unsigned n_ref;
@@ -38,16 +39,6 @@ static int entry_compare(const void *a, const void *b) {
         return (int) (y->name_offset >> 31) - (int) (x->name_offset >> 31);
 }
 
-static int hex_value(char c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
 /* One line "ADDRESS TYPE NAME[\t[MODULE]]" at @l (up to @eol): its address and where its
  * name is. */
 static int parse_line(const char *l, const char *eol, uint64_t *ret_address, char *ret_type,
@@ -56,7 +47,7 @@ static int parse_line(const char *l, const char *eol, uint64_t *ret_address, cha
         const char *p = l, *name;
         unsigned digits = 0;
 
-        for (int v; p < eol && (v = hex_value(*p)) >= 0; p++, digits++)
+        for (int v; p < eol && (v = hex_digit_value(*p)) >= 0; p++, digits++)
                 a = (a << 4) | (uint64_t) v;
         if (digits == 0 || digits > 16 || eol - p < 4 || p[0] != ' ' || p[2] != ' ')
                 return -EBADMSG;

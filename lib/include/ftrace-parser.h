@@ -106,7 +106,7 @@ int ftrace_parser_symbolize(FtraceParser *p, Ksyms *ksyms);
  * order: the first one's iid in *ret_first_iid, the next one's that plus one, and so on.
  * Valid until the next parse. */
 size_t ftrace_parser_take_new_symbols(FtraceParser *p, const uint32_t **ret_symbols, uint32_t *ret_first_iid);
-/* helper "rotate": a new trace begins (its interned data cleared): every function gets an
+/* Rotation: a new trace begins (its interned data cleared): every function gets an
  * iid again, from 1, and is named again. Call it with no symbol left to take. */
 void ftrace_parser_forget_symbols(FtraceParser *p);
 

@@ -38,7 +38,7 @@ enum {
         TRACE_SEQUENCE_SYSTEM_INFO = 7,    /* linux.system_info */
         TRACE_SEQUENCE_POWER = 8,          /* linux.sysfs_power */
         TRACE_SEQUENCE_JOURNALD = 9,       /* linux.systemd_journald */
-        TRACE_SEQUENCE_PERF = 10,          /* linux.perf (perf, issue 24) */
+        TRACE_SEQUENCE_PERF = 10,          /* linux.perf (perf) */
         _TRACE_SEQUENCE_MAX,
 };
 
@@ -148,14 +148,14 @@ typedef struct TraceWriter {
         int limit_error;              /* -EFBIG (max_bytes) or -EDQUOT (budget) once reached */
         TraceWriterStats stats;
 
-        /* helper "tracefilter": TraceConfig.trace_filter (lib/trace/trace-writer-filter.c). */
+        /* TraceConfig.trace_filter (lib/trace/trace-writer-filter.c). */
         const TraceFilter *filter;    /* not owned; NULL: packets kept as they are */
         uint8_t *filter_in, *filter_out; /* a packet packed, then filtered */
         size_t filter_in_allocated, filter_out_allocated;
         size_t filter_in_len;         /* the last ftrace packet packed into filter_in */
         TraceWriterFilterStats filter_stats;
 
-        /* Helper "clone" (lib/trace/trace-writer-snapshot.c): a snapshot's data, shared with the
+        /* Snapshots (lib/trace/trace-writer-snapshot.c): a snapshot's data, shared with the
          * writer it was taken of, written after the first @shared_at bytes of meta. */
         TracePacketChunk **shared;
         size_t n_shared, shared_allocated;
@@ -211,16 +211,16 @@ int trace_writer_flush(TraceWriter *w);
 /* Bytes kept in memory, not written yet. */
 size_t trace_writer_pending(const TraceWriter *w);
 
-/* helper "rotate": from now on the writer writes into @fd (not owned), a FILE output
+/* Rotation: from now on the writer writes into @fd (not owned), a FILE output
  * until trace_writer_set_output() says otherwise, as a new trace: the first packet of
  * every sequence marks it first again and clears its incremental state. Call it with
  * nothing pending (after trace_writer_flush()). */
 void trace_writer_begin_output(TraceWriter *w, int fd);
 
-/* Encoding helpers, exposed for the unit tests. */
+/* Encoding functions, exposed for the unit tests. */
 size_t varint_encode(uint64_t v, uint8_t out[static 10]);
 
-/* Helper "clone" (lib/trace/trace-writer-snapshot.c): a self-contained copy of a running
+/* Snapshots (lib/trace/trace-writer-snapshot.c): a self-contained copy of a running
  * writer, for Session.Clone, triggers' CLONE_SNAPSHOT and rotation. A snapshot is itself
  * a TraceWriter with no output yet, whose metadata region takes everything in order:
  *   trace_writer_snapshot_init(&snap);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "parse-util.h"
 #include "textproto-local.h"
 
 static void locale_freep(locale_t *l) {
@@ -18,16 +19,6 @@ static void locale_freep(locale_t *l) {
 }
 
 /* Integers */
-
-static int digit_value(char c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
 
 /* Decimal, 0x hexadecimal or 0-prefixed octal, as in C and protobuf. Returns
  * -EINVAL if the token is no integer literal, -ERANGE if it exceeds 64 bits. */
@@ -47,7 +38,7 @@ static int integer_from_token(const Token *t, uint64_t *ret) {
                 s++;
         }
         for (; s < e; s++) {
-                int d = digit_value(*s);
+                int d = hex_digit_value(*s);
 
                 if (d < 0 || (unsigned) d >= base)
                         return -EINVAL;
@@ -268,8 +259,8 @@ static int hex_digits(const char *s, const char *e, unsigned min, unsigned max, 
         unsigned n = 0;
         uint32_t v = 0;
 
-        for (; n < max && s + n < e && digit_value(s[n]) >= 0; n++)
-                v = v * 16 + digit_value(s[n]);
+        for (; n < max && s + n < e && hex_digit_value(s[n]) >= 0; n++)
+                v = v * 16 + hex_digit_value(s[n]);
         if (n < min)
                 return -EINVAL;
         *ret = v;

@@ -16,7 +16,7 @@ struct TracePacketChunk {
         TracePacketChunk *next;
         size_t len;
         size_t events;       /* ftrace events inside, for the loss accounting */
-        /* Helper "clone": a snapshot shares the chunks it holds (trace-writer-snapshot.c),
+        /* A snapshot shares the chunks it holds (trace-writer-snapshot.c),
          * written by another thread while the ring drops them: freed by the last owner. */
         _Atomic uint32_t refs;
         uint8_t data[];

@@ -55,7 +55,7 @@ static int meta_reserve(TraceWriter *w, size_t extra) {
         return trace_writer_flat_reserve(&w->meta, &w->meta_allocated, w->meta_len, extra);
 }
 
-/* Marks the first packet of each sequence, as trace_processor expects (facts note 3.1). */
+/* Marks the first packet of each sequence, as trace_processor expects. */
 static bool take_first_on_sequence(TraceWriter *w, uint32_t sequence_id) {
         assert(sequence_id < _TRACE_SEQUENCE_MAX);
         if (w->sequence_started[sequence_id])

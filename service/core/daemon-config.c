@@ -33,116 +33,20 @@ void daemon_config_init(DaemonConfig *c) {
         };
 }
 
-/* A decimal number with an optional unit suffix (case-insensitive) after optional blanks. */
-static int parse_number_unit(const char **p, uint64_t *ret_n, const char **ret_unit, size_t *ret_unit_len) {
+/* A plain count from @min to @max: digits, then blanks at most. */
+static int parse_count(const char *v, unsigned min, unsigned max, unsigned *ret) {
         char *end;
         uint64_t n;
 
-        if (!isdigit((unsigned char) **p))
+        if (!isdigit((unsigned char) *v))
                 return -EINVAL;
         errno = 0;
-        n = strtoull(*p, &end, 10);
+        n = strtoull(v, &end, 10);
         if (errno == ERANGE)
                 return -ERANGE;
         while (*end == ' ' || *end == '\t')
                 end++;
-        *ret_unit = end;
-        while (isalpha((unsigned char) *end))
-                end++;
-        *ret_unit_len = (size_t) (end - *ret_unit);
-        *ret_n = n;
-        *p = end;
-        return 0;
-}
-
-static int multiply(uint64_t n, uint64_t factor, uint64_t *ret) {
-        if (factor != 0 && n > UINT64_MAX / factor)
-                return -ERANGE;
-        *ret = n * factor;
-        return 0;
-}
-
-int parse_size(const char *s, uint64_t *ret) {
-        static const char suffixes[] = "KMGT";
-        const char *p = s, *unit;
-        uint64_t n, factor = 1;
-        size_t len;
-        int r;
-
-        r = parse_number_unit(&p, &n, &unit, &len);
-        if (r < 0)
-                return r;
-        if (*p || len > 1)
-                return -EINVAL;
-        if (len == 1) {
-                const char *k = strchr(suffixes, toupper((unsigned char) *unit));
-                if (!k)
-                        return -EINVAL;
-                for (const char *i = suffixes; i <= k; i++)
-                        factor *= 1024;
-        }
-        return multiply(n, factor, ret);
-}
-
-static uint64_t timespan_unit(const char *unit, size_t len) {
-        static const struct { const char *name; uint64_t usec; } units[] = {
-                { "",     1000000ull },      /* a plain number: seconds, as systemd's *Sec= */
-                { "us",   1ull },
-                { "ms",   1000ull },
-                { "s",    1000000ull },
-                { "sec",  1000000ull },
-                { "m",    60000000ull },
-                { "min",  60000000ull },
-                { "h",    3600000000ull },
-                { "hr",   3600000000ull },
-        };
-
-        for (size_t i = 0; i < ELEMENTSOF(units); i++)
-                if (strlen(units[i].name) == len && strncasecmp(units[i].name, unit, len) == 0)
-                        return units[i].usec;
-        return 0;
-}
-
-int parse_timespan(const char *s, uint64_t *ret_usec) {
-        const char *p = s, *unit;
-        uint64_t total = 0, n, usec, factor;
-        size_t len;
-        int r;
-
-        if (strcasecmp(s, "infinity") == 0) {
-                *ret_usec = UINT64_MAX;
-                return 0;
-        }
-        do {
-                r = parse_number_unit(&p, &n, &unit, &len);
-                if (r < 0)
-                        return r;
-                factor = timespan_unit(unit, len);
-                if (factor == 0)
-                        return -EINVAL;
-                r = multiply(n, factor, &usec);
-                if (r < 0)
-                        return r;
-                if (usec > UINT64_MAX - 1 - total)
-                        return -ERANGE;
-                total += usec;
-                while (*p == ' ' || *p == '\t')
-                        p++;
-        } while (*p);
-        *ret_usec = total;
-        return 0;
-}
-
-/* A plain count from @min to @max. */
-static int parse_count(const char *v, unsigned min, unsigned max, unsigned *ret) {
-        uint64_t n;
-        const char *unit;
-        size_t len;
-        int r = parse_number_unit(&v, &n, &unit, &len);
-
-        if (r < 0)
-                return r;
-        if (*v || len > 0)
+        if (*end)
                 return -EINVAL;
         if (n < min || n > max)
                 return -ERANGE;
@@ -164,7 +68,7 @@ static int parse_files(const char *v, void *data) {
 
 static int parse_quota(const char *v, void *data) {
         uint64_t n;
-        int r = parse_size(v, &n);
+        int r = parse_size(v, 1, &n);
 
         if (r < 0)
                 return r;
@@ -185,13 +89,12 @@ static int parse_buffer_memory(const char *v, void *data) {
 
 static int parse_buffer_kb(const char *v, void *data) {
         uint64_t n;
-        int r = parse_size(v, &n);
+        /* A bare number is in KiB already; "64M" means 64 MiB, that is 65536 KiB. */
+        int r = parse_size(v, 1024, &n);
 
         if (r < 0)
                 return r;
-        /* The value is in KiB already: "64M" means 64 MiB, that is 65536 KiB. */
-        if (strpbrk(v, "KkMmGgTt"))
-                n /= 1024;
+        n /= 1024;
         if (n < 1 || n > SESSION_MAX_BUFFER_SIZE_KB)
                 return -ERANGE;
         *(uint32_t *) data = (uint32_t) n;

@@ -4,6 +4,8 @@
 #include <stdint.h>
 
 #include "macro.h"
+/* The settings' sizes and time spans; --idle-timeout is read as IdleTimeoutSec= is. */
+#include "parse-util.h"
 #include "config/session-config.h"
 
 /*
@@ -80,9 +82,3 @@ int daemon_config_load(DaemonConfig *c, const char *dir);
  * waiting for polkit is at most half of MaxPending, so that one user can never take
  * them all. Returns the number of settings it lowered. */
 int daemon_config_check(DaemonConfig *c);
-
-/* "1048576", "512K", "64M", "4G", "1T" (powers of 1024). -EINVAL, -ERANGE. */
-int parse_size(const char *s, uint64_t *ret);
-/* A systemd-style time span: "30", "30s", "500ms", "2min", "1h", combinations such as
- * "1min 30s", or "infinity" (UINT64_MAX). Plain numbers are seconds. -EINVAL, -ERANGE. */
-int parse_timespan(const char *s, uint64_t *ret_usec);
