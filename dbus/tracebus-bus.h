@@ -15,6 +15,14 @@
 #define TB_MANAGER_INTERFACE            "org.tracebus.Tracebus1.Manager"
 #define TB_SESSION_INTERFACE            "org.tracebus.Tracebus1.Session"
 
+/* The polkit actions the service asks about, declared in polkit/org.tracebus.policy:
+ * recording (Start, ListEvents); other users' sessions, raw kernel pointers and perf
+ * kernel frames; kprobes and function tracing; ActivateTriggers. */
+#define TB_ACTION_RECORD                "org.tracebus.record"
+#define TB_ACTION_MANAGE                "org.tracebus.manage"
+#define TB_ACTION_KPROBES               "org.tracebus.kprobes"
+#define TB_ACTION_TRIGGER               "org.tracebus.trigger"
+
 /* Errors a client can act on, beyond the standard org.freedesktop.DBus.Error.* ones.
  * Each is declared in the XML (annotation org.tracebus.Tracebus1.Errors) and has an
  * errno and an explanation in lib/bus/bus-errors.c. */
@@ -45,13 +53,13 @@
 #define TB_ERROR_REQUEST_TOO_LARGE      TB_ERROR_PREFIX "RequestTooLarge"
 /* A live session of the caller's has the config's unique_session_name. */
 #define TB_ERROR_SESSION_NAME_IN_USE    TB_ERROR_PREFIX "SessionNameInUse"
-/* perf (issue 24): a linux.perf scope names another user's process, and the caller
- * does not hold org.tracebus.manage. */
+/* A linux.perf scope names another user's process, and the caller does not hold
+ * org.tracebus.manage. */
 #define TB_ERROR_PROCESS_NOT_YOURS      TB_ERROR_PREFIX "ProcessNotYours"
-/* helper "rotate": bad RotateEveryMs, RotateBytes or RotateKeep, rotation of a session
+/* Bad RotateEveryMs, RotateBytes or RotateKeep, rotation of a session
  * that cannot rotate, or SetNextOutput on a session that does not rotate. */
 #define TB_ERROR_INVALID_ROTATION       TB_ERROR_PREFIX "InvalidRotation"
-/* helper "triggers": a trigger name of ActivateTriggers is empty, over 64 bytes or has control characters. */
+/* A trigger name of ActivateTriggers is empty, over 64 bytes or has control characters. */
 #define TB_ERROR_INVALID_TRIGGER        TB_ERROR_PREFIX "InvalidTrigger"
 /* A snapshot of the session is being written, or the last began within CloneMinIntervalSec=. */
 #define TB_ERROR_CLONE_RATE_LIMITED     TB_ERROR_PREFIX "CloneRateLimited"

@@ -8,7 +8,8 @@
 # README use; every error name is declared in the XML (the
 # org.tracebus.Tracebus1.Errors annotation) and the XML declares no other; and
 # every TB_ERROR_* has an errno in lib/bus/bus-errors.c's map and a sentence in
-# its explanations.
+# its explanations; the polkit action ids in it are the actions of
+# polkit/org.tracebus.policy, both ways.
 #
 #   tests/check-bus-contract.sh SOURCE_DIR
 #
@@ -129,6 +130,26 @@ for v in $xml_errors; do
         case " $header_errors " in
         *" $v "*) ;;
         *) bad "error $v declared in dbus/*.xml has no TB_ERROR_* in $header" ;;
+        esac
+done
+
+# polkit actions: the header's TB_ACTION_* and the policy's action ids, both ways.
+policy=$src/polkit/org.tracebus.policy
+policy_actions=$(echo $(xmllint --xpath '//action/@id' "$policy" | sed 's/ *id="\([^"]*\)"/\1 /g'))
+header_actions=""
+for m in $(sed -n 's/^#define \(TB_ACTION_[A-Z_]*\)[[:space:]].*/\1/p' "$header"); do
+        v=$(macro "$m")
+        header_actions="$header_actions $v"
+        case " $policy_actions " in
+        *" $v "*) echo "ok: $m = $v is an action of $(basename "$policy")" ;;
+        *) bad "$m = $v is no action of $policy (it has: $policy_actions)" ;;
+        esac
+done
+[ -n "$header_actions" ] || bad "no TB_ACTION_* in $header"
+for v in $policy_actions; do
+        case " $header_actions " in
+        *" $v "*) ;;
+        *) bad "polkit action $v of $policy has no TB_ACTION_* in $header" ;;
         esac
 done
 

@@ -20,10 +20,6 @@
 
 #define SESSION_PATH_PREFIX TB_SESSION_PATH_PREFIX "/"
 
-#define ACTION_RECORD "org.tracebus.record"
-#define ACTION_MANAGE "org.tracebus.manage"
-#define ACTION_TRIGGER "org.tracebus.trigger"
-
 /* perfetto's exit codes: 0 yes/success, 1 error, 2 "no such detached session". */
 #define EXIT_NO_SESSION 2
 /* An option of perfetto's that has no meaning off Android (--upload, --dropbox,

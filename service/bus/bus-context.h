@@ -5,6 +5,7 @@
 #include <systemd/sd-bus.h>
 
 #include "core/manager.h"
+#include "tracebus-bus.h"
 #include "polkit.h"
 
 /*
@@ -12,11 +13,6 @@
  * connection, the manager behind them, and the method calls waiting for polkit, which
  * keep the service from exiting for idleness and are answered when it shuts down.
  */
-
-#define ACTION_RECORD "org.tracebus.record"
-#define ACTION_MANAGE "org.tracebus.manage"
-#define ACTION_KPROBES "org.tracebus.kprobes"
-#define ACTION_TRIGGER "org.tracebus.trigger"   /* helper "triggers": Manager.ActivateTriggers */
 
 /* What every call refused for SIGTERM hears (TB_ERROR_SHUTTING_DOWN). */
 #define BUS_SHUTTING_DOWN_TEXT \

@@ -197,14 +197,14 @@ static int authorize_kernel_pointers(BusRequest *req) {
                 authorize_perf_and_start(req);
                 return 0;
         }
-        return authorize_again(req, ACTION_MANAGE, /* interactive= */ false, on_kernel_pointers_result);
+        return authorize_again(req, TB_ACTION_MANAGE, /* interactive= */ false, on_kernel_pointers_result);
 }
 
 static void on_kprobes_result(BusRequest *req, int result) {
         int r;
 
         if (result < 0)
-                return bus_request_reply_refusal(req, result, ACTION_KPROBES, "Probing or tracing kernel functions");
+                return bus_request_reply_refusal(req, result, TB_ACTION_KPROBES, "Probing or tracing kernel functions");
         r = authorize_kernel_pointers(req);
         if (r < 0)
                 (void) sd_bus_reply_method_errnof(req->message, r, "Failed to start tracing: %m");
@@ -216,7 +216,7 @@ static void on_kprobes_result(BusRequest *req, int result) {
 static int authorize_kprobes(BusRequest *req) {
         if (req->uid == 0 || !req->start.config.needs_kprobes_action)
                 return authorize_kernel_pointers(req);
-        return authorize_again(req, ACTION_KPROBES, /* interactive= */ true, on_kprobes_result);
+        return authorize_again(req, TB_ACTION_KPROBES, /* interactive= */ true, on_kprobes_result);
 }
 
 /* helper "triggers": CLONE_SNAPSHOT writes FILE.N into the trace directory only. */
@@ -233,7 +233,7 @@ static void on_start_result(BusRequest *req, int result) {
 
         /* polkit.c has logged the refusal, in words. */
         if (result < 0)
-                return bus_request_reply_refusal(req, result, ACTION_RECORD, "Recording kernel traces");
+                return bus_request_reply_refusal(req, result, TB_ACTION_RECORD, "Recording kernel traces");
         r = start_load_config(req->message, req->context->manager, &req->start.config, &error);
         if (r >= 0)
                 r = check_trigger_output(req, &error);
@@ -275,7 +275,7 @@ static int method_start(sd_bus_message *message, void *userdata, sd_bus_error *e
                 if (r < 0)
                         return r;
         }
-        return bus_request_authorize(c, &req, ACTION_RECORD, /* interactive= */ true, on_start_result);
+        return bus_request_authorize(c, &req, TB_ACTION_RECORD, /* interactive= */ true, on_start_result);
 }
 
 static int method_stop(sd_bus_message *message, void *userdata, sd_bus_error *error) {
@@ -403,7 +403,7 @@ static int method_list_sessions(sd_bus_message *message, void *userdata, sd_bus_
         if (req->uid == 0)
                 return reply_session_list(c->manager, message, req->uid, true);
         /* Listing never pops up an authentication dialog: without it, one's own sessions. */
-        return bus_request_authorize(c, &req, ACTION_MANAGE, /* interactive= */ false, on_list_result);
+        return bus_request_authorize(c, &req, TB_ACTION_MANAGE, /* interactive= */ false, on_list_result);
 }
 
 static int reply_strv(sd_bus_message *message, char **l) {
@@ -428,7 +428,7 @@ static void on_list_events_result(BusRequest *req, int result) {
         if (result == -EBADR)
                 result = -EACCES;
         if (result < 0)
-                return bus_request_reply_refusal(req, result, ACTION_RECORD, "Listing the trace events");
+                return bus_request_reply_refusal(req, result, TB_ACTION_RECORD, "Listing the trace events");
         r = sd_bus_message_rewind(req->message, /* complete= */ true);
         if (r >= 0)
                 r = sd_bus_message_read(req->message, "s", &glob);
@@ -462,7 +462,7 @@ static int method_list_events(sd_bus_message *message, void *userdata, sd_bus_er
                 return r;
         /* The events are for those who may enable them: polkit's record right, asked
          * without a dialog (a listing is no reason to authenticate). */
-        return bus_request_authorize(c, &req, ACTION_RECORD, /* interactive= */ false, on_list_events_result);
+        return bus_request_authorize(c, &req, TB_ACTION_RECORD, /* interactive= */ false, on_list_events_result);
 }
 
 static int method_clone_detached(sd_bus_message *m, void *userdata, sd_bus_error *error) {

@@ -53,11 +53,11 @@ static void on_trigger_result(BusRequest *req, int result) {
         int r;
 
         if (result < 0)
-                return bus_request_reply_refusal(req, result, ACTION_TRIGGER, "Activating triggers");
+                return bus_request_reply_refusal(req, result, TB_ACTION_TRIGGER, "Activating triggers");
         /* polkit's answer frees @req: the second question goes in a request of its own. */
         r = bus_request_new(req->message, &next);
         if (r >= 0)
-                r = bus_request_authorize(req->context, &next, ACTION_MANAGE, /* interactive= */ false, on_manage_result);
+                r = bus_request_authorize(req->context, &next, TB_ACTION_MANAGE, /* interactive= */ false, on_manage_result);
         if (r < 0)
                 (void) sd_bus_reply_method_errnof(req->message, r, "Failed to activate the triggers: %m");
 }
@@ -95,5 +95,5 @@ int method_activate_triggers(sd_bus_message *message, void *userdata, sd_bus_err
         /* Root, whom polkit always allows, reaches every session without asking. */
         if (req->uid == 0)
                 return activate_and_reply(c->manager, req, true);
-        return bus_request_authorize(c, &req, ACTION_TRIGGER, /* interactive= */ true, on_trigger_result);
+        return bus_request_authorize(c, &req, TB_ACTION_TRIGGER, /* interactive= */ true, on_trigger_result);
 }

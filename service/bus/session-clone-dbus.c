@@ -119,7 +119,7 @@ static void on_clone_authorized(BusRequest *req, int result) {
         Session *s;
 
         if (result == -EBADR)
-                return bus_request_reply_refusal(req, result, ACTION_MANAGE, "Cloning another user's session");
+                return bus_request_reply_refusal(req, result, TB_ACTION_MANAGE, "Cloning another user's session");
         s = manager_find_live_session(req->context->manager, session_id_from_path(req->session_path));
         if (result < 0 || !s) {
                 (void) sd_bus_error_set(&error, TB_ERROR_NO_SUCH_SESSION, "You have no such tracing session.");
@@ -147,7 +147,7 @@ int session_dbus_clone(BusContext *c, const char *path, sd_bus_message *message,
         req->session_path = strdup(path);
         if (!req->session_path)
                 return -ENOMEM;
-        return bus_request_authorize(c, &req, ACTION_MANAGE, /* interactive= */ true, on_clone_authorized);
+        return bus_request_authorize(c, &req, TB_ACTION_MANAGE, /* interactive= */ true, on_clone_authorized);
 }
 
 /* Manager.CloneDetached(s key, a{sv} options): the caller's own session detached under

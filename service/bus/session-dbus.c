@@ -442,7 +442,7 @@ static void on_stop_result(BusRequest *req, int result) {
         /* Only the interactive-authorization answer differs from "no such session", and
          * it is the same whether the session exists or not. */
         if (result == -EBADR)
-                return bus_request_reply_refusal(req, result, ACTION_MANAGE, "Stopping another user's session");
+                return bus_request_reply_refusal(req, result, TB_ACTION_MANAGE, "Stopping another user's session");
         /* The session may have ended while polkit thought. */
         s = manager_find_live_session(req->context->manager, session_id_from_path(req->session_path));
         if (result < 0 || !s) {
@@ -473,7 +473,7 @@ int session_dbus_stop(BusContext *c, const char *path, sd_bus_message *message, 
         req->session_path = strdup(path);
         if (!req->session_path)
                 return -ENOMEM;
-        return bus_request_authorize(c, &req, ACTION_MANAGE, /* interactive= */ true, on_stop_result);
+        return bus_request_authorize(c, &req, TB_ACTION_MANAGE, /* interactive= */ true, on_stop_result);
 }
 
 int session_dbus_key_error(int r, const char *key, sd_bus_error *error) {
