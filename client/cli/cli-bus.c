@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "bus-dict.h"
 #include "bus-errors.h"
 #include "strv.h"
 
@@ -195,7 +196,8 @@ static int read_strv(sd_bus_message *m, char ***field) {
         return r < 0 ? r : sd_bus_message_exit_container(m);
 }
 
-static int read_property(SessionInfo *i, sd_bus_message *m, const char *name) {
+static int read_property(sd_bus_message *m, const char *name, void *userdata) {
+        SessionInfo *i = userdata;
         uint32_t u;
         int b, r;
 
@@ -235,24 +237,7 @@ static int read_property(SessionInfo *i, sd_bus_message *m, const char *name) {
 }
 
 int session_info_update(SessionInfo *i, sd_bus_message *m) {
-        const char *name;
-        int r;
-
-        r = sd_bus_message_enter_container(m, 'a', "{sv}");
-        if (r < 0)
-                return r;
-        while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
-                r = sd_bus_message_read(m, "s", &name);
-                if (r >= 0)
-                        r = read_property(i, m, name);
-                if (r >= 0)
-                        r = sd_bus_message_exit_container(m);
-                if (r < 0)
-                        return r;
-        }
-        if (r < 0)
-                return r;
-        return sd_bus_message_exit_container(m);
+        return bus_message_read_dict(m, read_property, i);
 }
 
 static uint64_t session_id_from_path(const char *path) {
@@ -306,7 +291,9 @@ void stop_stats_done(StopStats *s) {
         s->warnings = strv_free(s->warnings);
 }
 
-static int stats_entry(StopStats *s, sd_bus_message *m, const char *key) {
+static int stats_entry(sd_bus_message *m, const char *key, void *userdata) {
+        StopStats *s = userdata;
+
         if (strcmp(key, "Events") == 0)
                 return sd_bus_message_read(m, "v", "t", &s->events);
         if (strcmp(key, "Bytes") == 0)
@@ -324,24 +311,9 @@ static int stats_entry(StopStats *s, sd_bus_message *m, const char *key) {
 
 int stop_stats_read(sd_bus_message *m, StopStats *ret) {
         _cleanup_(stop_stats_done) StopStats s = {};
-        const char *key;
         int r;
 
-        r = sd_bus_message_enter_container(m, 'a', "{sv}");
-        if (r < 0)
-                return r;
-        while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
-                r = sd_bus_message_read(m, "s", &key);
-                if (r >= 0)
-                        r = stats_entry(&s, m, key);
-                if (r >= 0)
-                        r = sd_bus_message_exit_container(m);
-                if (r < 0)
-                        return r;
-        }
-        if (r < 0)
-                return r;
-        r = sd_bus_message_exit_container(m);
+        r = bus_message_read_dict(m, stats_entry, &s);
         if (r < 0)
                 return r;
         *ret = s;

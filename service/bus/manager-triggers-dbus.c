@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Manager.ActivateTriggers (helper "triggers", issue 23): the names checked before polkit
+ * Manager.ActivateTriggers: the names checked before polkit
  * (at most SESSION_MAX_TRIGGERS of them, each 1 to 64 bytes), then org.tracebus.trigger;
  * then, never with a dialog, org.tracebus.manage decides whether the triggers reach every
  * user's sessions or the caller's own. Both questions are asked whatever sessions run, so
@@ -41,25 +41,22 @@ static int activate_and_reply(Manager *m, BusRequest *req, bool all) {
         return sd_bus_reply_method_return(req->message, NULL);
 }
 
-static void on_manage_result(BusRequest *req, int result) {
-        int r = activate_and_reply(req->context->manager, req, result > 0);
+static void on_manage_result(BusRequest *req, const int *results) {
+        int r = activate_and_reply(req->context->manager, req, results[0] > 0);
 
         if (r < 0)
                 (void) sd_bus_reply_method_errnof(req->message, r, "Failed to activate the triggers: %m");
 }
 
 static void on_trigger_result(BusRequest *req, int result) {
-        _cleanup_(bus_request_freep) BusRequest *next = NULL;
+        static const PolkitAction manage = { TB_ACTION_MANAGE, /* interactive= */ false };
         int r;
 
         if (result < 0)
                 return bus_request_reply_refusal(req, result, TB_ACTION_TRIGGER, "Activating triggers");
-        /* polkit's answer frees @req: the second question goes in a request of its own. */
-        r = bus_request_new(req->message, &next);
-        if (r >= 0)
-                r = bus_request_authorize(req->context, &next, TB_ACTION_MANAGE, /* interactive= */ false, on_manage_result);
+        r = bus_request_authorize_again(req, &manage, 1, on_manage_result);
         if (r < 0)
-                (void) sd_bus_reply_method_errnof(req->message, r, "Failed to activate the triggers: %m");
+                (void) sd_bus_reply_method_errnof(req->message, r, "Failed to ask polkit about org.tracebus.manage: %m");
 }
 
 static int check_names(sd_bus_message *message, sd_bus_error *error) {
