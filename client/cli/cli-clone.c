@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * --clone=ID, --clone-by-name=NAME, --clone-key=KEY (helper "clone"): a snapshot of a
+ * --clone=ID, --clone-by-name=NAME, --clone-key=KEY: a snapshot of a
  * running session, which goes on recording, written into -o FILE (opened here, as the
  * caller) or, without -o, into a new file of the service's trace directory.
  */

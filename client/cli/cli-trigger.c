@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * --trigger=NAME[,NAME] (helper "triggers", issue 23): Manager.ActivateTriggers, as
+ * --trigger=NAME[,NAME]: Manager.ActivateTriggers, as
  * Perfetto's trigger_perfetto sends triggers to traced. The service tells nothing of
  * which sessions took them (nor does Perfetto's): the trace says so (a "Trace Triggers"
  * slice in trace_processor), and a STOP_TRACING session ends on its own.

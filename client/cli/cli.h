@@ -41,8 +41,8 @@ typedef enum Mode {
         MODE_STOP_SESSION,
         MODE_HELP,
         MODE_VERSION,
-        MODE_TRIGGER,                /* helper "triggers": --trigger */
-        MODE_CLONE,                  /* helper "clone": --clone, --clone-by-name, --clone-key */
+        MODE_TRIGGER,                /* --trigger */
+        MODE_CLONE,                  /* --clone, --clone-by-name, --clone-key */
 } Mode;
 
 typedef struct Args {
@@ -74,22 +74,22 @@ typedef struct Args {
         const char *stop_session;    /* --stop-session */
         bool ask_password;           /* unless --no-ask-password */
 
-        /* helper "tracecfg" (cli-tracecfg.c) */
+        /* cli-tracecfg.c */
         int notify_fd;               /* --notify-fd; -1: none */
         char **attributes;           /* --add-attribute key[=value], in order */
         bool query_raw;              /* --query-raw */
 
-        /* helper "rotate" (cli-rotate.c): chunks FILE.0, FILE.1, ... */
+        /* cli-rotate.c: chunks FILE.0, FILE.1, ... */
         uint64_t rotate_every_ms;    /* --rotate-every; 0: none */
         uint64_t rotate_bytes;       /* --rotate-size; 0: none */
         uint32_t rotate_keep;        /* --keep; 0: every chunk */
-        /* helper "triggers" (cli-trigger.c) */
+        /* cli-trigger.c */
         char **triggers;             /* --trigger=NAME[,NAME], in order */
-        /* helper "clone" (cli-clone.c): the session to snapshot, one of them */
+        /* cli-clone.c: the session to snapshot, one of them */
         const char *clone_id;        /* --clone=ID (a number or an object path) */
         const char *clone_name;      /* --clone-by-name=NAME: the config's unique_session_name */
         const char *clone_key;       /* --clone-key=KEY: a detached session's key */
-        /* helper "perfclients" (cli-profile.c): --profile[=HZ], --pid, --cmdline */
+        /* cli-profile.c: --profile[=HZ], --pid, --cmdline */
         bool profile;
         uint32_t profile_hz;
         char **profile_pids;         /* validated decimal pids, in order */
@@ -243,14 +243,14 @@ bool cli_has_new_warnings(char **printed, char **l);
 /* Start's (or Attach's) reply: the session's path, and Start's warnings. */
 int cli_read_start_reply(sd_bus_message *reply, const char **ret_path, char ***ret_warnings);
 
-/* cli-rotate.c (helper "rotate"): --rotate-every, --rotate-size, --keep. */
+/* cli-rotate.c: --rotate-every, --rotate-size, --keep. */
 /* @option: the long option's name. */
 int cli_parse_rotate_option(Args *a, const char *option, const char *arg);
 int cli_check_rotation(const Args *a);
 static inline bool cli_rotates(const Args *a) {
         return a->rotate_every_ms > 0 || a->rotate_bytes > 0;
 }
-/* cli-trigger.c (helper "triggers"): --trigger, Manager.ActivateTriggers. */
+/* cli-trigger.c: --trigger, Manager.ActivateTriggers. */
 int cli_parse_triggers(Args *a, const char *arg);
 int run_trigger(const Args *a);
 /* -o FILE (or stdout) opened by the caller, or FILE.0 with rotation; -EBADF without -o (the
@@ -265,7 +265,6 @@ int cli_append_rotate_options(sd_bus_message *m);
 int cli_rotation_start(sd_bus *bus, const char *session, const char *service);
 /* At the end: removes the chunk handed over but never begun. */
 void cli_rotation_end(void);
-/* helper "clone" */
 /* cli-query.c: "7", or a session's object path, as its object path; NULL if neither. */
 char *cli_session_path(const char *arg);
 /* cli-clone.c: --clone, --clone-by-name, --clone-key. */

@@ -148,17 +148,23 @@ static void on_list_events_result(BusRequest *req, int result) {
         r = sd_bus_message_rewind(req->message, /* complete= */ true);
         if (r >= 0)
                 r = sd_bus_message_read(req->message, "s", &glob);
-        if (r >= 0 && !trace_instance_tracefs_root()) {
+        if (r < 0) {
+                (void) sd_bus_reply_method_errnof(req->message, r, "Failed to read the glob again: %m");
+                return;
+        }
+        if (!trace_instance_tracefs_root()) {
                 (void) sd_bus_reply_method_errorf(req->message, TB_ERROR_TRACING_UNAVAILABLE,
                                                   "tracefs is not mounted at /sys/kernel/tracing.");
                 return;
         }
-        if (r >= 0)
-                r = session_config_list_events(trace_instance_tracefs_root(), isempty_str(glob) ? "*" : glob, &events);
-        if (r >= 0)
-                r = reply_strv(req->message, events);
-        if (r < 0)
+        r = session_config_list_events(trace_instance_tracefs_root(), isempty_str(glob) ? "*" : glob, &events);
+        if (r < 0) {
                 (void) sd_bus_reply_method_errnof(req->message, r, "Failed to list the trace events: %m");
+                return;
+        }
+        r = reply_strv(req->message, events);
+        if (r < 0)
+                (void) sd_bus_reply_method_errnof(req->message, r, "Failed to send the list of trace events: %m");
 }
 
 static int method_list_events(sd_bus_message *message, void *userdata, sd_bus_error *error) {

@@ -46,6 +46,154 @@ static StartReply *start_reply_free(StartReply *reply) {
 }
 DEFINE_TRIVIAL_CLEANUP_FUNC(StartReply *, start_reply_free);
 
+static void on_record_result(BusRequest *req, int result);
+static int authorize_rights(BusRequest *req);
+static void on_rights_result(BusRequest *req, const int *results);
+static int start_session(BusRequest *req);
+static void on_session_started(Manager *m, int r, const StartResult *res, void *userdata);
+static void reply_failure(sd_bus_message *m, int r, const sd_bus_error *error);
+static int take_key_and_output(BusContext *c, BusRequest *req, sd_bus_error *error);
+static int start_error(Manager *m, int r, const StartResult *res, sd_bus_error *error);
+
+int method_start(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        BusContext *c = ASSERT_PTR(userdata);
+        _cleanup_(bus_request_freep) BusRequest *req = NULL;
+        int r;
+
+        if (c->manager->exiting)
+                return bus_start_resource_error(c->manager, NULL, START_FAILURE_SHUTTING_DOWN, error);
+        r = bus_request_new(message, &req);
+        if (r < 0)
+                return r;
+        /* Before polkit, only what costs the same whatever the caller sent: the message's
+         * caps, the key, the fd. The config is parsed once polkit said yes, so a refused
+         * caller cannot keep the loop busy. */
+        r = start_read_arguments(message, &req->start_options, error);
+        if (r < 0)
+                return r;
+        r = take_key_and_output(c, req, error);
+        if (r < 0)
+                return r;
+        return bus_request_authorize(c, &req, TB_ACTION_RECORD, /* interactive= */ true, on_record_result);
+}
+
+/* polkit's answer on recording: the config parsed and loaded, once. */
+static void on_record_result(BusRequest *req, int result) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        int r;
+
+        /* polkit.c has logged the refusal, in words. */
+        if (result < 0)
+                return bus_request_reply_refusal(req, result, TB_ACTION_RECORD, "Recording kernel traces");
+        r = start_load_config(req->context->manager, &req->start_options, &req->trace_config, &req->start.config,
+                              &error);
+        if (r < 0)
+                return reply_failure(req->message, r, &error);
+        r = authorize_rights(req);
+        if (r < 0)
+                (void) sd_bus_reply_method_errnof(req->message, r, "Failed to ask polkit about the config's rights: %m");
+}
+
+/* Asks polkit, in one step, about every further right the loaded config needs or would
+ * use; none to ask (root) goes on at once. */
+static int authorize_rights(BusRequest *req) {
+        static const int none[ELEMENTSOF(start_rights)] = {};
+        PolkitAction actions[ELEMENTSOF(start_rights)];
+        unsigned required, optional;
+        size_t n = 0;
+
+        manager_start_rights(&req->start, &required, &optional);
+        for (size_t i = 0; i < ELEMENTSOF(start_rights); i++)
+                if ((required | optional) & start_rights[i].right)
+                        actions[n++] = start_rights[i].action;
+        if (n == 0) {
+                on_rights_result(req, none);
+                return 0;
+        }
+        return bus_request_authorize_again(req, actions, n, on_rights_result);
+}
+
+/* polkit's answers on the further rights, in start_rights' order of those asked: a
+ * required right refused refuses the start; the optional ones only change what it
+ * records. */
+static void on_rights_result(BusRequest *req, const int *results) {
+        unsigned required, optional, granted = 0;
+        size_t k = 0;
+        pid_t pid = 0;
+        int r;
+
+        manager_start_rights(&req->start, &required, &optional);
+        for (size_t i = 0; i < ELEMENTSOF(start_rights); i++) {
+                if (!((required | optional) & start_rights[i].right))
+                        continue;
+                if (results[k] < 0 && (required & start_rights[i].right))
+                        return bus_request_reply_refusal(req, results[k], start_rights[i].action.id,
+                                                         start_rights[i].what);
+                if (results[k++] > 0)
+                        granted |= start_rights[i].right;
+        }
+        r = manager_grant_start_rights(&req->start, granted, &pid);
+        if (r == -EPERM) {
+                (void) sd_bus_reply_method_errorf(req->message, TB_ERROR_PROCESS_NOT_YOURS,
+                                                  "linux.perf: process %d is another user's; sampling it needs "
+                                                  TB_ACTION_MANAGE, (int) pid);
+                return;
+        }
+        if (r < 0) {
+                (void) sd_bus_reply_method_errnof(req->message, r, "Failed to apply the caller's rights: %m");
+                return;
+        }
+        r = start_session(req);
+        if (r < 0)
+                (void) sd_bus_reply_method_errnof(req->message, r, "Failed to start the session: %m");
+}
+
+/* Hands the request's session to the manager, which answers through on_session_started(). */
+static int start_session(BusRequest *req) {
+        _cleanup_(start_reply_freep) StartReply *reply = calloc(1, sizeof(*reply));
+
+        if (!reply)
+                return -ENOMEM;
+        reply->message = sd_bus_message_ref(req->message);
+        reply->trace_config = TAKE_PTR(req->trace_config);
+        reply->flags = start_config_flags(&req->start_options);
+        manager_start_session(req->context->manager, &req->start, on_session_started, TAKE_PTR(reply));
+        return 0;
+}
+
+/* The session (or the refusal) of a start, which may come from the worker. An event
+ * the index still had, gone from tracefs (a probe removed a moment ago), is
+ * UnknownEvent, as if the index had been read after. */
+static void on_session_started(Manager *m, int r, const StartResult *res, void *userdata) {
+        _cleanup_(start_reply_freep) StartReply *reply = userdata;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        Session *s = res->session;
+
+        if (r == -ECANCELED) {
+                (void) sd_bus_reply_method_errorf(reply->message, TB_ERROR_SHUTTING_DOWN, BUS_SHUTTING_DOWN_TEXT);
+                return;
+        }
+        if (r < 0) {
+                if (r != -ENOENT || res->failure != START_FAILURE_TRACING ||
+                    start_recheck_events(m, reply->trace_config, reply->flags, &error) >= 0)
+                        (void) start_error(m, r, res, &error);
+                return reply_failure(reply->message, r, &error);
+        }
+        if (!session_is_detached(s)) {
+                r = session_dbus_bind(s, reply->message);
+                if (r < 0) {
+                        (void) session_stop(s, SESSION_END_CLIENT_VANISHED);
+                        (void) sd_bus_error_set_errnof(&error, r, "Failed to track the caller: %m");
+                        return reply_failure(reply->message, r, &error);
+                }
+        }
+        r = session_dbus_reply_path(reply->message, s, /* warnings= */ true);
+        if (r < 0)
+                (void) sd_bus_reply_method_errnof(reply->message, r, "Failed to send the session's path: %m");
+}
+
+/* ---- the replies ---- */
+
 /* Answers @m with @error when it is set, else with @r's errno, saying that tracing did
  * not start. */
 static void reply_failure(sd_bus_message *m, int r, const sd_bus_error *error) {
@@ -118,117 +266,6 @@ static int start_error(Manager *m, int r, const StartResult *res, sd_bus_error *
         }
 }
 
-/* The session (or the refusal) of a start, which may come from the worker. An event
- * the index still had, gone from tracefs (a probe removed a moment ago), is
- * UnknownEvent, as if the index had been read after. */
-static void on_session_started(Manager *m, int r, const StartResult *res, void *userdata) {
-        _cleanup_(start_reply_freep) StartReply *reply = userdata;
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        Session *s = res->session;
-
-        if (r == -ECANCELED) {
-                (void) sd_bus_reply_method_errorf(reply->message, TB_ERROR_SHUTTING_DOWN, BUS_SHUTTING_DOWN_TEXT);
-                return;
-        }
-        if (r < 0) {
-                if (r != -ENOENT || res->failure != START_FAILURE_TRACING ||
-                    start_recheck_events(m, reply->trace_config, reply->flags, &error) >= 0)
-                        (void) start_error(m, r, res, &error);
-                return reply_failure(reply->message, r, &error);
-        }
-        if (!session_is_detached(s)) {
-                r = session_dbus_bind(s, reply->message);
-                if (r < 0) {
-                        (void) session_stop(s, SESSION_END_CLIENT_VANISHED);
-                        (void) sd_bus_error_set_errnof(&error, r, "Failed to track the caller: %m");
-                        return reply_failure(reply->message, r, &error);
-                }
-        }
-        r = session_dbus_reply_path(reply->message, s, /* warnings= */ true);
-        if (r < 0)
-                (void) sd_bus_reply_method_errnof(reply->message, r, "Failed to send the session's path: %m");
-}
-
-/* Hands the request's session to the manager, which answers through on_session_started(). */
-static int start_session(BusRequest *req) {
-        _cleanup_(start_reply_freep) StartReply *reply = calloc(1, sizeof(*reply));
-
-        if (!reply)
-                return -ENOMEM;
-        reply->message = sd_bus_message_ref(req->message);
-        reply->trace_config = TAKE_PTR(req->trace_config);
-        reply->flags = start_config_flags(&req->start_options);
-        manager_start_session(req->context->manager, &req->start, on_session_started, TAKE_PTR(reply));
-        return 0;
-}
-
-/* polkit's answers on the further rights, in start_rights' order of those asked: a
- * required right refused refuses the start; the optional ones only change what it
- * records. */
-static void on_rights_result(BusRequest *req, const int *results) {
-        unsigned required, optional, granted = 0;
-        size_t k = 0;
-        pid_t pid = 0;
-        int r;
-
-        manager_start_rights(&req->start, &required, &optional);
-        for (size_t i = 0; i < ELEMENTSOF(start_rights); i++) {
-                if (!((required | optional) & start_rights[i].right))
-                        continue;
-                if (results[k] < 0 && (required & start_rights[i].right))
-                        return bus_request_reply_refusal(req, results[k], start_rights[i].action.id,
-                                                         start_rights[i].what);
-                if (results[k++] > 0)
-                        granted |= start_rights[i].right;
-        }
-        r = manager_grant_start_rights(&req->start, granted, &pid);
-        if (r == -EPERM) {
-                (void) sd_bus_reply_method_errorf(req->message, TB_ERROR_PROCESS_NOT_YOURS,
-                                                  "linux.perf: process %d is another user's; sampling it needs "
-                                                  TB_ACTION_MANAGE, (int) pid);
-                return;
-        }
-        if (r >= 0)
-                r = start_session(req);
-        if (r < 0)
-                (void) sd_bus_reply_method_errnof(req->message, r, "Failed to apply the caller's rights: %m");
-}
-
-/* Asks polkit, in one step, about every further right the loaded config needs or would
- * use; none to ask (root) goes on at once. */
-static int authorize_rights(BusRequest *req) {
-        static const int none[ELEMENTSOF(start_rights)] = {};
-        PolkitAction actions[ELEMENTSOF(start_rights)];
-        unsigned required, optional;
-        size_t n = 0;
-
-        manager_start_rights(&req->start, &required, &optional);
-        for (size_t i = 0; i < ELEMENTSOF(start_rights); i++)
-                if ((required | optional) & start_rights[i].right)
-                        actions[n++] = start_rights[i].action;
-        if (n == 0) {
-                on_rights_result(req, none);
-                return 0;
-        }
-        return bus_request_authorize_again(req, actions, n, on_rights_result);
-}
-
-static void on_record_result(BusRequest *req, int result) {
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        int r;
-
-        /* polkit.c has logged the refusal, in words. */
-        if (result < 0)
-                return bus_request_reply_refusal(req, result, TB_ACTION_RECORD, "Recording kernel traces");
-        r = start_load_config(req->context->manager, &req->start_options, &req->trace_config, &req->start.config,
-                              &error);
-        if (r < 0)
-                return reply_failure(req->message, r, &error);
-        r = authorize_rights(req);
-        if (r < 0)
-                (void) sd_bus_reply_method_errnof(req->message, r, "Failed to ask polkit about the config's rights: %m");
-}
-
 /* The detach key's shape and that it is free, and the Output fd, before polkit: they
  * cost the same whatever the caller sent. */
 static int take_key_and_output(BusContext *c, BusRequest *req, sd_bus_error *error) {
@@ -246,26 +283,4 @@ static int take_key_and_output(BusContext *c, BusRequest *req, sd_bus_error *err
         if (o->output_fd >= 0)
                 return bus_take_output_fd(o->output_fd, req->uid, &req->start.output_fd, error);
         return 0;
-}
-
-int method_start(sd_bus_message *message, void *userdata, sd_bus_error *error) {
-        BusContext *c = ASSERT_PTR(userdata);
-        _cleanup_(bus_request_freep) BusRequest *req = NULL;
-        int r;
-
-        if (c->manager->exiting)
-                return bus_start_resource_error(c->manager, NULL, START_FAILURE_SHUTTING_DOWN, error);
-        r = bus_request_new(message, &req);
-        if (r < 0)
-                return r;
-        /* Before polkit, only what costs the same whatever the caller sent: the message's
-         * caps, the key, the fd. The config is parsed once polkit said yes, so a refused
-         * caller cannot keep the loop busy. */
-        r = start_read_arguments(message, &req->start_options, error);
-        if (r < 0)
-                return r;
-        r = take_key_and_output(c, req, error);
-        if (r < 0)
-                return r;
-        return bus_request_authorize(c, &req, TB_ACTION_RECORD, /* interactive= */ true, on_record_result);
 }

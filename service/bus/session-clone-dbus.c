@@ -138,10 +138,11 @@ int manager_dbus_clone_detached(BusContext *c, sd_bus_message *message, sd_bus_e
         int r;
 
         r = sd_bus_message_read(message, "s", &key);
-        if (r >= 0)
-                r = bus_sender_euid(message, &uid);
         if (r < 0)
                 return r;
+        r = bus_sender_euid(message, &uid);
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, r, "Failed to learn the caller's user: %m");
         if (!session_detach_key_valid(key))
                 return session_dbus_key_error(-EINVAL, key, error);
         r = read_clone_options(message, uid, &fd, error);

@@ -146,9 +146,10 @@ static void reply_stops(Session *s, SessionDBus *d) {
                 r = sd_bus_message_new_method_return(d->stops[i], &reply);
                 if (r >= 0)
                         r = append_stats(reply, s);
-                if (r >= 0)
-                        r = sd_bus_send(NULL, reply, NULL);
                 if (r < 0)
+                        log_warning_errno(r, "Failed to build the stats of session %" PRIu64 " for Stop, ignoring: %m",
+                                          s->id);
+                else if ((r = sd_bus_send(NULL, reply, NULL)) < 0)
                         log_warning_errno(r, "Failed to answer Stop of session %" PRIu64 ", ignoring: %m", s->id);
                 d->stops[i] = sd_bus_message_unref(d->stops[i]);
         }

@@ -41,11 +41,11 @@ int session_dbus_key_error(int r, const char *key, sd_bus_error *error);
 /* The unique name of the connection the session is bound to, or NULL. */
 const char *session_dbus_owner(const Session *s);
 
-/* session-rotate-dbus.c (helper "rotate"): Session.SetNextOutput(h), and the Rotated(u)
+/* session-rotate-dbus.c: Session.SetNextOutput(h), and the Rotated(u)
  * signal to the owner after each new chunk. */
 int session_rotate_dbus_set_next_output(sd_bus_message *m, void *userdata, sd_bus_error *error);
 void session_rotate_dbus_emit(sd_bus *bus, Session *s);
-/* Helper "clone" (session-clone-dbus.c): Session.Clone of the session at @path, and
+/* session-clone-dbus.c: Session.Clone of the session at @path, and
  * Manager.CloneDetached; both answer once the snapshot is written. */
 int session_dbus_clone(BusContext *c, const char *path, sd_bus_message *message, sd_bus_error *error);
 int manager_dbus_clone_detached(BusContext *c, sd_bus_message *message, sd_bus_error *error);

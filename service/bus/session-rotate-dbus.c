@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Session.SetNextOutput and the Rotated signal (helper "rotate"): a rotating session
+/* Session.SetNextOutput and the Rotated signal: a rotating session
  * that writes into the caller's fds gets each next chunk's fd from its owner ahead of
  * time, and tells the owner (only) when a chunk began, so that it hands over the next. */
 #include <inttypes.h>

@@ -192,11 +192,11 @@ uint64_t manager_buffer_memory_in_use(Manager *m);
  * budget, -ENOBUFS past MaxBufferMemory (@ret_failure says which). */
 int manager_check_resources(Manager *m, const StartRequest *req, StartFailure *ret_failure);
 
-/* helper "triggers" (issue 23): the triggers @names, sent by @uid (whose process is
+/* The triggers @names, sent by @uid (whose process is
  * @producer), to @uid's sessions, or to every session when @all (org.tracebus.manage).
  * Returns how many times a session took one. */
 unsigned manager_activate_triggers(Manager *m, char **names, uid_t uid, bool all, const char *producer);
-/* Helper "clone" (manager-clone.c): a snapshot of session @s for @uid, who may clone it
+/* manager-clone.c: a snapshot of session @s for @uid, who may clone it
  * (its owner, or a holder of org.tracebus.manage: the bus layer asked), into @fd (taken),
  * or with @fd < 0 into a new file of @uid's trace directory, within @uid's quota (scanned
  * first, on the worker). @callback runs once on the loop, at once on a refusal, with 0 or
@@ -206,10 +206,10 @@ unsigned manager_activate_triggers(Manager *m, char **names, uid_t uid, bool all
 typedef void (*CloneCallback)(Manager *m, int r, const SessionCloneResult *result, const char *output_path,
                               void *userdata);
 void manager_clone_session(Manager *m, Session *s, uid_t uid, int fd, CloneCallback callback, void *userdata);
-/* helper "triggers": manager_clone_session() into a new file of @uid's trace directory
+/* manager_clone_session() into a new file of @uid's trace directory
  * named exactly @name (with @fd < 0): CLONE_SNAPSHOT's FILE.N. */
 void manager_clone_session_named(Manager *m, Session *s, uid_t uid, int fd, const char *name, CloneCallback callback,
                                  void *userdata);
-/* helper "triggers": SessionCallbacks.on_snapshot_due: snapshot @n of session @s, into
+/* SessionCallbacks.on_snapshot_due: snapshot @n of session @s, into
  * its trace file's name + ".N" in its owner's trace directory (manager-triggers.c). */
 void manager_snapshot_on_trigger(Session *s, unsigned n, void *userdata);
