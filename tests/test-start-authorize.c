@@ -87,9 +87,12 @@ static void monitor_note_reply(Monitor *mon, sd_bus_message *m) {
         }
 }
 
-/* Reads what the bus carried until it has been quiet for half a second. */
+/* Reads what the bus carried until it has been quiet for half a second (at most ten
+ * seconds: what came by then is what the Start sent). */
 static void monitor_drain(Monitor *mon) {
-        for (;;) {
+        gint64 deadline = g_get_monotonic_time() + 10 * G_USEC_PER_SEC;
+
+        while (g_get_monotonic_time() < deadline) {
                 sd_bus_message *m = NULL;
                 int r = sd_bus_process(mon->bus, &m);
 

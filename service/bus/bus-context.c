@@ -36,7 +36,6 @@ int bus_take_output_fd(int fd, uid_t uid, int *ret, sd_bus_error *error) {
         return 0;
 }
 
-/* The session; for Start, also what of its config the service skipped or changed. */
 /* Everything a request holds but its place in the list and its polkit query: the
  * caller's message (with the descriptors it carries), what the handler prepared. */
 static void bus_request_release(BusRequest *req) {
