@@ -56,7 +56,7 @@ static void on_trigger_result(BusRequest *req, int result) {
                 return bus_request_reply_refusal(req, result, TB_ACTION_TRIGGER, "Activating triggers");
         r = bus_request_authorize_again(req, &manage, 1, on_manage_result);
         if (r < 0)
-                (void) sd_bus_reply_method_errnof(req->message, r, "Failed to ask polkit about org.tracebus.manage: %m");
+                (void) sd_bus_reply_method_errnof(req->message, r, "Failed to ask polkit about " TB_ACTION_MANAGE ": %m");
 }
 
 static int check_names(sd_bus_message *message, sd_bus_error *error) {
