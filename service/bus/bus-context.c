@@ -43,7 +43,9 @@ static void bus_request_release(BusRequest *req) {
         /* The options borrow from the message: released with it. */
         start_options_done(&req->start_options);
         req->message = sd_bus_message_unref(req->message);
+        /* Released when the caller leaves, and again when the request is freed. */
         trace_config_freep(&req->trace_config);
+        req->trace_config = NULL;
         start_request_done(&req->start);
         req->session_path = mfree(req->session_path);
 }
