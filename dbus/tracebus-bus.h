@@ -15,6 +15,14 @@
 #define TB_MANAGER_INTERFACE            "org.tracebus.Tracebus1.Manager"
 #define TB_SESSION_INTERFACE            "org.tracebus.Tracebus1.Session"
 
+/* The polkit actions the service asks about, declared in polkit/org.tracebus.policy:
+ * recording (Start, ListEvents); other users' sessions, raw kernel pointers and perf
+ * kernel frames; kprobes and function tracing; ActivateTriggers. */
+#define TB_ACTION_RECORD                "org.tracebus.record"
+#define TB_ACTION_MANAGE                "org.tracebus.manage"
+#define TB_ACTION_KPROBES               "org.tracebus.kprobes"
+#define TB_ACTION_TRIGGER               "org.tracebus.trigger"
+
 /* Errors a client can act on, beyond the standard org.freedesktop.DBus.Error.* ones.
  * Each is declared in the XML (annotation org.tracebus.Tracebus1.Errors) and has an
  * errno and an explanation in lib/bus/bus-errors.c. */

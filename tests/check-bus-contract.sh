@@ -8,7 +8,8 @@
 # user guide use; every error name is declared in the XML (the
 # org.tracebus.Tracebus1.Errors annotation) and the XML declares no other; and
 # every TB_ERROR_* has an errno in lib/bus/bus-errors.c's map and a sentence in
-# its explanations.
+# its explanations; the polkit action ids in it are the actions of
+# polkit/org.tracebus.policy, both ways.
 #
 #   tests/check-bus-contract.sh SOURCE_DIR
 #
@@ -57,26 +58,35 @@ session_prefix=$(macro TB_SESSION_PATH_PREFIX)
 [ -n "$bus_name" ] && [ -n "$manager_path" ] && [ -n "$session_prefix" ] ||
         bad "$header lacks TB_BUS_NAME, TB_MANAGER_PATH or TB_SESSION_PATH_PREFIX"
 
+# The header's macros named like $1 against the names $2 of $3, both ways: each
+# macro's value is one of them, and each of them has a macro ($4: what they are,
+# a word that takes "an").
+check_both_ways() {
+        pattern=$1 theirs=" $(echo $2) " where=$3 what=$4
+        ours=""
+        for m in $(sed -n "s/^#define \($pattern\)[[:space:]].*/\1/p" "$header"); do
+                v=$(macro "$m")
+                ours="$ours $v"
+                case "$theirs" in
+                *" $v "*) echo "ok: $m = $v is an $what of $where" ;;
+                *) bad "$m = $v is no $what of $where (it has:$theirs)" ;;
+                esac
+        done
+        [ -n "$ours" ] || bad "no $pattern in $header"
+        for v in $theirs; do
+                case " $ours " in
+                *" $v "*) ;;
+                *) bad "$what $v of $where has no $pattern in $header" ;;
+                esac
+        done
+}
+
 # Interfaces: the header's names and the XML's, both ways.
 xml_ifaces=""
 for f in "$src"/dbus/*.xml; do
         xml_ifaces="$xml_ifaces $(xmllint --xpath '//interface/@name' "$f" | sed 's/ *name="\([^"]*\)"/\1 /g')"
 done
-header_ifaces=""
-for m in $(sed -n 's/^#define \(TB_[A-Z_]*_INTERFACE\)[[:space:]].*/\1/p' "$header"); do
-        v=$(macro "$m")
-        header_ifaces="$header_ifaces $v"
-        case " $xml_ifaces " in
-        *" $v "*) echo "ok: $m = $v is an interface of dbus/*.xml" ;;
-        *) bad "$m = $v is no interface of dbus/*.xml (they have:$xml_ifaces)" ;;
-        esac
-done
-for v in $xml_ifaces; do
-        case " $header_ifaces " in
-        *" $v "*) ;;
-        *) bad "interface $v of dbus/*.xml has no TB_*_INTERFACE in $header" ;;
-        esac
-done
+check_both_ways 'TB_[A-Z_]*_INTERFACE' "$xml_ifaces" 'dbus/*.xml' interface
 
 # Paths: each interface file says where its objects are ("NAME, at PATH").
 check_documented() { # file, text that must be in it, what
@@ -131,5 +141,10 @@ for v in $xml_errors; do
         *) bad "error $v declared in dbus/*.xml has no TB_ERROR_* in $header" ;;
         esac
 done
+
+# polkit actions: the header's TB_ACTION_* and the policy's action ids, both ways.
+policy=$src/polkit/org.tracebus.policy
+policy_actions=$(xmllint --xpath '//action/@id' "$policy" | sed 's/ *id="\([^"]*\)"/\1 /g')
+check_both_ways 'TB_ACTION_[A-Z_]*' "$policy_actions" "$policy" action
 
 exit $fail

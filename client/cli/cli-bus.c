@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "bus-dict.h"
 #include "bus-errors.h"
 #include "strv.h"
 
@@ -235,31 +236,8 @@ static int read_property(sd_bus_message *m, const char *name, void *userdata) {
         return sd_bus_message_skip(m, "v");
 }
 
-int cli_read_properties(sd_bus_message *m, CliPropertyReader read, void *userdata) {
-        const char *name;
-        int r;
-
-        r = sd_bus_message_enter_container(m, 'a', "{sv}");
-        if (r < 0)
-                return r;
-        while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
-                r = sd_bus_message_read(m, "s", &name);
-                if (r < 0)
-                        return r;
-                r = read(m, name, userdata);
-                if (r < 0)
-                        return r;
-                r = sd_bus_message_exit_container(m);
-                if (r < 0)
-                        return r;
-        }
-        if (r < 0)
-                return r;
-        return sd_bus_message_exit_container(m);
-}
-
 int session_info_update(SessionInfo *i, sd_bus_message *m) {
-        return cli_read_properties(m, read_property, i);
+        return bus_message_read_dict(m, read_property, i);
 }
 
 static uint64_t session_id_from_path(const char *path) {
@@ -315,6 +293,7 @@ void stop_stats_done(StopStats *s) {
 
 static int stats_entry(sd_bus_message *m, const char *key, void *userdata) {
         StopStats *s = userdata;
+
         if (strcmp(key, "Events") == 0)
                 return sd_bus_message_read(m, "v", "t", &s->events);
         if (strcmp(key, "Bytes") == 0)
@@ -334,7 +313,7 @@ int stop_stats_read(sd_bus_message *m, StopStats *ret) {
         _cleanup_(stop_stats_done) StopStats s = {};
         int r;
 
-        r = cli_read_properties(m, stats_entry, &s);
+        r = bus_message_read_dict(m, stats_entry, &s);
         if (r < 0)
                 return r;
         *ret = s;

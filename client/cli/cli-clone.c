@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bus-dict.h"
 #include "cli.h"
 #include "fd-util.h"
 #include "strv.h"
@@ -108,7 +109,7 @@ static int print_result(sd_bus_message *reply, const Args *a) {
         char size[32];
         int r;
 
-        r = cli_read_properties(reply, read_result_entry, &res);
+        r = bus_message_read_dict(reply, read_result_entry, &res);
         warnings = res.warnings;
         if (r < 0)
                 return r;
@@ -144,7 +145,7 @@ int run_clone(const Args *a) {
         }
         r = cli_call_authorized(bus, m, CLI_STOP_TIMEOUT_USEC, &error, &reply);
         if (r < 0) {
-                cli_print_bus_error("cannot clone the session", &error, r, ACTION_MANAGE);
+                cli_print_bus_error("cannot clone the session", &error, r, TB_ACTION_MANAGE);
                 return sd_bus_error_has_name(&error, TB_ERROR_NO_SUCH_SESSION) ? EXIT_NO_SESSION : EXIT_FAILURE;
         }
         r = print_result(reply, a);

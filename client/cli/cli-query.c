@@ -398,7 +398,7 @@ int run_stop_session(const Args *a) {
         if (r >= 0)
                 r = cli_call_authorized(bus, m, CLI_STOP_TIMEOUT_USEC, &error, &reply);
         if (r < 0) {
-                cli_print_bus_error("cannot stop the session", &error, r, ACTION_MANAGE);
+                cli_print_bus_error("cannot stop the session", &error, r, TB_ACTION_MANAGE);
                 return sd_bus_error_has_name(&error, TB_ERROR_NO_SUCH_SESSION) ? EXIT_NO_SESSION : EXIT_FAILURE;
         }
         if (stop_stats_read(reply, &st) >= 0)

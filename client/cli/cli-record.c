@@ -387,7 +387,7 @@ static int call_start(Client *c, const CliConfig *cfg, int fd, const char *detac
         }
         r = cli_call_authorized(c->bus, m, CLI_CALL_TIMEOUT_USEC, &error, &reply);
         if (r < 0) {
-                cli_print_bus_error("cannot start tracing", &error, r, ACTION_RECORD);
+                cli_print_bus_error("cannot start tracing", &error, r, TB_ACTION_RECORD);
                 return r;
         }
         r = take_session(c, reply);

@@ -52,7 +52,7 @@ int run_trigger(const Args *a) {
         }
         r = cli_call_authorized(bus, m, CLI_CALL_TIMEOUT_USEC, &error, &reply);
         if (r < 0) {
-                cli_print_bus_error("cannot send the triggers", &error, r, ACTION_TRIGGER);
+                cli_print_bus_error("cannot send the triggers", &error, r, TB_ACTION_TRIGGER);
                 return EXIT_FAILURE;
         }
         return EXIT_SUCCESS;

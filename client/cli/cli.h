@@ -20,10 +20,6 @@
 
 #define SESSION_PATH_PREFIX TB_SESSION_PATH_PREFIX "/"
 
-#define ACTION_RECORD "org.tracebus.record"
-#define ACTION_MANAGE "org.tracebus.manage"
-#define ACTION_TRIGGER "org.tracebus.trigger"
-
 /* perfetto's exit codes: 0 yes/success, 1 error, 2 "no such detached session". */
 #define EXIT_NO_SESSION 2
 /* An option of perfetto's that has no meaning off Android (--upload, --dropbox,
@@ -168,10 +164,6 @@ typedef struct SessionInfo {
 } SessionInfo;
 
 void session_info_done(SessionInfo *i);
-/* Reads an a{sv}: @read gets each entry's name with the message at its variant, which it
- * reads or skips. */
-typedef int (*CliPropertyReader)(sd_bus_message *m, const char *name, void *userdata);
-int cli_read_properties(sd_bus_message *m, CliPropertyReader read, void *userdata);
 /* Properties.GetAll of one session. */
 int session_info_get(sd_bus *bus, const char *path, SessionInfo *ret, sd_bus_error *error);
 /* Applies an a{sv} of session properties (GetAll's reply, PropertiesChanged). */

@@ -7,6 +7,7 @@
 #include "bus-errors.h"
 #include "fd-util.h"
 #include "log.h"
+#include "core/output-fd.h"
 
 int bus_sender_euid(sd_bus_message *m, uid_t *ret) {
         _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
@@ -19,11 +20,32 @@ int bus_sender_euid(sd_bus_message *m, uid_t *ret) {
         return sd_bus_creds_get_euid(creds, ret);
 }
 
+int bus_take_output_fd(int fd, uid_t uid, int *ret, sd_bus_error *error) {
+        const char *why = NULL;
+        int r;
+
+        r = output_fd_take(fd, uid, ret, &why);
+        if (r == -EPERM)
+                return sd_bus_error_set(error, TB_ERROR_OUTPUT_REFUSED, why);
+        if (r == -ENXIO)
+                return sd_bus_error_set(error, TB_ERROR_OUTPUT_ERROR, why);
+        if (why)
+                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, why);
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, r, "Cannot use the Output file descriptor: %m");
+        return 0;
+}
+
 /* Everything a request holds but its place in the list and its polkit query: the
  * caller's message (with the descriptors it carries), what the handler prepared. */
 static void bus_request_release(BusRequest *req) {
         req->caller = sd_bus_track_unref(req->caller);
+        /* The options borrow from the message: released with it. */
+        start_options_done(&req->start_options);
         req->message = sd_bus_message_unref(req->message);
+        /* Released when the caller leaves, and again when the request is freed. */
+        trace_config_freep(&req->trace_config);
+        req->trace_config = NULL;
         start_request_done(&req->start);
         req->session_path = mfree(req->session_path);
 }
@@ -52,6 +74,7 @@ int bus_request_new(sd_bus_message *message, BusRequest **ret) {
         if (!req)
                 return -ENOMEM;
         req->start.output_fd = -EBADF;
+        req->start_options = (StartOptions) { .output_fd = -EBADF };
         req->message = sd_bus_message_ref(message);
         r = bus_sender_euid(message, &req->uid);
         if (r < 0)
@@ -78,17 +101,24 @@ void bus_context_count_held_fds(BusContext *c, uid_t uid, unsigned *ret_uid, uns
         *ret_all = all;
 }
 
-static void on_polkit_result(int result, void *userdata) {
-        _cleanup_(bus_request_freep) BusRequest *req = userdata;
+static void on_polkit_result(const int *results, size_t n, void *userdata) {
+        BusRequest *req = ASSERT_PTR(userdata);
 
         req->query = polkit_query_free(req->query);
-        if (!req->message)
-                return;              /* an orphan: its caller left, nobody to answer */
-        /* For the file descriptor budgets: what the caller's other waiting calls hold. */
-        bus_context_count_held_fds(req->context, req->uid, &req->start.held_fds_uid, &req->start.held_fds_all);
-        req->start.held_fds_uid -= bus_request_held_fds(req);
-        req->start.held_fds_all -= bus_request_held_fds(req);
-        req->on_result(req, result);
+        /* An orphan (its caller left) has nobody to answer. */
+        if (req->message) {
+                /* For the file descriptor budgets: what the caller's other waiting calls hold. */
+                bus_context_count_held_fds(req->context, req->uid, &req->start.held_fds_uid, &req->start.held_fds_all);
+                req->start.held_fds_uid -= bus_request_held_fds(req);
+                req->start.held_fds_all -= bus_request_held_fds(req);
+                if (req->on_results)
+                        req->on_results(req, results);
+                else
+                        req->on_result(req, results[0]);
+        }
+        /* Done, unless the callback asked polkit again about the same request. */
+        if (!req->query)
+                bus_request_free(req);
 }
 
 /* The caller left the bus: nothing it asked for may happen, and nothing it sent may stay
@@ -103,46 +133,56 @@ static int on_caller_vanished(sd_bus_track *track, void *userdata) {
         return 0;
 }
 
-/* Answers TooManyPendingCalls when @req would pass a cap on the calls waiting for
- * polkit; returns 1 then. Not logged: the log would be the flood. */
-static int refuse_over_cap(BusContext *c, BusRequest *req) {
+/* Answers TooManyPendingCalls when @n more calls for @req would pass a cap on the calls
+ * waiting for polkit; returns 1 then. Not logged: the log would be the flood. */
+static int refuse_over_cap(BusContext *c, BusRequest *req, size_t n) {
         const ManagerLimits *l = &c->manager->limits;
-        unsigned all = 0, of_uid = 0;
+        size_t all = 0, of_uid = 0;
 
         for (BusRequest *i = c->requests; i; i = i->next) {
-                all++;
+                size_t pending = polkit_query_n_pending(i->query);
+
+                all += pending;
                 if (i->uid == req->uid)
-                        of_uid++;
+                        of_uid += pending;
         }
-        if (of_uid >= l->max_pending_per_uid)
+        if (of_uid + n > l->max_pending_per_uid)
                 (void) sd_bus_reply_method_errorf(req->message, TB_ERROR_TOO_MANY_PENDING_CALLS,
-                                                  "You have %u calls waiting for authorization, the most one user "
+                                                  "You have %zu calls waiting for authorization, the most one user "
                                                   "may have (MaxPendingPerUser=%u); wait for their answers.",
                                                   of_uid, l->max_pending_per_uid);
-        else if (all >= l->max_pending)
+        else if (all + n > l->max_pending)
                 (void) sd_bus_reply_method_errorf(req->message, TB_ERROR_TOO_MANY_PENDING_CALLS,
-                                                  "The service has %u calls waiting for authorization, its cap "
+                                                  "The service has %zu calls waiting for authorization, its cap "
                                                   "(MaxPending=%u); try again later.", all, l->max_pending);
         else
                 return 0;
         return 1;
 }
 
-int bus_request_authorize(BusContext *c, BusRequest **reqp, const char *action, bool interactive,
-                          void (*on_result)(BusRequest *req, int result)) {
-        BusRequest *req = *reqp;
+/* Follows the caller, so that its request is dropped when it leaves the bus. */
+static int track_caller(BusContext *c, BusRequest *req) {
         int r;
 
-        if (refuse_over_cap(c, req))
-                return 1;
-        req->on_result = on_result;
-        r = polkit_check_async(req->message, action, interactive, on_polkit_result, req, &req->query);
-        if (r < 0)
-                return r;
         r = sd_bus_track_new(c->bus, &req->caller, on_caller_vanished, req);
         if (r < 0)
                 return r;
-        r = sd_bus_track_add_sender(req->caller, req->message);
+        return sd_bus_track_add_sender(req->caller, req->message);
+}
+
+int bus_request_authorize(BusContext *c, BusRequest **reqp, const char *action, bool interactive,
+                          void (*on_result)(BusRequest *req, int result)) {
+        const PolkitAction question = { .id = action, .interactive = interactive };
+        BusRequest *req = *reqp;
+        int r;
+
+        if (refuse_over_cap(c, req, 1))
+                return 1;
+        req->on_result = on_result;
+        r = polkit_verify_actions_async(req->message, &question, 1, on_polkit_result, req, &req->query);
+        if (r < 0)
+                return r;
+        r = track_caller(c, req);
         if (r < 0)
                 return r;
         req->context = c;
@@ -151,6 +191,19 @@ int bus_request_authorize(BusContext *c, BusRequest **reqp, const char *action, 
                 c->requests->prev = req;
         c->requests = TAKE_PTR(*reqp);
         return 1;
+}
+
+int bus_request_authorize_again(BusRequest *req, const PolkitAction *actions, size_t n,
+                                void (*on_results)(BusRequest *req, const int *results)) {
+        int r;
+
+        assert(req->context && !req->query);
+        if (refuse_over_cap(req->context, req, n))
+                return 1;
+        req->on_result = NULL;
+        req->on_results = on_results;
+        r = polkit_verify_actions_async(req->message, actions, n, on_polkit_result, req, &req->query);
+        return r < 0 ? r : 1;
 }
 
 void bus_request_reply_refusal(BusRequest *req, int result, const char *action, const char *what) {

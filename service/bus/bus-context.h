@@ -5,6 +5,8 @@
 #include <systemd/sd-bus.h>
 
 #include "core/manager.h"
+#include "tracebus-bus.h"
+#include "start-arguments.h"
 #include "polkit.h"
 
 /*
@@ -13,22 +15,27 @@
  * keep the service from exiting for idleness and are answered when it shuts down.
  */
 
-#define ACTION_RECORD "org.tracebus.record"
-#define ACTION_MANAGE "org.tracebus.manage"
-#define ACTION_KPROBES "org.tracebus.kprobes"
-#define ACTION_TRIGGER "org.tracebus.trigger"   /* helper "triggers": Manager.ActivateTriggers */
-
 /* What every call refused for SIGTERM hears (TB_ERROR_SHUTTING_DOWN). */
 #define BUS_SHUTTING_DOWN_TEXT \
         "The service is shutting down: it finishes its sessions and starts none. Try again once it has exited."
 
 typedef struct BusRequest BusRequest;
+typedef struct BusContext BusContext;
 
-typedef struct BusContext {
+/* What Stop and Clone do to a session (session_dbus_act()): @prepare reads the call's
+ * arguments into the request before the session is looked up (NULL: none); @act acts on
+ * the session, returning 1 when its reply comes later; @what names it for a refusal. */
+typedef struct SessionAction {
+        int (*prepare)(BusRequest *req, sd_bus_error *error);
+        int (*act)(BusContext *c, BusRequest *req, Session *s);
+        const char *what;
+} SessionAction;
+
+struct BusContext {
         Manager *manager;
         sd_bus *bus;
         BusRequest *requests;        /* calls waiting for polkit */
-} BusContext;
+};
 
 /* A call waiting for polkit. What happens once polkit has answered depends on the method. */
 struct BusRequest {
@@ -37,11 +44,20 @@ struct BusRequest {
         sd_bus_message *message;
         uid_t uid;                   /* the sender's EUID */
         PolkitQuery *query;
+        /* Called with polkit's answer: on_result for a question about one action,
+         * on_results for several (an answer per action, in the order asked). */
         void (*on_result)(BusRequest *req, int result);
+        void (*on_results)(BusRequest *req, const int *results);
         sd_bus_track *caller;        /* NULL once the caller left: the request is an orphan */
 
-        StartRequest start;          /* Start */
-        char *session_path;          /* Stop of a session that is not the caller's */
+        /* Start: its arguments as read (borrowing from the message), the config parsed
+         * from them once polkit allowed recording, and what the session gets. */
+        StartOptions start_options;
+        Tracebus__TraceConfig *trace_config;
+        StartRequest start;
+        /* Stop or Clone of a session that is not the caller's. */
+        char *session_path;
+        const SessionAction *session_action;
 };
 
 int bus_request_new(sd_bus_message *message, BusRequest **ret);
@@ -49,17 +65,26 @@ BusRequest *bus_request_free(BusRequest *req);
 DEFINE_TRIVIAL_CLEANUP_FUNC(BusRequest *, bus_request_free);
 
 /* Hands the request to polkit; the context keeps it until polkit answers, then calls
- * @on_result and frees it. Returns 1: the handler's reply comes later.
+ * @on_result and frees it, unless @on_result asked polkit again about the same request
+ * (bus_request_authorize_again()). Returns 1: the handler's reply comes later.
  *
- * Each UID may have MaxPendingPerUser calls waiting, the service MaxPending (each below
- * dbus-daemon's 128 replies a connection may wait for, so that one user can never make
- * polkit unreachable for the others): one more is answered TooManyPendingCalls here, at
- * once, without asking polkit. When the caller leaves the bus, its request is dropped:
- * its polkit query cancelled, its message and descriptors released, @on_result never
- * called. It still counts against both caps until polkit has answered the cancelled
- * query, since until then it holds one of the bus's 128 slots. */
+ * Each UID may have MaxPendingPerUser calls to polkit waiting, the service MaxPending
+ * (each below dbus-daemon's 128 replies a connection may wait for, so that one user can
+ * never make polkit unreachable for the others): a request that would pass a cap is
+ * answered TooManyPendingCalls here, at once, without asking polkit. When the caller
+ * leaves the bus, its request is dropped: its polkit query cancelled, its message and
+ * descriptors released, @on_result never called. Its calls still count against both
+ * caps until polkit has answered them, since until then each holds one of the bus's
+ * 128 replies. */
 int bus_request_authorize(BusContext *c, BusRequest **reqp, const char *action, bool interactive,
                           void (*on_result)(BusRequest *req, int result));
+
+/* From the callback of @req, whose polkit answer came: asks polkit about @actions
+ * together, under the same caps (each action one call), and calls @on_results once
+ * with all the answers. Returns 1 (the reply comes later, or TooManyPendingCalls was
+ * answered) or a negative errno, with which the caller answers. */
+int bus_request_authorize_again(BusRequest *req, const PolkitAction *actions, size_t n,
+                                void (*on_results)(BusRequest *req, const int *results));
 
 /* Answers a call that polkit refused (or could not decide): @what needs @action. */
 void bus_request_reply_refusal(BusRequest *req, int result, const char *action, const char *what);
@@ -70,6 +95,10 @@ void bus_context_cancel_requests(BusContext *c);
 /* The descriptors the calls waiting for polkit hold, of @uid and of everyone, for the
  * file descriptor budgets: a Start's Output twice (the message's and the copy). */
 void bus_context_count_held_fds(BusContext *c, uid_t uid, unsigned *ret_uid, unsigned *ret_all);
+
+/* The Output fd must be something the caller could write a trace into itself
+ * (output-fd.c): the service's own fd for it in *ret, or a named error. */
+int bus_take_output_fd(int fd, uid_t uid, int *ret, sd_bus_error *error);
 
 /* The caller's EUID, as the bus reports it (SO_PEERCRED): never from the message. */
 int bus_sender_euid(sd_bus_message *m, uid_t *ret);

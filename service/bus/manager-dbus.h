@@ -18,7 +18,3 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(BusContext *, manager_dbus_free);
 /* True when the service may exit for being idle: the manager has nothing to do and no
  * call waits for polkit (the only method calls the service makes itself). */
 bool manager_dbus_check_idle(void *userdata);
-
-/* The Output fd must be something the caller could write a trace into itself
- * (output-fd.c): the service's own fd for it in *ret, or a named error. */
-int bus_take_output_fd(int fd, uid_t uid, int *ret, sd_bus_error *error);

@@ -1,261 +1,286 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include <string.h>
+/*
+ * Manager.Start, top to bottom:
+ *   method_start()        the arguments read against their caps (nothing parsed), the
+ *                         key and the Output fd checked; polkit asked for recording.
+ *   on_record_result()    the config parsed and loaded once, kept in the request; the
+ *                         further rights it needs asked of polkit in one step.
+ *   on_rights_result()    the rights applied (core/manager-sessions.c holds the rules);
+ *                         the session started.
+ *   on_session_started()  the reply: the session, or which step refused it.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
 
 #include "bus-errors.h"
 #include "manager-start-dbus.h"
-#include "strv.h"
+#include "session-dbus.h"
+#include "core/trace-dir.h"
 
-void start_options_done(StartOptions *o) {
-        o->events = strv_free(o->events);
-}
+/* The polkit action of each right a Start may need, and whether it is asked with a
+ * dialog: kprobes patch kernel code, asked as recording is; raw addresses never with
+ * one, as whoever may record is not asked to authenticate again for them. */
+static const struct {
+        StartRight right;
+        PolkitAction action;
+        const char *what;       /* for the refusal of a required right */
+} start_rights[] = {
+        { START_RIGHT_KPROBES, { TB_ACTION_KPROBES, /* interactive= */ true }, "Probing or tracing kernel functions" },
+        { START_RIGHT_MANAGE, { TB_ACTION_MANAGE, /* interactive= */ false }, "Raw kernel pointers" },
+};
 
-char *printable_copy(const char *s) {
-        char *copy = strdup(strempty(s));
+/* What waits for the session to start: the caller's message, and the parsed config for
+ * a recheck of the kernel's events when tracefs refused one. */
+typedef struct StartReply {
+        sd_bus_message *message;
+        Tracebus__TraceConfig *trace_config;
+        SessionConfigFlags flags;
+} StartReply;
 
-        if (!copy)
+static StartReply *start_reply_free(StartReply *reply) {
+        if (!reply)
                 return NULL;
-        for (char *p = copy; *p; p++)
-                if (*p < 0x20 || *p > 0x7e)
-                        *p = '?';
-        return copy;
+        sd_bus_message_unref(reply->message);
+        trace_config_freep(&reply->trace_config);
+        return mfree(reply);
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(StartReply *, start_reply_free);
+
+static void on_record_result(BusRequest *req, int result);
+static int authorize_rights(BusRequest *req);
+static void on_rights_result(BusRequest *req, const int *results);
+static int start_session(BusRequest *req);
+static void on_session_started(Manager *m, int r, const StartResult *res, void *userdata);
+static void reply_failure(sd_bus_message *m, int r, const sd_bus_error *error);
+static int take_key_and_output(BusContext *c, BusRequest *req, sd_bus_error *error);
+static int start_error(Manager *m, int r, const StartResult *res, sd_bus_error *error);
+
+int method_start(sd_bus_message *message, void *userdata, sd_bus_error *error) {
+        BusContext *c = ASSERT_PTR(userdata);
+        _cleanup_(bus_request_freep) BusRequest *req = NULL;
+        int r;
+
+        if (c->manager->exiting)
+                return bus_start_resource_error(c->manager, NULL, START_FAILURE_SHUTTING_DOWN, error);
+        r = bus_request_new(message, &req);
+        if (r < 0)
+                return r;
+        /* Before polkit, only what costs the same whatever the caller sent: the message's
+         * caps, the key, the fd. The config is parsed once polkit said yes, so a refused
+         * caller cannot keep the loop busy. */
+        r = start_read_arguments(message, &req->start_options, error);
+        if (r < 0)
+                return r;
+        r = take_key_and_output(c, req, error);
+        if (r < 0)
+                return r;
+        return bus_request_authorize(c, &req, TB_ACTION_RECORD, /* interactive= */ true, on_record_result);
 }
 
-/* Each option at most once: a second Events would silently replace the first. */
-static int check_option_once(StartOptions *o, const char *key, sd_bus_error *error) {
-        static const char *const names[] = { "Output", "Events", "DurationMs", "BinaryConfig", "DetachKey", "BufferSizeKb",
-                                            "RotateEveryMs", "RotateBytes", "RotateKeep" };
-        bool *seen[] = { &o->has_output, &o->has_events, &o->has_duration, &o->has_binary, &o->has_key, &o->has_buffer,
-                         &o->rotation.has_every, &o->rotation.has_bytes, &o->rotation.has_keep };
+/* polkit's answer on recording: the config parsed and loaded, once. */
+static void on_record_result(BusRequest *req, int result) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        int r;
 
-        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
-                if (strcmp(key, names[i]) != 0)
+        /* polkit.c has logged the refusal, in words. */
+        if (result < 0)
+                return bus_request_reply_refusal(req, result, TB_ACTION_RECORD, "Recording kernel traces");
+        r = start_load_config(req->context->manager, &req->start_options, &req->trace_config, &req->start.config,
+                              &error);
+        if (r < 0)
+                return reply_failure(req->message, r, &error);
+        r = authorize_rights(req);
+        if (r < 0)
+                (void) sd_bus_reply_method_errnof(req->message, r, "Failed to ask polkit about the config's rights: %m");
+}
+
+/* Asks polkit, in one step, about every further right the loaded config needs or would
+ * use; none to ask (root) goes on at once. */
+static int authorize_rights(BusRequest *req) {
+        static const int none[ELEMENTSOF(start_rights)] = {};
+        PolkitAction actions[ELEMENTSOF(start_rights)];
+        unsigned required, optional;
+        size_t n = 0;
+
+        manager_start_rights(&req->start, &required, &optional);
+        for (size_t i = 0; i < ELEMENTSOF(start_rights); i++)
+                if ((required | optional) & start_rights[i].right)
+                        actions[n++] = start_rights[i].action;
+        if (n == 0) {
+                on_rights_result(req, none);
+                return 0;
+        }
+        return bus_request_authorize_again(req, actions, n, on_rights_result);
+}
+
+/* polkit's answers on the further rights, in start_rights' order of those asked: a
+ * required right refused refuses the start; the optional ones only change what it
+ * records. */
+static void on_rights_result(BusRequest *req, const int *results) {
+        unsigned required, optional, granted = 0;
+        size_t k = 0;
+        pid_t pid = 0;
+        int r;
+
+        manager_start_rights(&req->start, &required, &optional);
+        for (size_t i = 0; i < ELEMENTSOF(start_rights); i++) {
+                if (!((required | optional) & start_rights[i].right))
                         continue;
-                if (*seen[i])
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Option '%s' is given twice.", key);
-                *seen[i] = true;
-                return 0;
+                if (results[k] < 0 && (required & start_rights[i].right))
+                        return bus_request_reply_refusal(req, results[k], start_rights[i].action.id,
+                                                         start_rights[i].what);
+                if (results[k++] > 0)
+                        granted |= start_rights[i].right;
         }
-        return 0;
-}
-
-/* RequestTooLarge, naming the cap and its value. */
-static int request_too_large(sd_bus_error *error, const char *what, size_t value, unsigned cap, const char *unit) {
-        return sd_bus_error_setf(error, TB_ERROR_REQUEST_TOO_LARGE,
-                                 "%s: %zu %s, above the cap of %u %s; nothing was started.",
-                                 what, value, unit, cap, unit);
-}
-
-/* Appends @s to o->events, doubling the room: strv_extend() counts the list each time. */
-static int append_event(StartOptions *o, size_t n, const char *s) {
-        if ((n & (n - 1)) == 0 && n >= 8) {
-                char **p = reallocarray(o->events, 2 * n + 1, sizeof(char *));
-
-                if (!p)
-                        return -ENOMEM;
-                o->events = p;
-        } else if (!o->events) {
-                o->events = calloc(9, sizeof(char *));
-                if (!o->events)
-                        return -ENOMEM;
+        r = manager_grant_start_rights(&req->start, granted, &pid);
+        if (r == -EPERM) {
+                (void) sd_bus_reply_method_errorf(req->message, TB_ERROR_PROCESS_NOT_YOURS,
+                                                  "linux.perf: process %d is another user's; sampling it needs "
+                                                  TB_ACTION_MANAGE, (int) pid);
+                return;
         }
-        o->events[n] = strdup(s);
-        if (!o->events[n])
-                return -ENOMEM;
-        o->events[n + 1] = NULL;
-        return 0;
-}
-
-/* The Events option, its caps checked name by name: a huge array is refused at the first
- * name over a cap, never read whole. */
-static int read_events_option(sd_bus_message *m, StartOptions *o, sd_bus_error *error) {
-        size_t n = 0, bytes = 0;
-        const char *e;
-        int r;
-
-        r = sd_bus_message_enter_container(m, 'v', "as");
-        if (r >= 0)
-                r = sd_bus_message_enter_container(m, 'a', "s");
-        while (r >= 0 && (r = sd_bus_message_read_basic(m, 's', &e)) > 0) {
-                bytes += strlen(e);
-                if (++n > SESSION_MAX_OPTION_EVENTS)
-                        return request_too_large(error, "The Events option has more names than allowed", n,
-                                                 SESSION_MAX_OPTION_EVENTS, "names");
-                if (bytes > SESSION_MAX_OPTION_EVENTS_BYTES)
-                        return request_too_large(error, "The Events option's names are too long together", bytes,
-                                                 SESSION_MAX_OPTION_EVENTS_BYTES, "bytes");
-                if (o->collect_events && append_event(o, n - 1, e) < 0)
-                        return -ENOMEM;
+        if (r < 0) {
+                (void) sd_bus_reply_method_errnof(req->message, r, "Failed to apply the caller's rights: %m");
+                return;
         }
-        if (r >= 0)
-                r = sd_bus_message_exit_container(m);
-        if (r >= 0)
-                r = sd_bus_message_exit_container(m);
-        return r;
-}
-
-static int read_binary_config_option(sd_bus_message *m, StartOptions *o, sd_bus_error *error) {
-        int r;
-
-        r = sd_bus_message_enter_container(m, 'v', "ay");
-        if (r >= 0)
-                r = sd_bus_message_read_array(m, 'y', &o->binary_config, &o->binary_config_size);
-        if (r >= 0 && o->binary_config_size > SESSION_MAX_CONFIG_BYTES)
-                return request_too_large(error, "The BinaryConfig option is too large", o->binary_config_size,
-                                         SESSION_MAX_CONFIG_BYTES, "bytes");
-        if (r >= 0)
-                r = sd_bus_message_exit_container(m);
-        return r;
-}
-
-static int read_start_options(sd_bus_message *m, StartOptions *o, sd_bus_error *error) {
-        const char *key;
-        int r;
-
-        r = sd_bus_message_enter_container(m, 'a', "{sv}");
+        r = start_session(req);
         if (r < 0)
-                return r;
-        while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
-                r = sd_bus_message_read(m, "s", &key);
-                if (r < 0)
-                        return r;
-                r = check_option_once(o, key, error);
-                if (r < 0)
-                        return r;
-                if (strcmp(key, "Output") == 0)
-                        r = sd_bus_message_read(m, "v", "h", &o->output_fd);
-                else if (strcmp(key, "Events") == 0)
-                        r = read_events_option(m, o, error);
-                else if (strcmp(key, "DurationMs") == 0) {
-                        r = sd_bus_message_read(m, "v", "u", &o->duration_ms);
-                        o->has_duration = true;
-                } else if (strcmp(key, "BinaryConfig") == 0)
-                        r = read_binary_config_option(m, o, error);
-                else if (strcmp(key, "DetachKey") == 0) {
-                        r = sd_bus_message_read(m, "v", "s", &o->detach_key);
-                } else if (strcmp(key, "BufferSizeKb") == 0) {
-                        r = sd_bus_message_read(m, "v", "u", &o->buffer_size_kb);
-                        o->has_buffer = true;
-                } else if (strcmp(key, "RotateEveryMs") == 0) {
-                        r = sd_bus_message_read(m, "v", "t", &o->rotation.every_ms);
-                        o->rotation.has_every = true;
-                } else if (strcmp(key, "RotateBytes") == 0) {
-                        r = sd_bus_message_read(m, "v", "t", &o->rotation.bytes);
-                        o->rotation.has_bytes = true;
-                } else if (strcmp(key, "RotateKeep") == 0) {
-                        r = sd_bus_message_read(m, "v", "u", &o->rotation.keep);
-                        o->rotation.has_keep = true;
-                } else {
-                        _cleanup_free_ char *shown = printable_copy(key);
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                 "Unknown option '%.64s'; known: Output, DetachKey, BinaryConfig, Events, DurationMs, BufferSizeKb, "
-                                                 "RotateEveryMs, RotateBytes, RotateKeep.",
-                                                 strempty(shown));
+                (void) sd_bus_reply_method_errnof(req->message, r, "Failed to start the session: %m");
+}
+
+/* Hands the request's session to the manager, which answers through on_session_started(). */
+static int start_session(BusRequest *req) {
+        _cleanup_(start_reply_freep) StartReply *reply = calloc(1, sizeof(*reply));
+
+        if (!reply)
+                return -ENOMEM;
+        reply->message = sd_bus_message_ref(req->message);
+        reply->trace_config = TAKE_PTR(req->trace_config);
+        reply->flags = start_config_flags(&req->start_options);
+        manager_start_session(req->context->manager, &req->start, on_session_started, TAKE_PTR(reply));
+        return 0;
+}
+
+/* The session (or the refusal) of a start, which may come from the worker. An event
+ * the index still had, gone from tracefs (a probe removed a moment ago), is
+ * UnknownEvent, as if the index had been read after. */
+static void on_session_started(Manager *m, int r, const StartResult *res, void *userdata) {
+        _cleanup_(start_reply_freep) StartReply *reply = userdata;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        Session *s = res->session;
+
+        if (r == -ECANCELED) {
+                (void) sd_bus_reply_method_errorf(reply->message, TB_ERROR_SHUTTING_DOWN, BUS_SHUTTING_DOWN_TEXT);
+                return;
+        }
+        if (r < 0) {
+                if (r != -ENOENT || res->failure != START_FAILURE_TRACING ||
+                    start_recheck_events(m, reply->trace_config, reply->flags, &error) >= 0)
+                        (void) start_error(m, r, res, &error);
+                return reply_failure(reply->message, r, &error);
+        }
+        if (!session_is_detached(s)) {
+                r = session_dbus_bind(s, reply->message);
+                if (r < 0) {
+                        (void) session_stop(s, SESSION_END_CLIENT_VANISHED);
+                        (void) sd_bus_error_set_errnof(&error, r, "Failed to track the caller: %m");
+                        return reply_failure(reply->message, r, &error);
                 }
-                if (r < 0 && sd_bus_error_is_set(error))
-                        return r;
-                if (r < 0)
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                 "Option '%s' has the wrong type.", key);
-                r = sd_bus_message_exit_container(m);
-                if (r < 0)
-                        return r;
         }
+        r = session_dbus_reply_path(reply->message, s, /* warnings= */ true);
         if (r < 0)
-                return r;
-        return sd_bus_message_exit_container(m);
+                (void) sd_bus_reply_method_errnof(reply->message, r, "Failed to send the session's path: %m");
 }
 
-static int config_error(int r, const char *raw_msg, sd_bus_error *error) {
-        _cleanup_free_ char *msg = raw_msg ? printable_copy(raw_msg) : NULL;
+/* ---- the replies ---- */
 
-        if (raw_msg && !msg)
-                return -ENOMEM;
-        if (r == -ENOENT)
-                return sd_bus_error_setf(error, TB_ERROR_UNKNOWN_EVENT,
-                                         "This kernel has no such trace events: %s (the kernel lists its events in available_events under tracefs).",
-                                         strempty(msg));
-        if (r == -EINVAL)
-                return sd_bus_error_setf(error, TB_ERROR_INVALID_CONFIG, "Invalid trace config: %s",
-                                         msg ?: "bad value");
-        return r;
-}
-
-static int load_config(Manager *m, const char *text, const StartOptions *o, SessionConfig *ret, sd_bus_error *error) {
-        _cleanup_(trace_config_freep) Tracebus__TraceConfig *tc = NULL;
-        _cleanup_free_ char *msg = NULL;
-        int r;
-
-        int ways = !isempty_str(text) + !!o->binary_config + (o->has_events || o->has_duration || o->has_buffer);
-
-        if (ways > 1)
-                return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS,
-                                        "Pass one of a text config, the BinaryConfig option, or the Events, "
-                                        "DurationMs and BufferSizeKb options.");
-        if (o->has_buffer && o->buffer_size_kb == 0)
-                return sd_bus_error_set(error, TB_ERROR_INVALID_CONFIG,
-                                        "Invalid trace config: BufferSizeKb must be at least 1 (leave it out for the default).");
-        if (!isempty_str(text))
-                r = session_config_parse_text(text, &tc, &msg);
-        else if (o->binary_config)
-                r = session_config_parse_binary(o->binary_config, o->binary_config_size, &tc, &msg);
+/* Answers @m with @error when it is set, else with @r's errno, saying that tracing did
+ * not start. */
+static void reply_failure(sd_bus_message *m, int r, const sd_bus_error *error) {
+        if (sd_bus_error_is_set(error))
+                (void) sd_bus_reply_method_error(m, error);
         else
-                r = session_config_from_options(o->events, o->duration_ms, o->buffer_size_kb, &tc);
-        if (r < 0)
-                return config_error(r, msg, error);
+                (void) sd_bus_reply_method_errnof(m, r, "Failed to start tracing: %m");
+}
 
-        /* The Events option is names a user typed: none existing is a typo (UnknownEvent).
-         * A TraceConfig is Perfetto's, run as Perfetto runs it: what is missing is warned. */
-        r = manager_load_session_config(m, tc, o->has_events ? SESSION_CONFIG_STRICT_EVENTS : 0, ret, &msg);
-        if (r == -ENOMEDIUM)
+static int trace_dir_error(Manager *m, uid_t uid, const StartResult *res, sd_bus_error *error) {
+        _cleanup_free_ char *entry = res->refused_entry ? printable_copy(res->refused_entry) : NULL;
+
+        if (!res->refused_entry)
+                return sd_bus_error_setf(error, TB_ERROR_TRACE_DIRECTORY_REFUSED,
+                                         "%s/traces/%u holds more than %u entries; delete some.",
+                                         m->state_dir, (unsigned) uid, TRACE_DIR_MAX_ENTRIES);
+        return sd_bus_error_setf(error, TB_ERROR_TRACE_DIRECTORY_REFUSED,
+                                 "%s/traces/%u/%.128s is not a plain file (a directory, a link or a file with "
+                                 "other names), which the quota cannot count; remove it.",
+                                 m->state_dir, (unsigned) uid, strempty(entry));
+}
+
+static int tracing_error(int r, sd_bus_error *error) {
+        /* The unit's sandbox (or a drop-in) left tracefs read-only: the log said so at
+         * start; the caller hears it in the same words. */
+        if (r == -EROFS)
                 return sd_bus_error_set(error, TB_ERROR_TRACING_UNAVAILABLE,
-                                        "tracefs is not mounted at /sys/kernel/tracing.");
-        if (r < 0)
-                return config_error(r, msg, error);
-        r = session_config_load_rotation(ret, &o->rotation, &msg);
-        if (r == -EINVAL)
-                return sd_bus_error_setf(error, TB_ERROR_INVALID_ROTATION, "Invalid rotation: %s", msg);
-        if (r >= 0 && ret->rotate_keep > 0 && o->has_output)
-                r = session_config_warn(ret, "RotateKeep: the chunks go into your Output fds, files the "
-                                        "service cannot delete: it deletes none");
-        return r;
+                                        "tracefs is read-only in this service's sandbox; "
+                                        "an administrator must allow writing to /sys/kernel/tracing.");
+        return sd_bus_error_set_errnof(error, r, "Failed to start tracing: %m");
 }
 
-int start_read_arguments(sd_bus_message *m, StartOptions *o, sd_bus_error *error) {
-        int r;
+/* The named error of a start that manager_start_session() refused, by the step that did. */
+static int start_error(Manager *m, int r, const StartResult *res, sd_bus_error *error) {
+        const StartRequest *req = res->request;
 
-        r = sd_bus_message_read(m, "s", &o->text);
-        if (r < 0)
-                return r;
-        /* sd-bus has checked the string already: its length costs no more than that. */
-        if (strlen(o->text) > SESSION_MAX_CONFIG_BYTES)
-                return request_too_large(error, "The config text is too large", strlen(o->text),
-                                               SESSION_MAX_CONFIG_BYTES, "bytes");
-        return read_start_options(m, o, error);
+        switch (res->failure) {
+        case START_FAILURE_USER_LIMIT:
+                return sd_bus_error_setf(error, TB_ERROR_TOO_MANY_SESSIONS,
+                                         "You have %u tracing sessions already; stop one first.",
+                                         m->limits.max_sessions_per_uid);
+        case START_FAILURE_SERVICE_LIMIT:
+                return sd_bus_error_setf(error, TB_ERROR_TOO_MANY_SESSIONS,
+                                         "The service runs its limit of %u sessions; try again later.",
+                                         m->limits.max_sessions);
+        case START_FAILURE_KEY_IN_USE:
+                return session_dbus_key_error(r, req->detach_key, error);
+        case START_FAILURE_SESSION_ID:
+                return sd_bus_error_set_errnof(error, r, "Failed to pick a session id: %m");
+        case START_FAILURE_TRACE_DIR:
+                return trace_dir_error(m, req->uid, res, error);
+        case START_FAILURE_NAME_IN_USE:
+                return sd_bus_error_setf(error, TB_ERROR_SESSION_NAME_IN_USE,
+                                         "A trace with this unique session name (%.256s) already exists.",
+                                         req->config.unique_session_name);
+        case START_FAILURE_OUTPUT:
+                if (r == -EDQUOT)
+                        return sd_bus_error_setf(error, TB_ERROR_QUOTA_EXCEEDED,
+                                                 "Your traces in %s/traces/%u use up the quota of %" PRIu64 " KiB; delete some.",
+                                                 m->state_dir, (unsigned) req->uid, m->limits.trace_dir_quota_bytes >> 10);
+                return sd_bus_error_set_errnof(error, r, "Failed to create a trace file in %s: %m", m->state_dir);
+        case START_FAILURE_SHUTTING_DOWN:
+        case START_FAILURE_USER_FILES:
+        case START_FAILURE_SERVICE_FILES:
+        case START_FAILURE_BUFFER_MEMORY:
+                return bus_start_resource_error(m, req, res->failure, error);
+        case START_FAILURE_TRACING:
+        default:
+                return tracing_error(r, error);
+        }
 }
 
-int start_load_config(sd_bus_message *m, Manager *manager, SessionConfig *ret, sd_bus_error *error) {
-        _cleanup_(start_options_done) StartOptions o = { .output_fd = -EBADF, .collect_events = true };
+/* The detach key's shape and that it is free, and the Output fd, before polkit: they
+ * cost the same whatever the caller sent. */
+static int take_key_and_output(BusContext *c, BusRequest *req, sd_bus_error *error) {
+        const StartOptions *o = &req->start_options;
         int r;
 
-        /* The message is read again rather than kept in a copy: it holds the text. */
-        r = sd_bus_message_rewind(m, /* complete= */ true);
-        if (r < 0)
-                return r;
-        r = start_read_arguments(m, &o, error);
-        if (r < 0)
-                return r;
-        return load_config(manager, o.text, &o, ret, error);
-}
-
-int start_recheck_events(sd_bus_message *m, Manager *manager, sd_bus_error *error) {
-        _cleanup_(session_config_done) SessionConfig config = {};
-        int r;
-
-        if (!manager->tracefs_root)
-                return 0;
-        r = session_config_reread_events(manager->tracefs_root);
-        if (r < 0)
-                return r;
-        r = start_load_config(m, manager, &config, error);
-        return r < 0 && sd_bus_error_is_set(error) ? r : 0;
+        if (o->detach_key) {
+                r = manager_check_detach_key(c->manager, req->uid, o->detach_key);
+                if (r < 0)
+                        return session_dbus_key_error(r, o->detach_key, error);
+                req->start.detach_key = strdup(o->detach_key);
+                if (!req->start.detach_key)
+                        return -ENOMEM;
+        }
+        if (o->output_fd >= 0)
+                return bus_take_output_fd(o->output_fd, req->uid, &req->start.output_fd, error);
+        return 0;
 }

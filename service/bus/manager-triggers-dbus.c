@@ -46,29 +46,21 @@ static int activate_and_reply(Manager *m, BusRequest *req, bool all) {
 }
 
 /* polkit has answered both questions: the triggers reach every user's sessions when
- * the caller holds org.tracebus.manage (@result > 0), only its own otherwise. */
-static void on_manage_result(BusRequest *req, int result) {
-        (void) activate_and_reply(req->context->manager, req, result > 0);
+ * the caller holds org.tracebus.manage, only its own otherwise. activate_and_reply()
+ * answers the caller on every path. */
+static void on_manage_result(BusRequest *req, const int *results) {
+        (void) activate_and_reply(req->context->manager, req, results[0] > 0);
 }
 
 static void on_trigger_result(BusRequest *req, int result) {
-        _cleanup_(bus_request_freep) BusRequest *next = NULL;
+        static const PolkitAction manage = { TB_ACTION_MANAGE, /* interactive= */ false };
         int r;
 
         if (result < 0)
-                return bus_request_reply_refusal(req, result, ACTION_TRIGGER, "Activating triggers");
-        /* polkit's answer frees @req: the second question goes in a request of its own. */
-        r = bus_request_new(req->message, &next);
-        if (r < 0) {
-                (void) sd_bus_reply_method_errnof(req->message, r, "Failed to activate the triggers: "
-                                                  "cannot queue the second polkit question: %m");
-                return;
-        }
-        r = bus_request_authorize(req->context, &next, ACTION_MANAGE, /* interactive= */ false, on_manage_result);
+                return bus_request_reply_refusal(req, result, TB_ACTION_TRIGGER, "Activating triggers");
+        r = bus_request_authorize_again(req, &manage, 1, on_manage_result);
         if (r < 0)
-                (void) sd_bus_reply_method_errnof(req->message, r,
-                                                  "Failed to activate the triggers: cannot ask polkit for %s: %m",
-                                                  ACTION_MANAGE);
+                (void) sd_bus_reply_method_errnof(req->message, r, "Failed to ask polkit about " TB_ACTION_MANAGE ": %m");
 }
 
 static int check_names(sd_bus_message *message, sd_bus_error *error) {
@@ -104,5 +96,5 @@ int method_activate_triggers(sd_bus_message *message, void *userdata, sd_bus_err
         /* Root, whom polkit always allows, reaches every session without asking. */
         if (req->uid == 0)
                 return activate_and_reply(c->manager, req, true);
-        return bus_request_authorize(c, &req, ACTION_TRIGGER, /* interactive= */ true, on_trigger_result);
+        return bus_request_authorize(c, &req, TB_ACTION_TRIGGER, /* interactive= */ true, on_trigger_result);
 }

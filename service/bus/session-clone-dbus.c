@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <string.h>
 
+#include "bus-context.h"
+#include "bus-dict.h"
 #include "bus-errors.h"
 #include "fd-util.h"
 #include "log.h"
-#include "manager-dbus.h"
 #include "session-dbus.h"
 
 /* Session.Clone and Manager.CloneDetached: validate, authorize, hand the session to
@@ -13,39 +14,38 @@
  * org.tracebus.manage, and without it gets NoSuchSession, the same answer as for a path
  * that names no session, so a refused caller learns nothing about others' sessions. */
 
+typedef struct CloneOptions {
+        uid_t uid;
+        int fd;
+        sd_bus_error *error;
+} CloneOptions;
+
+static int read_clone_option(sd_bus_message *m, const char *key, void *userdata) {
+        CloneOptions *o = userdata;
+        int passed, r;
+
+        if (strcmp(key, "Output") != 0)
+                return sd_bus_error_setf(o->error, SD_BUS_ERROR_INVALID_ARGS, "Unknown option '%s'.", key);
+        if (o->fd >= 0)
+                return sd_bus_error_set(o->error, SD_BUS_ERROR_INVALID_ARGS, "Option 'Output' is given twice.");
+        r = sd_bus_message_read(m, "v", "h", &passed);
+        if (r < 0)
+                return sd_bus_error_set(o->error, SD_BUS_ERROR_INVALID_ARGS, "Option 'Output' has the wrong type.");
+        return bus_take_output_fd(passed, o->uid, &o->fd, o->error);
+}
+
 /* The options: only Output (h), once. The dictionary is read no further than a key it
  * refuses, so a long one costs nothing. */
 static int read_clone_options(sd_bus_message *m, uid_t uid, int *ret_fd, sd_bus_error *error) {
-        _cleanup_close_ int fd = -EBADF;
-        const char *key;
+        CloneOptions o = { .uid = uid, .fd = -EBADF, .error = error };
         int r;
 
-        r = sd_bus_message_enter_container(m, 'a', "{sv}");
-        while (r >= 0 && (r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
-                int passed;
-
-                r = sd_bus_message_read(m, "s", &key);
-                if (r < 0)
-                        break;
-                if (strcmp(key, "Output") != 0)
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Unknown option '%s'.", key);
-                if (fd >= 0)
-                        return sd_bus_error_set(error, SD_BUS_ERROR_INVALID_ARGS, "Option 'Output' is given twice.");
-                r = sd_bus_message_read(m, "v", "h", &passed);
-                if (r < 0)
-                        return sd_bus_error_set_errnof(error, r,
-                                                       "Option 'Output': cannot read its file descriptor: %m");
-                /* Sets @error itself when it refuses the descriptor. */
-                r = bus_take_output_fd(passed, uid, &fd, error);
-                if (r < 0)
-                        return r;
-                r = sd_bus_message_exit_container(m);
+        r = bus_message_read_dict(m, read_clone_option, &o);
+        if (r < 0) {
+                safe_close(o.fd);
+                return r;
         }
-        if (r >= 0)
-                r = sd_bus_message_exit_container(m);
-        if (r < 0)
-                return sd_bus_error_set_errnof(error, r, "Cannot read the options: %m");
-        *ret_fd = TAKE_FD(fd);
+        *ret_fd = o.fd;
         return 0;
 }
 
@@ -70,42 +70,32 @@ static int clone_error(int r, sd_bus_error *error) {
         }
 }
 
-static int build_result(sd_bus_message *m, const SessionCloneResult *res, const char *path, sd_bus_message **ret) {
+static int reply_result(sd_bus_message *m, const SessionCloneResult *res, const char *path) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         /* A streamed session's buffers hold only what it has not written yet. */
         char *streamed[] = { (char *) "the session writes its trace into its output as it goes: the snapshot "
                                       "holds only what it had not written yet", NULL };
         int r;
 
-        r = sd_bus_message_new_method_return(m, &reply);
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "{sv}");
-        if (r >= 0)
-                r = sd_bus_message_append(reply, "{sv}{sv}{sv}{sv}{sv}",
-                                          "Bytes", "t", res->bytes,
-                                          "Events", "t", res->events,
-                                          "OutputPath", "s", path ?: "",
-                                          "CopyUsec", "t", res->copy_usec,
-                                          "TotalUsec", "t", res->total_usec);
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'e', "sv");
-        if (r >= 0)
-                r = sd_bus_message_append(reply, "s", "Warnings");
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'v', "as");
-        if (r >= 0)
-                r = sd_bus_message_append_strv(reply, res->streamed ? streamed : streamed + 1);
-        for (int i = 0; i < 3 && r >= 0; i++)
-                r = sd_bus_message_close_container(reply);
+        r = bus_message_new_return_container(m, 'a', "{sv}", &reply);
         if (r < 0)
                 return r;
-        *ret = TAKE_PTR(reply);
-        return 0;
+        r = sd_bus_message_append(reply, "{sv}{sv}{sv}{sv}{sv}",
+                                  "Bytes", "t", res->bytes,
+                                  "Events", "t", res->events,
+                                  "OutputPath", "s", path ?: "",
+                                  "CopyUsec", "t", res->copy_usec,
+                                  "TotalUsec", "t", res->total_usec);
+        if (r < 0)
+                return r;
+        r = bus_message_append_strv_entry(reply, "Warnings", res->streamed ? streamed : streamed + 1);
+        if (r < 0)
+                return r;
+        return bus_message_close_and_send(reply);
 }
 
 static void on_cloned(Manager *m, int r, const SessionCloneResult *res, const char *path, void *userdata) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *message = userdata;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
 
         if (r < 0) {
@@ -113,16 +103,9 @@ static void on_cloned(Manager *m, int r, const SessionCloneResult *res, const ch
                 (void) sd_bus_reply_method_error(message, &error);
                 return;
         }
-        r = build_result(message, res, path, &reply);
-        if (r < 0) {
-                log_warning_errno(r, "Clone: the snapshot is written, but its reply cannot be built: %m");
-                (void) sd_bus_reply_method_errnof(message, r,
-                                                  "The snapshot is written, but its reply cannot be built: %m");
-                return;
-        }
-        r = sd_bus_send(NULL, reply, NULL);
+        r = reply_result(message, res, path);
         if (r < 0)
-                log_debug_errno(r, "Clone: cannot send the reply, ignoring: %m");
+                (void) sd_bus_reply_method_errnof(message, r, "Failed to send the snapshot's result: %m");
 }
 
 static int clone_session(BusContext *c, Session *s, uid_t uid, int fd, sd_bus_message *m) {
@@ -130,40 +113,20 @@ static int clone_session(BusContext *c, Session *s, uid_t uid, int fd, sd_bus_me
         return 1;
 }
 
-static void on_clone_authorized(BusRequest *req, int result) {
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        Session *s;
+/* The Output fd waits in the request as Start's does, counted as held. */
+static int prepare_clone(BusRequest *req, sd_bus_error *error) {
+        return read_clone_options(req->message, req->uid, &req->start.output_fd, error);
+}
 
-        if (result == -EBADR)
-                return bus_request_reply_refusal(req, result, ACTION_MANAGE, "Cloning another user's session");
-        s = manager_find_live_session(req->context->manager, session_id_from_path(req->session_path));
-        if (result < 0 || !s) {
-                (void) sd_bus_error_set(&error, TB_ERROR_NO_SUCH_SESSION, "You have no such tracing session.");
-                (void) sd_bus_reply_method_error(req->message, &error);
-                return;
-        }
-        (void) clone_session(req->context, s, req->uid, TAKE_FD(req->start.output_fd), req->message);
+static int act_clone(BusContext *c, BusRequest *req, Session *s) {
+        return clone_session(c, s, req->uid, TAKE_FD(req->start.output_fd), req->message);
 }
 
 int session_dbus_clone(BusContext *c, const char *path, sd_bus_message *message, sd_bus_error *error) {
-        _cleanup_(bus_request_freep) BusRequest *req = NULL;
-        Session *s;
-        int r;
+        static const SessionAction clone = {
+                .prepare = prepare_clone, .act = act_clone, .what = "Cloning another user's session" };
 
-        r = bus_request_new(message, &req);
-        if (r < 0)
-                return r;
-        /* The Output fd waits in the request as Start's does, counted as held. */
-        r = read_clone_options(message, req->uid, &req->start.output_fd, error);
-        if (r < 0)
-                return r;
-        s = manager_find_own_session(c->manager, session_id_from_path(path), req->uid);
-        if (s)
-                return clone_session(c, s, req->uid, TAKE_FD(req->start.output_fd), message);
-        req->session_path = strdup(path);
-        if (!req->session_path)
-                return -ENOMEM;
-        return bus_request_authorize(c, &req, ACTION_MANAGE, /* interactive= */ true, on_clone_authorized);
+        return session_dbus_act(c, path, message, &clone, error);
 }
 
 /* Manager.CloneDetached(s key, a{sv} options): the caller's own session detached under
@@ -180,7 +143,7 @@ int manager_dbus_clone_detached(BusContext *c, sd_bus_message *message, sd_bus_e
                 return sd_bus_error_set_errnof(error, r, "Cannot read the detach key: %m");
         r = bus_sender_euid(message, &uid);
         if (r < 0)
-                return sd_bus_error_set_errnof(error, r, "Cannot identify the caller: %m");
+                return sd_bus_error_set_errnof(error, r, "Failed to learn the caller's user: %m");
         if (!session_detach_key_valid(key))
                 return session_dbus_key_error(-EINVAL, key, error);
         r = read_clone_options(message, uid, &fd, error);

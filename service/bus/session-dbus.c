@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bus-dict.h"
 #include "bus-errors.h"
 #include "log.h"
 #include "session-dbus.h"
@@ -131,17 +132,7 @@ static int append_stats(sd_bus_message *reply, const Session *s) {
         }
         /* Every warning, those of the last moments included: a client that printed the
          * Warnings property as it grew may have missed the ones of the final drain. */
-        r = sd_bus_message_open_container(reply, 'e', "sv");
-        if (r >= 0)
-                r = sd_bus_message_append(reply, "s", "Warnings");
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'v', "as");
-        if (r >= 0)
-                r = sd_bus_message_append_strv(reply, s->config.warnings);
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
+        r = bus_message_append_strv_entry(reply, "Warnings", s->config.warnings);
         if (r < 0)
                 return r;
         return sd_bus_message_close_container(reply);
@@ -430,10 +421,10 @@ static int no_such_session(sd_bus_error *error) {
         return sd_bus_error_set(error, TB_ERROR_NO_SUCH_SESSION, "You have no such tracing session.");
 }
 
-static int stop_session(Session *s, sd_bus_message *message) {
+static int stop_session(BusContext *c, BusRequest *req, Session *s) {
         int r;
 
-        r = session_dbus_queue_stop(s, message);
+        r = session_dbus_queue_stop(s, req->message);
         if (r < 0)
                 return r;
         (void) session_stop(s, SESSION_END_STOPPED);
@@ -441,28 +432,41 @@ static int stop_session(Session *s, sd_bus_message *message) {
         return 1;
 }
 
-static void on_stop_result(BusRequest *req, int result) {
+/* The session, if polkit allowed and it still lives. Otherwise NULL, the call answered:
+ * NoSuchSession whether the session exists or not, or InteractiveAuthorizationRequired. */
+static Session *authorized_session(BusRequest *req, int result) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         Session *s;
-        int r;
 
         /* Only the interactive-authorization answer differs from "no such session", and
          * it is the same whether the session exists or not. */
-        if (result == -EBADR)
-                return bus_request_reply_refusal(req, result, ACTION_MANAGE, "Stopping another user's session");
+        if (result == -EBADR) {
+                bus_request_reply_refusal(req, result, TB_ACTION_MANAGE, req->session_action->what);
+                return NULL;
+        }
         /* The session may have ended while polkit thought. */
         s = manager_find_live_session(req->context->manager, session_id_from_path(req->session_path));
         if (result < 0 || !s) {
                 (void) no_such_session(&error);
                 (void) sd_bus_reply_method_error(req->message, &error);
-                return;
+                return NULL;
         }
-        r = stop_session(s, req->message);
-        if (r < 0)
-                (void) sd_bus_reply_method_errnof(req->message, r, "Failed to stop the session: %m");
+        return s;
 }
 
-int session_dbus_stop(BusContext *c, const char *path, sd_bus_message *message, sd_bus_error *error) {
+static void on_other_session_result(BusRequest *req, int result) {
+        Session *s = authorized_session(req, result);
+        int r;
+
+        if (!s)
+                return;
+        r = req->session_action->act(req->context, req, s);
+        if (r < 0)
+                (void) sd_bus_reply_method_errnof(req->message, r, "%s failed: %m", req->session_action->what);
+}
+
+int session_dbus_act(BusContext *c, const char *path, sd_bus_message *message, const SessionAction *action,
+                     sd_bus_error *error) {
         _cleanup_(bus_request_freep) BusRequest *req = NULL;
         Session *s;
         int r;
@@ -470,17 +474,28 @@ int session_dbus_stop(BusContext *c, const char *path, sd_bus_message *message, 
         r = bus_request_new(message, &req);
         if (r < 0)
                 return r;
+        if (action->prepare) {
+                r = action->prepare(req, error);
+                if (r < 0)
+                        return r;
+        }
         s = manager_find_own_session(c->manager, session_id_from_path(path), req->uid);
         if (s)
-                return stop_session(s, message);
-
-        /* Anything else, another user's session or none at all, takes the same way:
-         * holders of org.tracebus.manage may stop it, everyone else learns nothing, not
-         * even from how long the answer took. */
+                return action->act(c, req, s);
+        /* Another user's session or none at all takes the same way: holders of
+         * org.tracebus.manage may act on it, everyone else learns nothing, not even
+         * from how long the answer took. */
         req->session_path = strdup(path);
         if (!req->session_path)
                 return -ENOMEM;
-        return bus_request_authorize(c, &req, ACTION_MANAGE, /* interactive= */ true, on_stop_result);
+        req->session_action = action;
+        return bus_request_authorize(c, &req, TB_ACTION_MANAGE, /* interactive= */ true, on_other_session_result);
+}
+
+int session_dbus_stop(BusContext *c, const char *path, sd_bus_message *message, sd_bus_error *error) {
+        static const SessionAction stop = { .act = stop_session, .what = "Stopping another user's session" };
+
+        return session_dbus_act(c, path, message, &stop, error);
 }
 
 int session_dbus_key_error(int r, const char *key, sd_bus_error *error) {
@@ -548,6 +563,23 @@ static int method_session_detach(sd_bus_message *m, void *userdata, sd_bus_error
 static int method_session_clone(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         Session *s = ASSERT_PTR(userdata);
         return session_dbus_clone(context_of(s), sd_bus_message_get_path(m), m, error);
+}
+
+int session_dbus_reply_path(sd_bus_message *m, Session *s, bool warnings) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_free_ char *path = session_dbus_path(s);
+        int r;
+
+        if (!path)
+                return -ENOMEM;
+        r = sd_bus_message_new_method_return(m, &reply);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "o", path);
+        if (r >= 0 && warnings)
+                r = sd_bus_message_append_strv(reply, s->config.warnings);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
 }
 
 #define SESSION_PROPERTY(name, sig, flags) SD_BUS_PROPERTY(name, sig, property_get, 0, flags)

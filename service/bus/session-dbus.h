@@ -49,3 +49,13 @@ void session_rotate_dbus_emit(sd_bus *bus, Session *s);
  * both reply once the snapshot is written. */
 int session_dbus_clone(BusContext *c, const char *path, sd_bus_message *message, sd_bus_error *error);
 int manager_dbus_clone_detached(BusContext *c, sd_bus_message *message, sd_bus_error *error);
+
+/* Replies to @m with @s's object path and, with @warnings, what of its config the
+ * service skipped or changed (Start's reply; Attach's has the path alone). */
+int session_dbus_reply_path(sd_bus_message *m, Session *s, bool warnings);
+
+/* Runs @action on the session at @path: at once on the caller's own session, else (another
+ * user's session, or none) once polkit allowed org.tracebus.manage, asked with a dialog.
+ * Refused or gone, the caller hears NoSuchSession either way. */
+int session_dbus_act(BusContext *c, const char *path, sd_bus_message *message, const SessionAction *action,
+                     sd_bus_error *error);

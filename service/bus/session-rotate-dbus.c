@@ -4,10 +4,10 @@
  * owner (and nobody else) when a chunk began, so that the owner can hand over the next. */
 #include <inttypes.h>
 
+#include "bus-context.h"
 #include "bus-errors.h"
 #include "fd-util.h"
 #include "log.h"
-#include "manager-dbus.h"
 #include "session-dbus.h"
 
 int session_rotate_dbus_set_next_output(sd_bus_message *m, void *userdata, sd_bus_error *error) {

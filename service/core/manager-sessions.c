@@ -12,6 +12,7 @@
 #include "log.h"
 #include "manager-local.h"
 #include "kernel/tracefs-instance.h"
+#include "sources/perf/perf-sampler.h"
 
 int manager_load_session_config(Manager *m, const Tracebus__TraceConfig *tc, SessionConfigFlags flags,
                                 SessionConfig *ret, char **ret_error) {
@@ -46,6 +47,27 @@ void start_request_done(StartRequest *req) {
         session_config_done(&req->config);
         req->output_fd = safe_close(req->output_fd);
         req->detach_key = mfree(req->detach_key);
+}
+
+void manager_start_rights(const StartRequest *req, unsigned *ret_required, unsigned *ret_optional) {
+        if (req->uid == 0) {
+                *ret_required = *ret_optional = 0;
+                return;
+        }
+        *ret_required = req->config.needs_kprobes_action ? START_RIGHT_KPROBES : 0;
+        /* Asked for every start, whatever its config, and never with a dialog: whoever
+         * may record is not asked to authenticate again for raw addresses. */
+        *ret_optional = START_RIGHT_MANAGE;
+}
+
+int manager_grant_start_rights(StartRequest *req, unsigned granted, pid_t *ret_pid) {
+        bool manage = req->uid == 0 || (granted & START_RIGHT_MANAGE);
+
+        /* Raw kernel addresses for root and the holders of org.tracebus.manage, as
+         * kptr_restrict=1 shows them only to the privileged; the others' traces hold
+         * them hashed. */
+        req->config.kernel_pointers_raw = manage;
+        return perf_scope_authorize(&req->config, req->uid, manage, ret_pid);
 }
 
 /* @uid's session under @key that has not ended: a key stays taken until then. */

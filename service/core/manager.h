@@ -89,6 +89,24 @@ typedef struct StartRequest {
 
 void start_request_done(StartRequest *req);
 
+/* What a start may need beyond recording, which the bus layer asks polkit about. */
+typedef enum StartRight {
+        /* kprobes or function tracing, which patch kernel code: refused without it. */
+        START_RIGHT_KPROBES = 1 << 0,
+        /* Raw kernel pointers, and linux.perf's kernel frames and other users' processes:
+         * without it, hashed pointers, user frames only, the caller's processes only. */
+        START_RIGHT_MANAGE  = 1 << 1,
+} StartRight;
+
+/* The rights @req's loaded config needs (*ret_required: the start is refused without
+ * them) and those it would use (*ret_optional). None for root, whom polkit always allows. */
+void manager_start_rights(const StartRequest *req, unsigned *ret_required, unsigned *ret_optional);
+
+/* Applies to @req's config the rights @granted (StartRight flags; all of them for root):
+ * raw or hashed kernel pointers, and linux.perf's scope. -EPERM, with the pid in
+ * *ret_pid, when linux.perf names another user's process without START_RIGHT_MANAGE. */
+int manager_grant_start_rights(StartRequest *req, unsigned granted, pid_t *ret_pid);
+
 /* Which rule or step refused a start, for the caller's message. */
 typedef enum StartFailure {
         START_FAILURE_NONE,
