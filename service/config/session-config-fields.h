@@ -16,7 +16,7 @@
 typedef enum FieldDisposition {
         FIELD_HONOURED,          /* recorded or applied as Perfetto means it */
         FIELD_ANDROID_ONLY,      /* meaningful on Android (or Chrome, Windows) only: skipped */
-        FIELD_NOT_YET,           /* a later issue implements it: skipped for now */
+        FIELD_NOT_YET,           /* not implemented yet: skipped, with a warning */
         FIELD_IGNORED,           /* no meaning in tracebus's design: skipped, the rule says why */
 } FieldDisposition;
 
