@@ -68,8 +68,8 @@ typedef struct DataSourceOps {
                     void **ret_section, char **ret_error);
         void (*free_section)(void *section);
         /* Starts recording @section for the session of @ctx: *ret_state is its running
-         * state (NULL: nothing to run, such as no period). NULL with load: a source
-         * without a section has nothing to start. */
+         * state (NULL: nothing to run, such as no period). NULL for a source without a
+         * section (load NULL): it is never started. */
         int (*start)(const DataSourceContext *ctx, void *section, void **ret_state);
         /* Queues its last read at Stop on the pollers' thread (poller_call() under @owner).
          * NULL: the source has no final read on the poller. */
@@ -109,8 +109,9 @@ const Tracebus__DataSourceConfig *data_source_first_config(const char *const *na
 int data_source_warn_repeats(const char *const *names, const Tracebus__TraceConfig *tc, SessionConfig *c,
                              const char *what);
 
-/* Every registered source's section of @tc into @c (those with a load) (after session_config_load()). On
- * failure the sections loaded so far stay in @c, freed by session_config_done(). */
+/* Every registered source's section of @tc into @c (after session_config_load()), for the
+ * sources that have a load. On failure the sections loaded so far stay in @c, freed by
+ * session_config_done(). */
 int data_sources_load(const Tracebus__TraceConfig *tc, const char *tracefs_root, SessionConfig *c,
                       char **ret_error);
 
