@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * Unit suite: the registry of data sources (service/sources/data-sources.c). Every source
- * in it is whole (names, loader, start, stop, what a caller without org.tracebus.manage
- * sees) and each of its names is one the config's table honours; the config's data
+ * in it is whole (names, loader, start, stop, or for linux.ftrace the setup of the
+ * session's instance; what a caller without org.tracebus.manage sees) and each of its names is one the config's table honours; the config's data
  * sources are found by name; one load gives each source its section, a second data
  * source of a one-only source is a warning, and a bad value is an error naming the
  * source while the sections loaded so far stay owned by the config.
@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "data-source.h"
+#include "ftrace-source.h"
 #include "journald.h"
 #include "perf-config.h"
 #include "perf-sampler.h"
@@ -38,8 +39,9 @@ static bool warned(const SessionConfig *c, const char *part) {
 
 static void test_registry(void) {
         g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+        bool found_ftrace = false;
 
-        g_assert_cmpuint(data_sources_count(), >=, 4);
+        g_assert_cmpuint(data_sources_count(), >=, 5);
         g_assert_cmpuint(data_sources_count(), <=, SESSION_MAX_SECTIONS);
         g_assert_null(data_source_nth(data_sources_count()));
         for (size_t i = 0; i < data_sources_count(); i++) {
@@ -47,7 +49,13 @@ static void test_registry(void) {
 
                 g_assert_nonnull(ops->names);
                 g_assert_nonnull(ops->names[0]);
-                g_assert_true(ops->load && ops->free_section && ops->start && ops->stop);
+                /* A source has a section and runs, or its part is config/'s and it works on the instance. */
+                if (ops->load)
+                        g_assert_true(ops->free_section && ops->start && ops->stop);
+                else
+                        g_assert_true(!ops->free_section && !ops->start && !ops->stop && ops->setup_instance);
+                if (ops == &ftrace_data_source)
+                        found_ftrace = true;
                 g_assert_nonnull(ops->visibility.unprivileged);
                 g_assert_cmpuint(strlen(ops->visibility.unprivileged), >, 0);
                 for (const char *const *n = ops->names; *n; n++) {
@@ -63,7 +71,16 @@ static void test_registry(void) {
                         g_hash_table_add(seen, (gpointer) *n);
                 }
         }
-        /* Only linux.perf asks more of polkit than Start's own action. */
+        /* linux.ftrace is registered, first (it makes the instance), under its name, and
+         * loads nothing of its own. */
+        g_assert_true(found_ftrace);
+        g_assert_true(data_source_nth(0) == &ftrace_data_source);
+        g_assert_cmpstr(ftrace_data_source.names[0], ==, "linux.ftrace");
+        g_assert_null(ftrace_data_source.load);
+        g_assert_nonnull(ftrace_data_source.teardown_instance);
+        /* Only linux.ftrace (raw kernel addresses) and linux.perf ask more of polkit than
+         * Start's own action. */
+        g_assert_nonnull(ftrace_data_source.visibility.with_manage);
         g_assert_nonnull(perf_data_source.visibility.with_manage);
         g_assert_null(process_stats_data_source.visibility.with_manage);
         g_assert_null(sys_stats_data_source.visibility.with_manage);
@@ -127,6 +144,18 @@ static void test_load(void) {
         tracebus__trace_config__free_unpacked(tc, NULL);
 }
 
+/* A config without ftrace events (polling data sources only): the session's setup makes
+ * no tracefs instance, and its teardown has nothing to remove. */
+static void test_setup_without_events(void) {
+        SessionConfig c = {};
+        DataSourceInstance si = { .config = &c, .session_id = 1 };
+
+        g_assert_cmpint(data_sources_setup_instance(&si), ==, 0);
+        g_assert_null(si.instance);
+        data_sources_teardown_instance(&c, 1);
+        session_config_done(&c);
+}
+
 /* A bad value: the error names the source; what loaded before it is freed with the config. */
 static void test_load_error(void) {
         Tracebus__TraceConfig *tc = parse("data_sources { config { name: \"linux.process_stats\" } }\n"
@@ -150,5 +179,6 @@ int main(int argc, char **argv) {
         g_test_add_func("/data-sources/lookup", test_lookup);
         g_test_add_func("/data-sources/load", test_load);
         g_test_add_func("/data-sources/load-error", test_load_error);
+        g_test_add_func("/data-sources/setup-without-events", test_setup_without_events);
         return g_test_run();
 }

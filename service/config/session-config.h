@@ -64,8 +64,8 @@ typedef struct SessionProcessTree {
         bool on_demand_off;            /* quirk DISABLE_ON_DEMAND: no scan of new pids */
 } SessionProcessTree;
 
-/* One data source's validated section, beside ftrace (sources/data-source.h): the config
- * owns it and frees it with @free, but never reads it; the source that loaded it does. */
+/* One data source's validated section (sources/data-source.h; linux.ftrace has none): the
+ * config owns it and frees it with @free, but never reads it; the source that loaded it does. */
 typedef struct SessionSection {
         void *data;
         void (*free)(void *data);
@@ -75,11 +75,47 @@ typedef struct SessionSection {
 #define SESSION_MAX_SECTIONS 8u
 
 typedef struct SessionConfig {
+        /*
+         * linux.ftrace's part: its section, kept in these fields of the config rather than a
+         * struct of its own because the recorder and the bus objects read them as they are.
+         * Loaded by config/ itself before every other section (the buffers and the other
+         * sources refer to its events); sources/ftrace/ftrace-source.c, linux.ftrace in the
+         * registry, sets up the session's instance from them.
+         */
         char **events;                 /* "group/name", wildcards and bare names resolved */
         uint32_t buffer_size_kb;       /* kernel buffer per CPU */
+        bool compact_sched;
+        /* FtraceConfig's remaining options, checked by session-config-ftrace.c and applied
+         * to the session's instance by sources/ftrace/ftrace-options.c. */
+        char *syscall_filter;          /* "id == 0 || id == 1", for raw_syscalls; NULL: all */
+        uint32_t *tids_to_trace;       /* written to set_event_pid */
+        size_t n_tids_to_trace;
+        char *tracing_cpumask;         /* hex digits and commas; NULL: every CPU */
+        char **tracefs_options;        /* "name" then "0" or "1", pairs, names allowlisted */
+        bool mono_raw_clock;           /* trace_clock mono_raw, FtraceClock MONO_RAW in bundles */
+        uint32_t drain_buffer_percent; /* the instance's buffer_percent, the pipes polled; 0: off */
+        FtracePrintRule *print_rules;  /* ftrace/print filter, strings owned */
+        size_t n_print_rules;
+        /* Kernel symbols, the function_graph tracer, kprobes (session-config-ftgraph.c). */
+        bool symbolize_ksyms;          /* code addresses as iids of InternedData.kernel_symbols */
+        bool ksyms_retain;             /* ksyms_mem_policy KSYMS_RETAIN: the table outlives the session */
+        bool function_graph;           /* current_tracer function_graph in the instance */
+        char **function_filters;       /* set_ftrace_filter; NULL: every function */
+        char **function_graph_roots;   /* set_graph_function; NULL: every function */
+        uint32_t function_graph_max_depth; /* 0: the kernel's default, UINT32_MAX: unlimited */
+        char **kprobes;                /* "p:SYMBOL" (kprobe) and "r:SYMBOL" (kretprobe) */
+        bool needs_kprobes_action;     /* kprobes or function tracing: org.tracebus.kprobes */
+        /* The ftrace setup errors, written into the FtraceStats at the start of the trace
+         * (unknown_ftrace_events, failed_ftrace_events, atrace_errors), which
+         * trace_processor counts in its ftrace_setup_errors stat. Each is also a warning. */
+        char **unknown_ftrace_events;  /* "group/name" asked for, not on this kernel */
+        char **failed_ftrace_events;   /* on this kernel, but enabling it failed */
+        char **atrace_errors;          /* atrace categories and apps that enable nothing here */
+        bool strict_events;            /* SESSION_CONFIG_STRICT_EVENTS: no event of the list exists: refused */
+
+        /* The session's own: its periods, the service's buffers, its output, who reads it. */
         uint32_t drain_period_ms;
         uint32_t duration_ms;          /* 0: until stopped */
-        bool compact_sched;
         uint32_t trace_buffer_kb;      /* what the service buffers before it must write */
         bool discard_when_full;        /* fill_policy DISCARD: keep the oldest, not the newest */
         bool write_into_file;
@@ -98,17 +134,6 @@ typedef struct SessionConfig {
          * At most SESSION_MAX_WARNINGS, the last saying how many more were left out. */
         char **warnings;
         size_t n_warnings_dropped;
-        /* FtraceConfig's remaining options, checked by session-config-ftrace.c and applied
-         * to the session's instance by sources/ftrace/ftrace-options.c. */
-        char *syscall_filter;          /* "id == 0 || id == 1", for raw_syscalls; NULL: all */
-        uint32_t *tids_to_trace;       /* written to set_event_pid */
-        size_t n_tids_to_trace;
-        char *tracing_cpumask;         /* hex digits and commas; NULL: every CPU */
-        char **tracefs_options;        /* "name" then "0" or "1", pairs, names allowlisted */
-        bool mono_raw_clock;           /* trace_clock mono_raw, FtraceClock MONO_RAW in bundles */
-        uint32_t drain_buffer_percent; /* the instance's buffer_percent, the pipes polled; 0: off */
-        FtracePrintRule *print_rules;  /* ftrace/print filter, strings owned */
-        size_t n_print_rules;
         /* TraceConfig.buffers as configured (session-config-buffers.c), each with its own
          * size and fill policy; their sizes add up to at most SESSION_MAX_TRACE_BUFFER_KB.
          * ftrace_buffer is the one the linux.ftrace data source writes to. */
@@ -116,27 +141,12 @@ typedef struct SessionConfig {
         size_t n_buffers;
         uint32_t ftrace_buffer;
 
-        /* The other data sources' sections, in the registry's order (sources/data-sources.c):
-         * a NULL data where the config has none of that source's data sources. */
+        /* The data sources' sections, in the registry's order (sources/data-sources.c): a
+         * NULL data where the config has none of that source's data sources, and always for
+         * linux.ftrace, whose part is the fields above. */
         SessionSection sections[SESSION_MAX_SECTIONS];
         SessionProcessTree process_tree;
-        /* The ftrace setup errors, written into the FtraceStats at the start of the trace
-         * (unknown_ftrace_events, failed_ftrace_events, atrace_errors), which
-         * trace_processor counts in its ftrace_setup_errors stat. Each is also a warning. */
-        char **unknown_ftrace_events;  /* "group/name" asked for, not on this kernel */
-        char **failed_ftrace_events;   /* on this kernel, but enabling it failed */
-        char **atrace_errors;          /* atrace categories and apps that enable nothing here */
-        bool strict_events;            /* SESSION_CONFIG_STRICT_EVENTS: no event of the list exists: refused */
         char **data_sources;           /* the config's data sources tracebus runs (DataSources property) */
-        /* Kernel symbols, the function_graph tracer, kprobes (session-config-ftgraph.c). */
-        bool symbolize_ksyms;          /* code addresses as iids of InternedData.kernel_symbols */
-        bool ksyms_retain;             /* ksyms_mem_policy KSYMS_RETAIN: the table outlives the session */
-        bool function_graph;           /* current_tracer function_graph in the instance */
-        char **function_filters;       /* set_ftrace_filter; NULL: every function */
-        char **function_graph_roots;   /* set_graph_function; NULL: every function */
-        uint32_t function_graph_max_depth; /* 0: the kernel's default, UINT32_MAX: unlimited */
-        char **kprobes;                /* "p:SYMBOL" (kprobe) and "r:SYMBOL" (kretprobe) */
-        bool needs_kprobes_action;     /* kprobes or function tracing: org.tracebus.kprobes */
 
         /* TraceConfig's own fields (session-config-trace.c). */
         char *unique_session_name;     /* NULL: none; else one live session of it per user */

@@ -24,7 +24,8 @@ int manager_load_session_config(Manager *m, const Tracebus__TraceConfig *tc, Ses
         r = session_config_load_flags(tc, m->tracefs_root, flags, ret, ret_error);
         if (r < 0)
                 return r;
-        /* Then each data source beside ftrace reads its own part, through the registry. */
+        /* Then each data source with a section reads its own part, through the registry
+         * (linux.ftrace's was read above, with the TraceConfig's own). */
         r = data_sources_load(tc, m->tracefs_root, ret, ret_error);
         if (r < 0) {
                 session_config_done(ret);

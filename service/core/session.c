@@ -1,17 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "fd-util.h"
-#include "sources/ftrace/ftrace-options.h"
-#include "sources/ftrace/ftrace-funcgraph.h"
-#include "sources/ftrace/kprobes.h"
 #include "log.h"
 #include "session.h"
-#include "strv.h"
 #include "time-util.h"
 
 #define PROGRESS_INTERVAL_USEC (1000ull * 1000ull)
@@ -93,8 +88,7 @@ static int on_recorder_done(sd_event_source *source, int fd, uint32_t revents, v
         recorder_get_stats(s->recorder, &s->final_stats);
         s->recorder = recorder_free(s->recorder);
         s->instance = trace_instance_free(s->instance);
-        if (s->config.kprobes)
-                kprobes_remove_session(s->id);
+        data_sources_teardown_instance(&s->config, s->id);
         s->done_source = sd_event_source_disable_unref(s->done_source);
         s->duration_source = sd_event_source_disable_unref(s->duration_source);
         s->progress_source = sd_event_source_disable_unref(s->progress_source);
@@ -157,62 +151,17 @@ static int session_add_event_sources(Session *s) {
                                           (uint64_t) s->config.duration_ms * 1000ull, 0, on_duration_reached, s);
 }
 
-/* As Perfetto: an event the kernel refuses to enable is skipped, with a warning, and listed
- * in FtraceStats.failed_ftrace_events; only a session that asked for events and is left
- * with none fails (the error of the first, so that a removed event is still UnknownEvent). */
-#define FAILED_EVENTS_KEPT 32u
-
-static int enable_events(Session *s) {
-        _cleanup_strv_free_ char **enabled = NULL;
-        int r, first_error = 0;
-
-        STRV_FOREACH(e, s->config.events) {
-                r = trace_instance_enable_event(s->instance, *e);
-                if (r >= 0) {
-                        if (strv_extend(&enabled, *e) < 0)
-                                return -ENOMEM;
-                        continue;
-                }
-                if (r == -ENOMEM)
-                        return r;
-                log_warning_errno(r, "Failed to enable event %s, skipping it: %m", *e);
-                first_error = first_error ?: r;
-                if (strv_length(s->config.failed_ftrace_events) < FAILED_EVENTS_KEPT &&
-                    strv_extend(&s->config.failed_ftrace_events, *e) < 0)
-                        return -ENOMEM;
-                if (session_config_warn(&s->config, "ftrace event '%s' could not be enabled (%s): skipped", *e,
-                                        strerror(-r)) < 0)
-                        return -ENOMEM;
-        }
-        if (!enabled && first_error < 0)
-                return first_error;
-        strv_free(s->config.events);
-        s->config.events = TAKE_PTR(enabled);
-        return 0;
-}
-
+/* The session's kernel side, done by its data sources (linux.ftrace makes the instance). */
 static int session_setup_instance(Session *s) {
-        char name[64];
+        DataSourceInstance si = {
+                .config = &s->config,
+                .session_id = s->id,
+        };
         int r;
 
-        /* No ftrace events (a config of polling data sources only): no instance at all,
-         * so no kernel buffer memory and nothing in tracefs. */
-        if (!s->config.events)
-                return 0;
-        snprintf(name, sizeof(name), "tracebus-%d-%" PRIu64, (int) getpid(), s->id);
-        r = trace_instance_new(name, s->config.buffer_size_kb, &s->instance);
-        if (r < 0)
-                return log_error_errno(r, "Failed to create tracefs instance %s: %m", name);
-        r = ftrace_options_apply(s->instance, &s->config);
-        if (r >= 0)
-                r = ftgraph_session_setup(s->instance, &s->config, s->id);
-        if (r < 0)
-                return r;
-
-        r = enable_events(s);
-        if (r < 0)
-                return log_error_errno(r, "Failed to enable the session's events: %m");
-        return 0;
+        r = data_sources_setup_instance(&si);
+        s->instance = si.instance;
+        return r;
 }
 
 int session_new(sd_event *event, Poller *poller, uint64_t id, uid_t owner_uid, SessionConfig *config, SessionOutput *output,
@@ -303,8 +252,7 @@ Session *session_free(Session *s) {
         session_clone_abandon(s);
         recorder_free(s->recorder);
         trace_instance_free(s->instance);
-        if (s->config.kprobes)
-                kprobes_remove_session(s->id);
+        data_sources_teardown_instance(&s->config, s->id);
         session_config_done(&s->config);
         free(s->output_path);
         free(s->detach_key);

@@ -109,8 +109,8 @@ struct Session {
         sd_event_source *progress_source;
         RecorderStats progress_reported;
 
-        /* The data sources beside ftrace that run for it (sources/data-sources.c), stopped
-         * before the recorder's final drain. */
+        /* The data sources that run for it beside the recorder (sources/data-sources.c),
+         * stopped before the recorder's final drain. */
         DataSourcesRunning sources;
         /* The sources' packets the recorder refused, as last warned about. */
         uint64_t submitted_dropped_warned;

@@ -3,29 +3,39 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "config/session-config.h"
+#include "kernel/tracefs-instance.h"
 #include "recorder/recorder.h"
 #include "sources/poller.h"
 
 /*
- * A data source beside ftrace, as the rest of the service sees it: the TraceConfig data
- * sources it serves, how it reads and checks its part of the config, how it runs for a
- * session and what a caller may see of it. Each lives in a folder of its own under
- * sources/ and describes itself with one DataSourceOps; data-sources.c lists them, one
- * line each, and is the only place that knows which there are. The loader of the
- * sessions' configs (core/) loads their sections through it, and a session starts,
- * stops and frees them through it, naming none.
+ * A data source, as the rest of the service sees it: the TraceConfig data sources it
+ * serves, how it reads and checks its part of the config, what it does on the session's
+ * tracefs instance, how it runs for a session and what a caller may see of it. Each lives
+ * in a folder of its own under sources/ and describes itself with one DataSourceOps;
+ * data-sources.c lists them, one line each, and is the only place that knows which there
+ * are. The loader of the sessions' configs (core/) loads their sections through it, and a
+ * session sets up its instance, starts, stops and frees them through it, naming none.
  *
- * linux.ftrace is not one of them, by choice. Its section stays in config/, because the
- * recorder, below sources/, reads its events and options to drain and parse the kernel's
- * buffers. And its setup (sources/ftrace/: options, function graph, kprobes) is done on
- * the tracefs instance when the session is made, before the recorder exists and before
- * an armed session records, where the sources here start only when recording begins.
- * A registry entry for it would need a second start and a second stop at other moments
- * than every other source's.
+ * linux.ftrace (sources/ftrace/) is one of them, with two differences that are the
+ * kernel's ring buffer's. Its part of the config is SessionConfig's ftrace fields, not a
+ * section: config/ loads it itself, first, because the buffers and the other sources refer
+ * to its events and the recorder (below sources/) reads its events and options to drain
+ * and parse the kernel's buffers; so its load is NULL. And its work is done on the
+ * session's tracefs instance when the session is made (setup_instance), before the
+ * recorder exists and before an armed session records; the recorder's own start and stop
+ * record it, so it has no start or stop.
  */
+
+/* The session's kernel side when the session is made, before its recorder. */
+typedef struct DataSourceInstance {
+        SessionConfig *config;       /* the session's: a step may narrow it (events not enabled) */
+        uint64_t session_id;
+        TraceInstance *instance;     /* its tracefs instance: NULL until a source makes one */
+} DataSourceInstance;
 
 /* What a source starts with. */
 typedef struct DataSourceContext {
@@ -52,12 +62,14 @@ typedef struct DataSourceOps {
          * NULL when the config has none of them, or the machine cannot record them), with
          * a warning in @c for each thing skipped or changed. A bad value is -EINVAL with
          * the field named in *ret_error; on failure the loader frees what it allocated.
-         * The config owns the section and frees it with free_section. */
+         * The config owns the section and frees it with free_section. NULL: the source's
+         * part is loaded by config/ itself (linux.ftrace), it has no section. */
         int (*load)(const Tracebus__TraceConfig *tc, const char *tracefs_root, SessionConfig *c,
                     void **ret_section, char **ret_error);
         void (*free_section)(void *section);
         /* Starts recording @section for the session of @ctx: *ret_state is its running
-         * state (NULL: nothing to run, such as no period). */
+         * state (NULL: nothing to run, such as no period). NULL for a source without a
+         * section (load NULL): it is never started. */
         int (*start)(const DataSourceContext *ctx, void *section, void **ret_state);
         /* Queues its last read at Stop on the pollers' thread (poller_call() under @owner).
          * NULL: the source has no final read on the poller. */
@@ -65,6 +77,13 @@ typedef struct DataSourceOps {
         /* Stops it (a running read finishes first) and frees @state: after it returns,
          * nothing reaches the recorder from it. Called before the recorder's final drain. */
         void (*stop)(void *state);
+        /* Its work on the session's tracefs instance when the session is made, before the
+         * recorder exists: may make si->instance (the session owns it then). On failure
+         * the session is freed, teardown_instance included. NULL: nothing to do there. */
+        int (*setup_instance)(DataSourceInstance *si);
+        /* Undoes what setup_instance made outside the instance (global to the machine),
+         * after the instance is removed; for a session it may have run for in part. */
+        void (*teardown_instance)(const SessionConfig *c, uint64_t session_id);
         DataSourceVisibility visibility;
 } DataSourceOps;
 
@@ -90,10 +109,17 @@ const Tracebus__DataSourceConfig *data_source_first_config(const char *const *na
 int data_source_warn_repeats(const char *const *names, const Tracebus__TraceConfig *tc, SessionConfig *c,
                              const char *what);
 
-/* Every registered source's section of @tc into @c (after session_config_load()). On
- * failure the sections loaded so far stay in @c, freed by session_config_done(). */
+/* Every registered source's section of @tc into @c (after session_config_load()), for the
+ * sources that have a load. On failure the sections loaded so far stay in @c, freed by
+ * session_config_done(). */
 int data_sources_load(const Tracebus__TraceConfig *tc, const char *tracefs_root, SessionConfig *c,
                       char **ret_error);
+
+/* Every source's setup_instance for a session being made, in the registry's order; the
+ * first failure is returned. */
+int data_sources_setup_instance(DataSourceInstance *si);
+/* Every source's teardown_instance for session @session_id of config @c. */
+void data_sources_teardown_instance(const SessionConfig *c, uint64_t session_id);
 
 /* A session's running sources, one state per registered source. */
 typedef struct DataSourcesRunning {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The registry of the data sources beside ftrace, and what the service does with all of
- * them: load their sections, start, stop and flush them for a session. A new source is
+ * The registry of the data sources, and what the service does with all of them: load
+ * their sections, set up the session's instance, start, stop and flush them for a session. A new source is
  * its folder under sources/ and one line in REGISTERED_SOURCES; the order of the lines
  * is the order in which they load (their warnings), start and stop.
  */
@@ -11,6 +11,7 @@
 #include "data-source.h"
 
 #define REGISTERED_SOURCES(X)                     \
+        X(ftrace_data_source)                     \
         X(sys_stats_data_source)                  \
         X(process_stats_data_source)              \
         X(journald_data_source)                   \
@@ -87,6 +88,8 @@ int data_sources_load(const Tracebus__TraceConfig *tc, const char *tracefs_root,
                 void *section = NULL;
                 int r;
 
+                if (!registry[i]->load)
+                        continue;
                 r = registry[i]->load(tc, tracefs_root, c, &section, ret_error);
                 if (section)
                         c->sections[i] = (SessionSection) { .data = section, .free = registry[i]->free_section };
@@ -96,12 +99,31 @@ int data_sources_load(const Tracebus__TraceConfig *tc, const char *tracefs_root,
         return 0;
 }
 
+int data_sources_setup_instance(DataSourceInstance *si) {
+        for (size_t i = 0; i < ELEMENTSOF(registry); i++) {
+                int r;
+
+                if (!registry[i]->setup_instance)
+                        continue;
+                r = registry[i]->setup_instance(si);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+void data_sources_teardown_instance(const SessionConfig *c, uint64_t session_id) {
+        for (size_t i = 0; i < ELEMENTSOF(registry); i++)
+                if (registry[i]->teardown_instance)
+                        registry[i]->teardown_instance(c, session_id);
+}
+
 int data_sources_start(const DataSourceContext *ctx, DataSourcesRunning *running) {
         for (size_t i = 0; i < ELEMENTSOF(registry); i++) {
                 void *section = ctx->config->sections[i].data;
                 int r;
 
-                if (!section)
+                if (!section || !registry[i]->start)
                         continue;
                 r = registry[i]->start(ctx, section, &running->state[i]);
                 if (r < 0)
