@@ -7,24 +7,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "fuzz-common.h"
-#include "data-source.h"
-#include "session-config.h"
+#include "fuzz-config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         Tracebus__TraceConfig *tc = NULL;
-        SessionConfig c = { 0 };
         char *msg = NULL;
 
-        if (session_config_parse_binary(data, size, &tc, &msg) >= 0) {
-                free(msg);
-                msg = NULL;
-                if (session_config_load(tc, fuzz_tracefs_root(), &c, &msg) >= 0) {
-                        (void) data_sources_load(tc, fuzz_tracefs_root(), &c, &msg);
-                        session_config_done(&c);
-                }
-                tracebus__trace_config__free_unpacked(tc, NULL);
-        }
+        if (session_config_parse_binary(data, size, &tc, &msg) >= 0)
+                fuzz_load_config(tc);
         free(msg);
         return 0;
 }

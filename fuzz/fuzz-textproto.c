@@ -10,9 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fuzz-common.h"
-#include "data-source.h"
-#include "session-config.h"
+#include "fuzz-config.h"
 #include "strv.h"
 #include "textproto.h"
 
@@ -29,22 +27,14 @@ static void parse_lossy(const char *text, size_t size) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         Tracebus__TraceConfig *tc = NULL;
-        SessionConfig c = { 0 };
         char *text, *msg = NULL;
 
         /* Start's argument is a D-Bus string: NUL-terminated, no NUL inside. */
         text = strndup((const char *) data, size);
         if (!text)
                 return 0;
-        if (session_config_parse_text(text, &tc, &msg) >= 0) {
-                free(msg);
-                msg = NULL;
-                if (session_config_load(tc, fuzz_tracefs_root(), &c, &msg) >= 0) {
-                        (void) data_sources_load(tc, fuzz_tracefs_root(), &c, &msg);
-                        session_config_done(&c);
-                }
-                tracebus__trace_config__free_unpacked(tc, NULL);
-        }
+        if (session_config_parse_text(text, &tc, &msg) >= 0)
+                fuzz_load_config(tc);
         free(msg);
         parse_lossy(text, strlen(text));
         free(text);

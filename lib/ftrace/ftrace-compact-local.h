@@ -162,6 +162,24 @@ static inline __attribute__((always_inline)) int compact_intern_comm(CompactSche
         return 0;
 }
 
+/* What a switch and a waking write first: the index of the comm (field @comm_field of
+ * @rec) in the intern table, the timestamp as a delta from the last one of its kind
+ * (*@last_ts, column @ts_col), and the pid (column @pid_col). */
+static inline __attribute__((always_inline)) int compact_put_common(
+                FtraceBundle *b, PageWalk *w, const EventInfo *e, const uint8_t *rec, int comm_field,
+                uint64_t ts, uint64_t *last_ts, unsigned ts_col, int32_t pid, unsigned pid_col,
+                uint32_t *ret_comm) {
+        int r;
+
+        r = compact_intern_comm(&b->compact, e, comm_field, rec, pid, ret_comm);
+        if (r < 0)
+                return r;
+        col_put(w, ts_col, ts - *last_ts);
+        *last_ts = ts;
+        col_put(w, pid_col, (uint64_t) (int64_t) pid);
+        return 0;
+}
+
 /* Timestamps are delta-encoded per kind within the bundle, the first one absolute.
  * Every field is read before the first column store. */
 static inline __attribute__((always_inline)) int bundle_add_compact_switch(
@@ -172,12 +190,10 @@ static inline __attribute__((always_inline)) int bundle_add_compact_switch(
         uint32_t comm;
         int r;
 
-        r = compact_intern_comm(&b->compact, e, CS_NEXT_COMM, rec, next_pid, &comm);
+        r = compact_put_common(b, w, e, rec, CS_NEXT_COMM, ts, &w->last_switch_ts, COL_SWITCH_TIMESTAMP,
+                               next_pid, COL_SWITCH_NEXT_PID, &comm);
         if (r < 0)
                 return r;
-        col_put(w, COL_SWITCH_TIMESTAMP, ts - w->last_switch_ts);
-        w->last_switch_ts = ts;
-        col_put(w, COL_SWITCH_NEXT_PID, (uint64_t) (int64_t) next_pid);
         /* Nearly always one byte each: one test for the three. */
         if (_likely_(((prev_state | (uint64_t) (int64_t) prio | comm) & ~(uint64_t) 0x7f) == 0)) {
                 *w->at[COL_SWITCH_PREV_STATE]++ = (uint8_t) prev_state;
@@ -200,12 +216,10 @@ static inline __attribute__((always_inline)) int bundle_add_compact_waking(
         uint32_t comm;
         int r;
 
-        r = compact_intern_comm(&b->compact, e, CW_COMM, rec, pid, &comm);
+        r = compact_put_common(b, w, e, rec, CW_COMM, ts, &w->last_waking_ts, COL_WAKING_TIMESTAMP, pid,
+                               COL_WAKING_PID, &comm);
         if (r < 0)
                 return r;
-        col_put(w, COL_WAKING_TIMESTAMP, ts - w->last_waking_ts);
-        w->last_waking_ts = ts;
-        col_put(w, COL_WAKING_PID, (uint64_t) (int64_t) pid);
         if (_likely_((((uint64_t) (int64_t) cpu | (uint64_t) (int64_t) prio | comm | flags) & ~(uint64_t) 0x7f) == 0)) {
                 *w->at[COL_WAKING_TARGET_CPU]++ = (uint8_t) cpu;
                 *w->at[COL_WAKING_PRIO]++ = (uint8_t) prio;

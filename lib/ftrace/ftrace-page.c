@@ -36,7 +36,8 @@ static inline uint64_t page_commit(const FtraceParser *p, const uint8_t *page) {
         return p->commit_size == 8 ? rd64(page + 8) : rd32(page + 8);
 }
 
-ssize_t ftrace_parser_page_data_size(const FtraceParser *p, const void *page, size_t size) {
+/* The commit word of @page, once header_page is loaded and @size holds the page's header. */
+static int page_commit_checked(const FtraceParser *p, const void *page, size_t size, uint64_t *ret) {
         assert(p);
         assert(page || size == 0);
 
@@ -44,18 +45,22 @@ ssize_t ftrace_parser_page_data_size(const FtraceParser *p, const void *page, si
                 return -EINVAL;
         if (size < p->data_offset)
                 return -EBADMSG;
-        return (ssize_t) (page_commit(p, page) & RB_COMMIT_SIZE_MASK);
+        *ret = page_commit(p, page);
+        return 0;
+}
+
+ssize_t ftrace_parser_page_data_size(const FtraceParser *p, const void *page, size_t size) {
+        uint64_t commit;
+        int r = page_commit_checked(p, page, size, &commit);
+
+        return r < 0 ? r : (ssize_t) (commit & RB_COMMIT_SIZE_MASK);
 }
 
 int ftrace_parser_page_lost_events(const FtraceParser *p, const void *page, size_t size) {
-        assert(p);
-        assert(page || size == 0);
+        uint64_t commit;
+        int r = page_commit_checked(p, page, size, &commit);
 
-        if (!p->header_loaded)
-                return -EINVAL;
-        if (size < p->data_offset)
-                return -EBADMSG;
-        return !!(page_commit(p, page) & RB_MISSED_EVENTS);
+        return r < 0 ? r : !!(commit & RB_MISSED_EVENTS);
 }
 
 /* Field 5 is the intern table, not a column. */

@@ -9,17 +9,16 @@
 #include <assert.h>
 #include <string.h>
 
+#include "array-util.h"
 #include "ftrace-parser-local.h"
 
 static int fresh_push(Symbolizer *s, uint32_t symbol) {
         if (s->n_fresh == s->fresh_allocated) {
-                size_t n = MAX(s->fresh_allocated * 2, (size_t) 64);
-                uint32_t *f = realloc(s->fresh, n * sizeof(uint32_t));
+                uint32_t *f = array_grow(s->fresh, &s->fresh_allocated, sizeof(uint32_t), 64);
 
                 if (!f)
                         return -ENOMEM;
                 s->fresh = f;
-                s->fresh_allocated = n;
         }
         if (s->n_fresh == 0)
                 s->first_fresh_iid = s->next_iid;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "array-util.h"
 #include "fd-util.h"
 #include "macro.h"
 #include "process-scan-local.h"
@@ -188,13 +189,11 @@ static int describe_saved_thread(ProcessTreeBuilder *b, pid_t tid, const SavedTa
  * storm of short-lived threads). */
 static int pending_add(ProcessTreeBuilder *b, pid_t tid) {
         if (b->n_pending >= b->pending_allocated) {
-                size_t n = MAX(b->pending_allocated * 2, (size_t) 64);
-                int32_t *p = realloc(b->pending, n * sizeof(int32_t));
+                int32_t *p = array_grow(b->pending, &b->pending_allocated, sizeof(int32_t), 64);
 
                 if (!p)
                         return -ENOMEM;
                 b->pending = p;
-                b->pending_allocated = n;
         }
         b->pending[b->n_pending++] = tid;
         return 0;

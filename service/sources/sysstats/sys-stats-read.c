@@ -122,29 +122,15 @@ static int add_key_value(void *array, size_t *n, size_t elem_size, const Protobu
         return 0;
 }
 
-int sys_stats_parse_meminfo(char *text, Tracebus__SysStats *out) {
-        char *save = NULL;
-        int r;
-
-        for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-                char *key;
-                uint64_t value;
-
-                if (!split_line(line, &key, &value))
-                        continue;
-                for (uint32_t k = 1; k < ELEMENTSOF(meminfo_names); k++) {
-                        if (!meminfo_names[k] || strcmp(meminfo_names[k], key) != 0)
-                                continue;
-                        r = add_key_value(&out->meminfo, &out->n_meminfo, sizeof(Tracebus__SysStats__MeminfoValue),
-                                          &tracebus__sys_stats__meminfo_value__descriptor, k, value);
-                        if (r < 0)
-                                return r;
-                        break;
-                }
-        }
+/* The MeminfoCounters value of a /proc/meminfo name, 0 for a name it does not have. */
+static int meminfo_key_of(const char *word) {
+        for (uint32_t k = 1; k < ELEMENTSOF(meminfo_names); k++)
+                if (meminfo_names[k] && strcmp(meminfo_names[k], word) == 0)
+                        return (int) k;
         return 0;
 }
 
+/* The VmstatCounters value of a /proc/vmstat name, 0 for a name it does not have. */
 static int vmstat_key_of(const char *word) {
         const ProtobufCEnumDescriptor *d = &tracebus__vmstat_counters__descriptor;
 
@@ -154,7 +140,10 @@ static int vmstat_key_of(const char *word) {
         return 0;
 }
 
-int sys_stats_parse_vmstat(char *text, Tracebus__SysStats *out) {
+/* A file of "key value" lines (/proc/meminfo, /proc/vmstat): each line whose key @key_of
+ * knows becomes one value message (@d) appended to @array; other lines are skipped. */
+static int parse_key_values(char *text, int (*key_of)(const char *word), void *array, size_t *n,
+                            size_t elem_size, const ProtobufCMessageDescriptor *d) {
         char *save = NULL;
         int r;
 
@@ -163,14 +152,25 @@ int sys_stats_parse_vmstat(char *text, Tracebus__SysStats *out) {
                 uint64_t value;
                 int k;
 
-                if (!split_line(line, &key, &value) || (k = vmstat_key_of(key)) <= 0)
+                if (!split_line(line, &key, &value) || (k = key_of(key)) <= 0)
                         continue;
-                r = add_key_value(&out->vmstat, &out->n_vmstat, sizeof(Tracebus__SysStats__VmstatValue),
-                                  &tracebus__sys_stats__vmstat_value__descriptor, (uint32_t) k, value);
+                r = add_key_value(array, n, elem_size, d, (uint32_t) k, value);
                 if (r < 0)
                         return r;
         }
         return 0;
+}
+
+int sys_stats_parse_meminfo(char *text, Tracebus__SysStats *out) {
+        return parse_key_values(text, meminfo_key_of, &out->meminfo, &out->n_meminfo,
+                                sizeof(Tracebus__SysStats__MeminfoValue),
+                                &tracebus__sys_stats__meminfo_value__descriptor);
+}
+
+int sys_stats_parse_vmstat(char *text, Tracebus__SysStats *out) {
+        return parse_key_values(text, vmstat_key_of, &out->vmstat, &out->n_vmstat,
+                                sizeof(Tracebus__SysStats__VmstatValue),
+                                &tracebus__sys_stats__vmstat_value__descriptor);
 }
 
 static Tracebus__SysStats__CpuTimes *parse_cpu_times(const char *cpu, char *rest, uint64_t ns_per_tick) {
