@@ -57,14 +57,13 @@ static int build_triggers(sd_bus *bus, sd_bus_message **ret) {
         return r;
 }
 
-/* ListEvents with a glob of GLOB_BYTES: stars and letters, the costliest to match. */
+/* ListEvents with a glob of GLOB_BYTES stars: it matches every event, and glibc's fnmatch
+ * walks every star for each (milliseconds an event). */
 static int build_glob(sd_bus *bus, sd_bus_message **ret) {
-        g_autofree char *glob = g_strnfill(GLOB_BYTES, 'a');
+        g_autofree char *glob = g_strnfill(GLOB_BYTES, '*');
         sd_bus_message *m = NULL;
         int r;
 
-        for (size_t i = 0; i < GLOB_BYTES; i += 2)
-                glob[i] = '*';
         r = sd_bus_message_new_method_call(bus, &m, TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_INTERFACE, "ListEvents");
         if (r >= 0)
                 r = sd_bus_message_append(m, "s", glob);
