@@ -98,17 +98,6 @@ static void run_storm(unsigned n) {
         note("storm of %u processes: %.1f s\n", n, (double) (g_get_monotonic_time() - start) / G_USEC_PER_SEC);
 }
 
-/* VmRSS of @pid, in KiB. */
-static guint64 rss_kib(pid_t pid) {
-        g_autofree char *path = g_strdup_printf("/proc/%d/status", (int) pid), *status = NULL;
-        const char *line;
-
-        g_assert_true(g_file_get_contents(path, &status, NULL, NULL));
-        line = strstr(status, "\nVmRSS:");
-        g_assert_nonnull(line);
-        return g_ascii_strtoull(line + strlen("\nVmRSS:"), NULL, 10);
-}
-
 /* The 64 KiB process: described, with its first whole arguments within 4 KiB. */
 static void check_long_cmdline(const Described *d, pid_t pid) {
         const Tracebus__ProcessTree__Process *p = g_hash_table_lookup(d->processes, GINT_TO_POINTER(pid));
@@ -155,15 +144,15 @@ static void test_fork_storm(void) {
         tb_sleep_scaled(200);   /* the long command line in place before the scan at start */
         rec_start(&r, "tbuser", "forkstorm.pftrace", cfg);
         tb_sleep_scaled(300);
-        rss0 = rss_kib(service);
+        rss0 = tb_process_rss_kib(service);
         run_storm(STORM_N);
         wait_caught_up(&r, tb_scaled_ms(10000));
         tb_sleep_scaled(500);
-        rss1 = rss_kib(service);
+        rss1 = tb_process_rss_kib(service);
         run_storm(3 * STORM_N);
         wait_caught_up(&r, tb_scaled_ms(10000));
         tb_sleep_scaled(500);
-        rss4 = rss_kib(service);
+        rss4 = tb_process_rss_kib(service);
         ratio = (double) (rss4 - MIN(rss4, rss0)) / (double) MAX(rss1 - MIN(rss1, rss0), (guint64) 1);
         note("tracebusd VmRSS: %" G_GUINT64_FORMAT " KiB at start, +%" G_GINT64_FORMAT " KiB after %u processes, +%"
              G_GINT64_FORMAT " KiB after %u: ratio %.2f\n", rss0, (gint64) (rss1 - rss0), STORM_N,

@@ -53,14 +53,7 @@ static guint service_fds(void) {
 }
 
 static guint64 service_rss_kb(void) {
-        g_autofree char *p = g_strdup_printf("/proc/%d/status", (int) tb_bus()->service_pid);
-        g_autofree char *text = NULL;
-        const char *l;
-
-        g_assert_true(g_file_get_contents(p, &text, NULL, NULL));
-        l = strstr(text, "VmRSS:");
-        g_assert_nonnull(l);
-        return g_ascii_strtoull(l + 6, NULL, 10);
+        return tb_process_rss_kib(tb_bus()->service_pid);
 }
 
 #if defined(__SANITIZE_ADDRESS__)

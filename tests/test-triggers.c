@@ -236,6 +236,28 @@ static void test_other_user(void) {
         assert_trigger_packet(out, &t, "tbadmin");
 }
 
+/* producer_name_regex matches the sender's whole process name ("tracebus" for the CLI):
+ * "bus" matches only part of it, so "partial" is ignored; "trac[a-z]+" stops the session. */
+static void test_producer_regex(void) {
+        g_autofree char *dir = make_user_dir("tbuser", "trig-regex");
+        g_autofree char *out = g_build_filename(dir, "regex.pftrace", NULL);
+        g_autofree char *path = start_detached(dir, "trig-regex", EVENTS
+                "trigger_config { trigger_mode: STOP_TRACING trigger_timeout_ms: 60000\n"
+                "  triggers { name: \"partial\" producer_name_regex: \"bus\" }\n"
+                "  triggers { name: \"whole\" producer_name_regex: \"trac[a-z]+\" } }\n", out);
+        g_autofree char *state = NULL;
+        g_auto(TriggerSeen) t = { 0 };
+
+        send_trigger("tbuser", "partial");
+        g_usleep(1500 * 1000);
+        state = string_property(path, "State");
+        g_assert_cmpstr(state, ==, "recording");
+        trigger_until_end("tbuser", "whole", path, "triggered");
+        read_triggers(out, &t);
+        g_assert_cmpuint(t.n_triggers, ==, 1);
+        g_assert_cmpstr(t.name, ==, "whole");
+}
+
 /* The user guide's recipe: a week-long ring of the trace directory, saved by the OnFailure=
  * unit's `tracebus --trigger=unit-failed` (the config as the user guide shows it). */
 static void test_recipe(void) {
@@ -387,6 +409,7 @@ int main(int argc, char **argv) {
         tb_test_add_isolated("/bus/triggers/start", test_start);
         tb_test_add_isolated("/bus/triggers/timeout", test_timeout);
         tb_test_add_isolated("/bus/triggers/other-user", test_other_user);
+        tb_test_add_isolated("/bus/triggers/producer-regex", test_producer_regex);
         tb_test_add_isolated("/bus/triggers/refused", test_refused);
         tb_test_add_isolated("/bus/triggers/recipe", test_recipe);
         tb_test_add_isolated("/bus/triggers/clone", test_clone);

@@ -31,6 +31,16 @@ void tb_write_all(int fd, const char *p, size_t n) {
         }
 }
 
+guint64 tb_process_rss_kib(pid_t pid) {
+        g_autofree char *path = g_strdup_printf("/proc/%d/status", (int) pid), *status = NULL;
+        const char *line;
+
+        g_assert_true(g_file_get_contents(path, &status, NULL, NULL));
+        line = strstr(status, "\nVmRSS:");
+        g_assert_nonnull(line);
+        return g_ascii_strtoull(line + strlen("\nVmRSS:"), NULL, 10);
+}
+
 bool tb_wait_pid_gone(pid_t pid, guint timeout_ms) {
         gint64 deadline = g_get_monotonic_time() + (gint64) timeout_ms * 1000;
 

@@ -36,6 +36,9 @@ void tb_sleep_scaled(guint ms);
  * signal handlers and forked children). */
 void tb_write_all(int fd, const char *p, size_t n);
 
+/* VmRSS of @pid, in KiB (asserts that /proc has it). */
+guint64 tb_process_rss_kib(pid_t pid);
+
 /* Waits until pid is gone (or a zombie); false after timeout_ms. */
 bool tb_wait_pid_gone(pid_t pid, guint timeout_ms);
 

@@ -135,6 +135,11 @@ static int reply_strv(sd_bus_message *message, char **l) {
         return sd_bus_send(NULL, reply, NULL);
 }
 
+/* ListEvents' glob, in bytes. The longest event, "group/name", is 257 bytes; a glob
+ * that spells it with brackets or escapes is longer, and 512 leaves room for any glob
+ * that names real events while bounding the matching each listing costs. */
+#define LIST_EVENTS_GLOB_MAX 512u
+
 static void on_list_events_result(BusRequest *req, int result) {
         _cleanup_strv_free_ char **events = NULL;
         const char *glob;
@@ -176,6 +181,12 @@ static int method_list_events(sd_bus_message *message, void *userdata, sd_bus_er
         r = sd_bus_message_read(message, "s", &glob);
         if (r < 0)
                 return r;
+        /* The glob is matched against every event on the event loop: its length is capped
+         * before polkit is asked. */
+        if (strlen(glob) > LIST_EVENTS_GLOB_MAX)
+                return sd_bus_error_setf(error, TB_ERROR_REQUEST_TOO_LARGE,
+                                         "The glob is %zu bytes, above the cap of %u bytes.", strlen(glob),
+                                         LIST_EVENTS_GLOB_MAX);
         if (!trace_instance_tracefs_root())
                 return sd_bus_error_set(error, TB_ERROR_TRACING_UNAVAILABLE,
                                         "tracefs is not mounted at /sys/kernel/tracing.");

@@ -63,23 +63,28 @@ static void on_trigger_result(BusRequest *req, int result) {
                 (void) sd_bus_reply_method_errnof(req->message, r, "Failed to ask polkit about " TB_ACTION_MANAGE ": %m");
 }
 
+/* Checks the names one by one as they are read, the count and each name's length while
+ * reading: a huge array is refused at the first name over a cap, never read whole, so a
+ * caller whom polkit would refuse costs no more than 65 names' work. */
 static int check_names(sd_bus_message *message, sd_bus_error *error) {
-        _cleanup_strv_free_ char **names = NULL;
+        const char *n;
+        unsigned count = 0;
         int r;
 
-        r = sd_bus_message_read_strv(message, &names);
-        if (r < 0)
-                return r;
-        if (strv_length(names) > SESSION_MAX_TRIGGERS)
-                return sd_bus_error_setf(error, TB_ERROR_REQUEST_TOO_LARGE, "%zu trigger names, at most %u.",
-                                         strv_length(names), SESSION_MAX_TRIGGERS);
-        STRV_FOREACH(n, names)
-                if (!session_trigger_name_valid(*n))
+        r = sd_bus_message_enter_container(message, 'a', "s");
+        while (r >= 0 && (r = sd_bus_message_read_basic(message, 's', &n)) > 0) {
+                if (++count > SESSION_MAX_TRIGGERS)
+                        return sd_bus_error_setf(error, TB_ERROR_REQUEST_TOO_LARGE,
+                                                 "More than %u trigger names.", SESSION_MAX_TRIGGERS);
+                if (!session_trigger_name_valid(n))
                         return sd_bus_error_setf(error, TB_ERROR_INVALID_TRIGGER,
                                                  "Trigger name '%.64s%s' is not 1 to %u bytes without control "
-                                                 "characters.", *n, strlen(*n) > 64 ? "..." : "",
+                                                 "characters.", n, strlen(n) > 64 ? "..." : "",
                                                  SESSION_TRIGGER_NAME_MAX);
-        return 0;
+        }
+        if (r >= 0)
+                r = sd_bus_message_exit_container(message);
+        return r;
 }
 
 int method_activate_triggers(sd_bus_message *message, void *userdata, sd_bus_error *error) {

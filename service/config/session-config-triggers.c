@@ -4,9 +4,9 @@
  * EnableTracing refuses it: an unknown mode, no trigger_timeout_ms or one over 7 days,
  * duration_ms with triggers, STOP_TRACING or CLONE_SNAPSHOT with write_into_file,
  * use_clone_snapshot_if_available without STOP_TRACING, a name twice. tracebus adds caps
- * (names of 64 bytes, as ActivateTriggers takes them; 64 triggers; short regexes).
+ * (names of 64 bytes, as ActivateTriggers takes them; 64 triggers; short regexes, whose
+ * cost is bounded: see whole-regex.h).
  */
-#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +30,7 @@ bool session_trigger_name_valid(const char *name) {
 void session_config_triggers_done(SessionConfig *c) {
         for (size_t i = 0; i < c->n_triggers; i++) {
                 free(c->triggers[i].name);
-                free(c->triggers[i].producer_regex);
+                whole_regex_free(c->triggers[i].producer_regex);
         }
         c->triggers = mfree(c->triggers);
         c->n_triggers = 0;
@@ -75,20 +75,21 @@ static int check_session_fields(const Tracebus__TraceConfig *tc, int mode, char 
         return 0;
 }
 
-static int check_regex(const char *name, const char *re, char **ret_error) {
-        _cleanup_free_ char *anchored = NULL;
-        regex_t compiled;
+/* producer_name_regex, compiled once here: a trigger matches it against each caller's
+ * process name, whole, as Perfetto's std::regex_match. A pattern refused, or one PCRE2
+ * cannot compile within the limits, is an invalid config naming the field. */
+static int compile_regex(const char *name, const char *re, WholeRegex **ret, char **ret_error) {
+        const char *reason = NULL;
+        int r;
 
         if (strlen(re) > SESSION_TRIGGER_REGEX_MAX)
-                return session_config_error(ret_error, "trigger '%s': producer_name_regex longer than %u bytes", name,
-                                            SESSION_TRIGGER_REGEX_MAX);
-        if (asprintf(&anchored, "^(%s)$", re) < 0)
-                return -ENOMEM;
-        if (regcomp(&compiled, anchored, REG_EXTENDED | REG_NOSUB) != 0)
-                return session_config_error(ret_error, "trigger '%s': producer_name_regex '%s' is not an extended "
-                                            "regular expression", name, re);
-        regfree(&compiled);
-        return 0;
+                return session_config_error(ret_error, "trigger_config: trigger '%s': producer_name_regex longer "
+                                            "than %u bytes", name, SESSION_TRIGGER_REGEX_MAX);
+        r = whole_regex_compile(re, ret, &reason);
+        if (r == -EINVAL)
+                return session_config_error(ret_error, "trigger_config: trigger '%s': producer_name_regex '%s': %s",
+                                            name, re, reason);
+        return r;
 }
 
 static int load_one(const TriggerMsg *m, SessionConfig *c, SessionTrigger *ret, char **ret_error) {
@@ -100,11 +101,6 @@ static int load_one(const TriggerMsg *m, SessionConfig *c, SessionTrigger *ret, 
         for (size_t i = 0; i < c->n_triggers; i++)
                 if (strcmp(c->triggers[i].name, m->name) == 0)
                         return session_config_error(ret_error, "Duplicate trigger name: %s", m->name);
-        if (m->producer_name_regex && *m->producer_name_regex) {
-                r = check_regex(m->name, m->producer_name_regex, ret_error);
-                if (r < 0)
-                        return r;
-        }
         *ret = (SessionTrigger) {
                 .stop_delay_ms = m->stop_delay_ms,
                 .max_per_24_h = m->max_per_24_h,
@@ -117,12 +113,14 @@ static int load_one(const TriggerMsg *m, SessionConfig *c, SessionTrigger *ret, 
                 if (r < 0)
                         return r;
         }
+        if (m->producer_name_regex && *m->producer_name_regex) {
+                r = compile_regex(m->name, m->producer_name_regex, &ret->producer_regex, ret_error);
+                if (r < 0)
+                        return r;
+        }
         ret->name = strdup(m->name);
-        if (m->producer_name_regex && *m->producer_name_regex)
-                ret->producer_regex = strdup(m->producer_name_regex);
-        if (!ret->name || (m->producer_name_regex && *m->producer_name_regex && !ret->producer_regex)) {
-                free(ret->name);
-                free(ret->producer_regex);
+        if (!ret->name) {
+                ret->producer_regex = whole_regex_free(ret->producer_regex);
                 return -ENOMEM;
         }
         return 0;

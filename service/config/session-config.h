@@ -9,6 +9,7 @@
 #include "ftrace-parser.h"
 #include "macro.h"
 #include "trace-filter.h"
+#include "whole-regex.h"
 
 /*
  * What a session records, validated: the TraceConfig a caller sent (text format, or
@@ -339,12 +340,12 @@ typedef enum SessionTriggerMode {
 
 #define SESSION_TRIGGER_NAME_MAX 64u        /* bytes of a trigger's name */
 #define SESSION_MAX_TRIGGERS 64u            /* triggers in one config */
-#define SESSION_TRIGGER_REGEX_MAX 256u      /* bytes of a producer_name_regex */
+#define SESSION_TRIGGER_REGEX_MAX WHOLE_REGEX_MAX_PATTERN /* bytes of a producer_name_regex */
 #define SESSION_TRIGGER_MAX_PER_24H 1000u   /* max_per_24_h kept: the history is per session */
 
 typedef struct SessionTrigger {
         char *name;
-        char *producer_regex;          /* NULL: any caller; else a POSIX ERE matched whole */
+        WholeRegex *producer_regex;    /* NULL: any caller; else compiled at load, matched whole */
         uint32_t stop_delay_ms;
         uint32_t max_per_24_h;         /* 0: no limit */
         double skip_probability;       /* 0: never skipped; >= 1: always */

@@ -19,7 +19,6 @@
  * a TracePacket.trigger on the service sequence, at the moment it came.
  */
 #include <errno.h>
-#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +29,7 @@
 #include "strv.h"
 #include "time-util.h"
 #include "trace-writer.h"
+#include "whole-regex.h"
 
 #define DAY_NS (24ull * 3600ull * 1000000000ull)
 /* Trigger packets a session writes: a caller looping on its own session cannot grow the
@@ -113,20 +113,8 @@ int session_triggers_setup(Session *s) {
 }
 
 static bool producer_matches(const SessionTrigger *rule, const char *producer) {
-        _cleanup_free_ char *anchored = NULL;
-        regex_t re;
-        bool match;
-
-        if (!rule->producer_regex)
-                return true;
-        /* The regex must match the whole name, as Perfetto's std::regex_match does. Its
-         * syntax was checked when the config was loaded. */
-        if (asprintf(&anchored, "^(%s)$", rule->producer_regex) < 0 ||
-            regcomp(&re, anchored, REG_EXTENDED | REG_NOSUB) != 0)
-                return false;
-        match = regexec(&re, producer, 0, NULL, 0) == 0;
-        regfree(&re);
-        return match;
+        /* Compiled when the config was loaded, matched whole with its cost bounded. */
+        return !rule->producer_regex || whole_regex_match(rule->producer_regex, producer);
 }
 
 /* A uniform double in [0, 1), as Perfetto's random_->GetValue(). */
