@@ -213,6 +213,11 @@ static GHashTable *storm_between_markers(Rec *r, Trace *t, const char *tag, bool
 
         mfd = marker_open(r);
         marker_write(mfd, early);
+        /* The early marker must be in the service's buffer before the storm fills it: the
+         * configs drain every 100 ms, so after a few passes it is. Without the wait, a pass
+         * that reads another CPU's storm first could fill a small buffer before it, on a
+         * slow (sanitizer) build. */
+        tb_sleep_scaled(400);
         storm = storm_start(100000, false);
         storm_wait(storm);
         marker_write(mfd, late);
@@ -236,7 +241,7 @@ static GHashTable *storm_between_markers(Rec *r, Trace *t, const char *tag, bool
 static void test_discard(void) {
         const char *const events[] = { "sched/sched_switch", "sched/sched_waking", "ftrace/print", NULL };
         g_autofree char *cfg = ftrace_config("buffers { size_kb: 256 fill_policy: DISCARD }\n", events,
-                                             "  buffer_size_kb: 8192\n");
+                                             "  buffer_size_kb: 8192\n  drain_period_ms: 100\n");
         g_autoptr(GHashTable) st = NULL;
         g_auto(Trace) t = { 0 };
         g_auto(Rec) r = { 0 };
@@ -272,7 +277,7 @@ static void test_two_buffers(void) {
 
         ft = ftrace_config("buffers { size_kb: 1024 fill_policy: RING_BUFFER }\n"
                             "buffers { size_kb: 128 fill_policy: DISCARD name: \"sched\" }\n", events,
-                            "  buffer_size_kb: 8192\n");
+                            "  buffer_size_kb: 8192\n  drain_period_ms: 100\n");
         /* The data source's name for its buffer, after its ftrace_config. */
         g_assert_true(g_str_has_suffix(ft, "} } }\n"));
         ft[strlen(ft) - 4] = 0;
