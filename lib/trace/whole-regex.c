@@ -160,14 +160,19 @@ static pcre2_code *compile_bounded(const char *pattern) {
                                  PCRE2_ANCHORED | PCRE2_ENDANCHORED | PCRE2_NEVER_BACKSLASH_C, &error, &offset, cc);
 }
 
-int whole_regex_compile(const char *pattern, WholeRegex **ret, const char **ret_reason) {
-        WholeRegex *re;
+DEFINE_TRIVIAL_CLEANUP_FUNC(WholeRegex *, whole_regex_free);
 
-        if (strlen(pattern) > WHOLE_REGEX_MAX_PATTERN)
-                return *ret_reason = "longer than 256 bytes", -EINVAL;
-        if (check_expanded_size(pattern) < 0)
-                return *ret_reason = "its counted repetitions ({n,m}) multiply past 4096 or its groups nest "
-                                     "deeper than 32", -EINVAL;
+int whole_regex_compile(const char *pattern, WholeRegex **ret, const char **ret_reason) {
+        _cleanup_(whole_regex_freep) WholeRegex *re = NULL;
+
+        if (strlen(pattern) > WHOLE_REGEX_MAX_PATTERN) {
+                *ret_reason = "longer than 256 bytes";
+                return -EINVAL;
+        }
+        if (check_expanded_size(pattern) < 0) {
+                *ret_reason = "its counted repetitions ({n,m}) multiply past 4096 or its groups nest deeper than 32";
+                return -EINVAL;
+        }
         if (dlopen_pcre2(ret_reason) < 0)
                 return -EINVAL;
         re = calloc(1, sizeof(WholeRegex));
@@ -175,19 +180,17 @@ int whole_regex_compile(const char *pattern, WholeRegex **ret, const char **ret_
                 return -ENOMEM;
         re->code = compile_bounded(pattern);
         if (!re->code) {
-                whole_regex_free(re);
-                return *ret_reason = "not a regular expression PCRE2 compiles within its limits", -EINVAL;
+                *ret_reason = "not a regular expression PCRE2 compiles within its limits";
+                return -EINVAL;
         }
         re->match = sym_pcre2_match_data_create_from_pattern(re->code, NULL);
         re->limits = sym_pcre2_match_context_create(NULL);
-        if (!re->match || !re->limits) {
-                whole_regex_free(re);
+        if (!re->match || !re->limits)
                 return -ENOMEM;
-        }
         (void) sym_pcre2_set_match_limit(re->limits, MATCH_STEPS);
         (void) sym_pcre2_set_depth_limit(re->limits, MATCH_DEPTH);
         (void) sym_pcre2_set_heap_limit(re->limits, MATCH_HEAP_KIB);
-        *ret = re;
+        *ret = TAKE_PTR(re);
         return 0;
 }
 
