@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Bus suite, linux.systemd_journald (issue 21): journal entries written during a session
+ * Bus suite, linux.systemd_journald: journal entries written during a session
  * as Perfetto v58's SystemdJournaldEvent, one packet per entry on the monotonic clock, read
  * back field by field, and the one stats packet at the end. tbuser's session sees its
  * own entries and not tbother's; root's sees both, filtered by its config (min_prio,
@@ -229,7 +229,7 @@ static void test_journald(void) {
         verdict();
 }
 
-/* The entries of the last poll period are read at Stop (helper "pollshare"): a marker
+/* The entries of the last poll period are read at Stop: a marker
  * logged right before Stop is in the trace, every time. Root's session; the test itself
  * logs, so that nothing waits between the entry and the Stop. */
 static void test_journald_last_entries(void) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Bus suite, linux.perf (issue 24): the real service samples tests/perf-target (main ->
+ * Bus suite, linux.perf: the real service samples tests/perf-target (main ->
  * tb_fa -> tb_fb -> tb_fc -> tb_spin, built with frame pointers) and the trace holds
  * PerfSamples whose interned callstacks name, through each frame's mapping and rel_pc
  * (symbolized here with nm), the chain in order; the packets read field by field, also

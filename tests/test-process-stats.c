@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Bus suite, linux.process_stats (issue 21): ProcessStats every proc_stats_poll_ms, as
+ * Bus suite, linux.process_stats: ProcessStats every proc_stats_poll_ms, as
  * Perfetto v58's protos define them, read back field by field. A child of the test, run
  * as tbuser (the session's owner), allocates 64 MiB and spins while the session records:
  * its vm_rss_kb and rss_anon_kb must grow by about that much, its runtime_user_mode

@@ -130,7 +130,7 @@ boot() {
                 echo "$BASHPID" >"$W/nspawn.pid"
                 # CAP_SYSLOG: nspawn's default set lacks it, so that /proc/kallsyms would show a
                 # container only zeros; a real machine's systemd has it to give the unit.
-                # CAP_PERFMON and CAP_IPC_LOCK, linux.perf's (issue 24), are missing there too,
+                # CAP_PERFMON and CAP_IPC_LOCK, linux.perf's, are missing there too,
                 # and nspawn's own system call filter refuses perf_event_open (EPERM) unless
                 # allowed: a container's limits, not the unit's.
                 exec setsid systemd-nspawn -q -D "$root" -M "$machine" -b --volatile=overlay \
@@ -314,7 +314,7 @@ out=$(asuser tbuser tracebus --no-ask-password --txt -c /mnt/tests/configs/kprob
 check "... refused for org.tracebus.kprobes (the service's log)" \
         journal_has tracebusd "UID $(tbx id -u tbuser) .*org.tracebus.kprobes.*refused"
 
-# --- linux.perf under the unit, as a user (issue 24) -----------------------------------
+# --- linux.perf under the unit, as a user -----------------------------------
 # tbuser profiles its own copy of perf-target (tests/perf-target.c: main > tb_fa > tb_fb >
 # tb_fc > tb_spin) in its home, which ProtectHome= hides from the service: the ELF file
 # is reached through the process (CAP_SYS_PTRACE's ptrace check), as the caller's
