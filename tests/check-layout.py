@@ -5,7 +5,7 @@
 - the folders point one way: in service/, a folder includes only from the folders below it,
       main.c > bus/ > core/ > sources/ > recorder/ > config/ > kernel/
   and one data source's folder (sources/NAME/) nothing of another's, only sources/ itself;
-  in lib/, a part (ftrace/, trace/, deflate/, textproto/) includes only the public headers
+  in lib/, a part (ftrace/, trace/, deflate/, textproto/, producer/) includes only the public headers
   (lib/include/) and lib/basic/; lib/ includes nothing of service/ or client/, the service
   nothing of client/, the clients nothing of service/;
 - no include circle between modules (a module is NAME.c with NAME.h / NAME-local.h);
@@ -91,7 +91,7 @@ def find_cycles(graph):
 
 SERVICE_RANKS = {'service': 7, 'service/bus': 6, 'service/core': 5, 'service/sources': 4,
                  'service/recorder': 3, 'service/config': 2, 'service/kernel': 1}
-LIB_PARTS = ('lib/ftrace', 'lib/trace', 'lib/deflate', 'lib/textproto')
+LIB_PARTS = ('lib/ftrace', 'lib/trace', 'lib/deflate', 'lib/textproto', 'lib/producer')
 
 
 def service_folder(path):
