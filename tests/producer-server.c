@@ -135,7 +135,7 @@ static int keep_packet(const uint8_t *data, size_t size, uint16_t writer_id, boo
 static void on_commit(ProducerServer *s, Tracebus__CommitDataRequest *req) {
         g_assert_nonnull(s->smb_map);
         g_assert_cmpint(smb_commit(&s->smb, s->reassembler, req), >=, 0);
-        g_assert_cmpint(smb_reassembler_read(s->reassembler, keep_packet, s), ==, 0);
+        g_assert_cmpint(smb_reassembler_read(s->reassembler, false, keep_packet, s), ==, 0);
         if (req->flush_request_id > s->flush_acked)
                 s->flush_acked = req->flush_request_id;
         s->commits++;
@@ -214,7 +214,7 @@ static void on_eof(ProducerServer *s) {
         if (!s->smb_map)
                 return;
         g_test_message("producer gone, scraped %d chunks", smb_scrape_all(&s->smb, s->reassembler));
-        g_assert_cmpint(smb_reassembler_read(s->reassembler, keep_packet, s), ==, 0);
+        g_assert_cmpint(smb_reassembler_read(s->reassembler, true, keep_packet, s), ==, 0);
 }
 
 static void serve_input(ProducerServer *s) {

@@ -178,11 +178,16 @@ int smb_reassembler_add(SmbReassembler *reassembler, SmbChunk *chunk);
 int smb_reassembler_patch(SmbReassembler *reassembler,
                           const Tracebus__CommitDataRequest__ChunkToPatch *patch);
 
-/* Calls @func for every packet that is whole: fragments of each writer's chunks in chunk
- * id order, glued across chunks; a writer's sequence waits at a chunk that needs patching
- * or whose packet continues in a chunk not yet held. Packets read are dropped from the
- * reassembler. Stops at @func's first negative return and returns it. */
-int smb_reassembler_read(SmbReassembler *reassembler, SmbPacketFunc func, void *userdata);
+/* Calls @func for every packet that is whole, writer by writer: each writer's fragments in
+ * chunk id order from where its last read stopped, glued across chunks. A writer's
+ * sequence waits at a gap in chunk ids, at a chunk that needs patching, at a packet that
+ * continues in a chunk not yet held, and at a chunk scraped while being written (its
+ * committed copy will say more). With @final (the producer is gone, or the session
+ * stops), nothing waits: what cannot be completed is counted as lost, gaps are crossed,
+ * and the next packet says packets were dropped. Packets read are dropped from the
+ * reassembler, and later copies of chunks already read are ignored. Stops at @func's
+ * first negative return and returns it. */
+int smb_reassembler_read(SmbReassembler *reassembler, bool final, SmbPacketFunc func, void *userdata);
 
 size_t smb_reassembler_held(const SmbReassembler *reassembler);
 const SmbStats *smb_reassembler_stats(const SmbReassembler *reassembler);

@@ -115,24 +115,21 @@ static uint32_t read_le(const uint8_t *p, unsigned bytes) {
         return v;
 }
 
-/* The header and payload from the private copy @copy of @chunk_size bytes; the payload
- * is moved into @ret. */
-static int parse_chunk_copy(uint8_t *copy, size_t chunk_size, SmbChunk *ret) {
-        uint32_t packets = read_le(copy + 6, 2);
+/* The header's values from @header, a private copy; @payload (the chunk's payload, copied
+ * with it) is moved into @ret. */
+static int parse_chunk_copy(const uint8_t *header, uint8_t **payload, size_t payload_size, SmbChunk *ret) {
+        uint32_t packets = read_le(header + 6, 2);
         SmbChunk c = {
-                .chunk_id = read_le(copy, 4),
-                .writer_id = (uint16_t) read_le(copy + 4, 2),
+                .chunk_id = read_le(header, 4),
+                .writer_id = (uint16_t) read_le(header + 4, 2),
                 .n_fragments = (uint16_t) (packets & SMB_FRAGMENTS_MAX),
                 .flags = (uint8_t) (packets >> 10),
-                .payload_size = chunk_size - SMB_CHUNK_HEADER_SIZE,
+                .payload_size = payload_size,
         };
 
         if (c.writer_id == 0 || c.writer_id > SMB_WRITER_ID_MAX || (c.flags & ~_SMB_CHUNK_FLAGS_ALL))
                 return -EBADMSG;
-        c.payload = malloc(MAX(c.payload_size, 1u));
-        if (!c.payload)
-                return -ENOMEM;
-        memcpy(c.payload, copy + SMB_CHUNK_HEADER_SIZE, c.payload_size);
+        c.payload = TAKE_PTR(*payload);
         *ret = c;
         return 0;
 }
@@ -146,6 +143,21 @@ static uint8_t *chunk_at(const Smb *smb, uint32_t page, unsigned layout, uint32_
         return smb->base + (size_t) page * smb->page_size + SMB_PAGE_HEADER_SIZE + chunk * size;
 }
 
+/* Copies chunk @chunk out, header and payload, each byte read once; returns where it
+ * starts in the buffer. */
+static uint8_t *copy_chunk(const Smb *smb, uint32_t page, unsigned layout, uint32_t chunk,
+                           uint8_t header[SMB_CHUNK_HEADER_SIZE], uint8_t **ret_payload, size_t *ret_payload_size) {
+        size_t size;
+        uint8_t *start = chunk_at(smb, page, layout, chunk, &size);
+
+        *ret_payload_size = size - SMB_CHUNK_HEADER_SIZE;
+        *ret_payload = malloc(*ret_payload_size);
+        memcpy(header, start, SMB_CHUNK_HEADER_SIZE);
+        if (*ret_payload)
+                memcpy(*ret_payload, start + SMB_CHUNK_HEADER_SIZE, *ret_payload_size);
+        return start;
+}
+
 static void clear_chunk_header(uint8_t *start) {
         /* writer_id 0 marks the header cleared; the producer rewrites it when it takes the
          * chunk again. Chunk starts are 4-byte aligned. */
@@ -153,66 +165,70 @@ static void clear_chunk_header(uint8_t *start) {
         __atomic_store_n((uint32_t *) (start + 4), 0, __ATOMIC_RELEASE);
 }
 
-int smb_take_chunk(Smb *smb, uint32_t page, uint32_t chunk, SmbChunk *ret) {
-        _cleanup_free_ uint8_t *copy = NULL;
+/* The page header of @page, read once: -ERANGE when the buffer has no such page or its
+ * layout, as read, no such chunk. */
+static int read_page_header(const Smb *smb, uint32_t page, uint32_t chunk, uint32_t *ret_bitmap, unsigned *ret_layout) {
         uint32_t bitmap;
-        unsigned layout;
-        size_t size;
-        uint8_t *start;
-        int r;
-
-        assert(smb);
-        assert(ret);
 
         if (page >= smb->n_pages || chunk >= SMB_CHUNKS_PER_PAGE_MAX)
                 return -ERANGE;
         bitmap = __atomic_load_n(page_bitmap(smb, page), __ATOMIC_ACQUIRE);
-        layout = bitmap_layout(bitmap);
-        if (chunk >= smb_layout_chunks(layout))
+        if (chunk >= smb_layout_chunks(bitmap_layout(bitmap)))
                 return -ERANGE;
-        r = cas_chunk_state(page_bitmap(smb, page), layout, chunk, SMB_CHUNK_COMPLETE, SMB_CHUNK_BEING_READ);
-        if (r < 0)
-                return r;
-        start = chunk_at(smb, page, layout, chunk, &size);
-        copy = malloc(size);
-        if (copy)
-                memcpy(copy, start, size);
-        clear_chunk_header(start);
-        /* If the producer took the chunk back meanwhile, it is its own loss; the copy is
-         * what we read either way. */
-        (void) cas_chunk_state(page_bitmap(smb, page), layout, chunk, SMB_CHUNK_BEING_READ, SMB_CHUNK_FREE);
-        if (!copy)
-                return -ENOMEM;
-        return parse_chunk_copy(copy, size, ret);
+        *ret_bitmap = bitmap;
+        *ret_layout = bitmap_layout(bitmap);
+        return 0;
 }
 
-int smb_scrape_chunk(Smb *smb, uint32_t page, uint32_t chunk, SmbChunk *ret) {
-        _cleanup_free_ uint8_t *copy = NULL;
+/* Copies a chunk out and parses the copy. Taking it (@take) moves it Complete to BeingRead
+ * first and releases it to Free after the copy, as CommitData asks; scraping copies a
+ * Complete or BeingWritten chunk and changes nothing. *@ret_state is the state it had. */
+static int copy_out(Smb *smb, uint32_t page, uint32_t chunk, bool take, SmbChunk *ret, SmbChunkState *ret_state) {
+        _cleanup_free_ uint8_t *payload = NULL;
+        uint8_t header[SMB_CHUNK_HEADER_SIZE], *start;
         SmbChunkState state;
         uint32_t bitmap;
         unsigned layout;
-        uint8_t *start;
         size_t size;
         int r;
 
         assert(smb);
         assert(ret);
 
-        if (page >= smb->n_pages || chunk >= SMB_CHUNKS_PER_PAGE_MAX)
-                return -ERANGE;
-        bitmap = __atomic_load_n(page_bitmap(smb, page), __ATOMIC_ACQUIRE);
-        layout = bitmap_layout(bitmap);
-        if (chunk >= smb_layout_chunks(layout))
-                return -ERANGE;
+        r = read_page_header(smb, page, chunk, &bitmap, &layout);
+        if (r < 0)
+                return r;
         state = bitmap_state(bitmap, chunk);
-        if (state != SMB_CHUNK_COMPLETE && state != SMB_CHUNK_BEING_WRITTEN)
-                return -ENOENT;
-        start = chunk_at(smb, page, layout, chunk, &size);
-        copy = malloc(size);
-        if (!copy)
+        if (take)
+                r = cas_chunk_state(page_bitmap(smb, page), layout, chunk, SMB_CHUNK_COMPLETE, SMB_CHUNK_BEING_READ);
+        else if (state != SMB_CHUNK_COMPLETE && state != SMB_CHUNK_BEING_WRITTEN)
+                r = -ENOENT;
+        if (r < 0)
+                return r;
+        start = copy_chunk(smb, page, layout, chunk, header, &payload, &size);
+        if (take) {
+                clear_chunk_header(start);
+                /* If the producer took the chunk back meanwhile, it is its own loss; the
+                 * copy is what we read either way. */
+                (void) cas_chunk_state(page_bitmap(smb, page), layout, chunk, SMB_CHUNK_BEING_READ, SMB_CHUNK_FREE);
+        }
+        if (!payload)
                 return -ENOMEM;
-        memcpy(copy, start, size);
-        r = parse_chunk_copy(copy, size, ret);
+        *ret_state = state;
+        return parse_chunk_copy(header, &payload, size, ret);
+}
+
+int smb_take_chunk(Smb *smb, uint32_t page, uint32_t chunk, SmbChunk *ret) {
+        SmbChunkState state;
+
+        return copy_out(smb, page, chunk, true, ret, &state);
+}
+
+int smb_scrape_chunk(Smb *smb, uint32_t page, uint32_t chunk, SmbChunk *ret) {
+        SmbChunkState state = SMB_CHUNK_FREE;
+        int r;
+
+        r = copy_out(smb, page, chunk, false, ret, &state);
         if (r < 0 || state == SMB_CHUNK_COMPLETE)
                 return r;
         /* The last fragment may be half written: leave it out, and with it what the flags

@@ -16,11 +16,22 @@ typedef struct HeldChunk {
         bool done;
 } HeldChunk;
 
+/* Where a writer's sequence goes on: the id of the next chunk to read. */
+typedef struct WriterState {
+        uint16_t writer_id;
+        uint32_t next_chunk_id;
+} WriterState;
+
 struct SmbReassembler {
         HeldChunk *held;
         size_t n_held;
         size_t allocated;
         size_t held_bytes;
+        /* One per writer read from; writer ids are checked, so at most
+         * SMB_WRITER_ID_MAX. */
+        WriterState *writers;
+        size_t n_writers;
+        size_t allocated_writers;
         SmbStats stats;
 };
 
@@ -42,6 +53,7 @@ SmbReassembler *smb_reassembler_free(SmbReassembler *r) {
         for (size_t i = 0; i < r->n_held; i++)
                 smb_chunk_done(&r->held[i].chunk);
         free(r->held);
+        free(r->writers);
         return mfree(r);
 }
 
@@ -64,6 +76,38 @@ static HeldChunk *find_held(SmbReassembler *r, uint16_t writer_id, uint32_t chun
                 if (r->held[i].chunk.writer_id == writer_id && r->held[i].chunk.chunk_id == chunk_id)
                         return &r->held[i];
         return NULL;
+}
+
+static WriterState *find_writer(SmbReassembler *r, uint16_t writer_id) {
+        for (size_t i = 0; i < r->n_writers; i++)
+                if (r->writers[i].writer_id == writer_id)
+                        return &r->writers[i];
+        return NULL;
+}
+
+static int set_writer_next(SmbReassembler *r, uint16_t writer_id, uint32_t next_chunk_id) {
+        WriterState *w = find_writer(r, writer_id);
+
+        if (!w) {
+                if (r->n_writers == r->allocated_writers) {
+                        WriterState *grown = array_grow(r->writers, &r->allocated_writers, sizeof(WriterState), 8);
+                        if (!grown)
+                                return -ENOMEM;
+                        r->writers = grown;
+                }
+                w = &r->writers[r->n_writers++];
+                w->writer_id = writer_id;
+        }
+        w->next_chunk_id = next_chunk_id;
+        return 0;
+}
+
+/* A chunk its writer's sequence already read past (scraped and read, then committed):
+ * nothing new in it. Ids wrap, so "past" is the half of the id space behind. */
+static bool already_read(SmbReassembler *r, const SmbChunk *chunk) {
+        WriterState *w = find_writer(r, chunk->writer_id);
+
+        return w && (int32_t) (chunk->chunk_id - w->next_chunk_id) < 0;
 }
 
 /* A re-copy of a held chunk (scraped, then committed) replaces it only if it grew: same
@@ -92,6 +136,10 @@ int smb_reassembler_add(SmbReassembler *r, SmbChunk *chunk) {
         assert(r);
         assert(chunk);
 
+        if (already_read(r, chunk)) {
+                smb_chunk_done(chunk);
+                return 0;
+        }
         h = find_held(r, chunk->writer_id, chunk->chunk_id);
         if (h)
                 return replace_held(r, h, chunk);
@@ -145,6 +193,16 @@ int smb_reassembler_patch(SmbReassembler *r, const Tracebus__CommitDataRequest__
         return applied;
 }
 
+/* One pass of reading: its mode, the callback, and whether packets were lost since the
+ * last one handed over on the current sequence. */
+typedef struct ReadPass {
+        SmbReassembler *r;
+        bool final;
+        bool dropped;
+        SmbPacketFunc func;
+        void *userdata;
+} ReadPass;
+
 /* The pieces of a packet that starts with the last fragment of @h and goes on in the first
  * fragments of the writer's next chunks. With @out, copies them there; with @consume, marks
  * them read. Returns 1 when the packet is whole (its size in *@ret_size), 0 when a chunk of
@@ -156,7 +214,7 @@ static int glue_walk(SmbReassembler *r, HeldChunk *h, const uint8_t *data, size_
 
         if (out)
                 memcpy(out, data, size);
-        for (;;) {
+        for (size_t steps = 0; steps < r->n_held; steps++) {
                 HeldChunk *next = find_held(r, cur->chunk.writer_id, cur->chunk.chunk_id + 1);
                 const uint8_t *piece;
                 size_t offset = 0, piece_size;
@@ -173,101 +231,173 @@ static int glue_walk(SmbReassembler *r, HeldChunk *h, const uint8_t *data, size_
                 if (consume) {
                         next->fragments_read = 1;
                         next->read_offset = offset;
-                        next->done = next->chunk.n_fragments == 1;
                 }
-                if (next->chunk.n_fragments > 1 || !(next->chunk.flags & SMB_CHUNK_LAST_CONTINUES))
-                        break;
+                if (next->chunk.n_fragments > 1 || !(next->chunk.flags & SMB_CHUNK_LAST_CONTINUES)) {
+                        *ret_size = total;
+                        return 1;
+                }
                 cur = next;
         }
-        *ret_size = total;
-        return 1;
+        return 0;
+}
+
+static void lose(ReadPass *pass, uint64_t *counter) {
+        (*counter)++;
+        pass->dropped = true;
 }
 
 /* Glues and hands over the packet that starts at @h's last fragment. Returns 1 when it was
- * handed over or dropped (and its pieces consumed), 0 to wait, or @func's error. */
-static int read_glued(SmbReassembler *r, HeldChunk *h, const uint8_t *data, size_t size,
-                      bool *dropped, SmbPacketFunc func, void *userdata) {
+ * handed over or dropped (its pieces consumed), 0 to wait for more chunks, or the
+ * callback's error. At the final pass a packet that cannot be completed is lost. */
+static int read_glued(ReadPass *pass, HeldChunk *h, const uint8_t *data, size_t size) {
+        SmbReassembler *r = pass->r;
         _cleanup_free_ uint8_t *packet = NULL;
         size_t total = 0;
         int k;
 
         k = glue_walk(r, h, data, size, NULL, false, &total);
-        if (k == 0)
+        if (k == 0 && !pass->final)
                 return 0;
-        h->done = true;
         h->fragments_read = h->chunk.n_fragments;
-        if (k < 0) {
-                r->stats.abi_violations++;
-                *dropped = true;
+        if (k <= 0) {
+                lose(pass, k == 0 ? &r->stats.packets_lost : &r->stats.abi_violations);
                 return 1;
         }
         if (total > SMB_PACKET_SIZE_MAX) {
                 (void) glue_walk(r, h, data, size, NULL, true, &total);
-                r->stats.packets_too_large++;
-                *dropped = true;
+                lose(pass, &r->stats.packets_too_large);
                 return 1;
         }
         packet = malloc(MAX(total, 1u));
         if (!packet)
                 return -ENOMEM;
         (void) glue_walk(r, h, data, size, packet, true, &total);
-        k = func(packet, total, h->chunk.writer_id, *dropped, userdata);
-        *dropped = false;
+        k = pass->func(packet, total, h->chunk.writer_id, pass->dropped, pass->userdata);
+        pass->dropped = false;
         return k < 0 ? k : 1;
 }
 
+/* Hands over one fragment at @h's read position; returns 1 to go on with the chunk, 0 to
+ * wait, or the callback's error. */
+static int read_fragment(ReadPass *pass, HeldChunk *h, const uint8_t *data, size_t size, size_t offset) {
+        unsigned i = h->fragments_read;
+        int k;
+
+        if (i == 0 && (h->chunk.flags & SMB_CHUNK_FIRST_CONTINUES))
+                /* The start of this packet was never read: lost. */
+                lose(pass, &pass->r->stats.packets_lost);
+        else if (i + 1u == h->chunk.n_fragments && (h->chunk.flags & SMB_CHUNK_LAST_CONTINUES))
+                return read_glued(pass, h, data, size);
+        else if (size > 0) {
+                k = pass->func(data, size, h->chunk.writer_id, pass->dropped, pass->userdata);
+                pass->dropped = false;
+                if (k < 0)
+                        return k;
+        }
+        h->fragments_read++;
+        h->read_offset = offset;
+        return 1;
+}
+
 /* Hands over the fragments of @h not read yet. Returns 1 when the chunk is used up, 0 when
- * it waits for the next chunk of its last packet, or @func's error. */
-static int read_chunk(SmbReassembler *r, HeldChunk *h, bool *dropped, SmbPacketFunc func, void *userdata) {
+ * it waits (for patches, for the next chunk of its last packet, or, scraped while being
+ * written, for its committed copy), or the callback's error. */
+static int read_chunk(ReadPass *pass, HeldChunk *h) {
+        if (h->chunk.flags & SMB_CHUNK_NEEDS_PATCHING) {
+                if (!pass->final)
+                        return 0;
+                /* Its patches never came: what it holds cannot be read. */
+                lose(pass, &pass->r->stats.packets_lost);
+                h->fragments_read = h->chunk.n_fragments;
+        }
         while (h->fragments_read < h->chunk.n_fragments) {
                 size_t offset = h->read_offset, size;
-                unsigned i = h->fragments_read;
                 const uint8_t *data;
                 int k;
 
                 k = smb_fragment_next(h->chunk.payload, h->chunk.payload_size, &offset, &data, &size);
-                if (k <= 0) {
-                        /* A count larger than the fragments is the writer's business;
-                         * a size that is a lie, or its "dropped" mark, loses the rest. */
-                        if (k == -ECANCELED)
-                                r->stats.packets_lost++;
-                        else if (k < 0)
-                                r->stats.abi_violations++;
-                        *dropped = *dropped || k < 0;
+                if (k < 0)
+                        /* A size that is a lie, or the writer's "dropped" mark, loses the
+                         * rest of the chunk; a count beyond the fragments is not ours to
+                         * mind. */
+                        lose(pass, k == -ECANCELED ? &pass->r->stats.packets_lost : &pass->r->stats.abi_violations);
+                if (k <= 0)
                         break;
-                }
-                if (i == 0 && (h->chunk.flags & SMB_CHUNK_FIRST_CONTINUES)) {
-                        /* The start of this packet was never read: lost. */
-                        r->stats.packets_lost++;
-                        *dropped = true;
-                } else if (i + 1u == h->chunk.n_fragments && (h->chunk.flags & SMB_CHUNK_LAST_CONTINUES))
-                        return read_glued(r, h, data, size, dropped, func, userdata);
-                else if (size > 0) {
-                        k = func(data, size, h->chunk.writer_id, *dropped, userdata);
-                        *dropped = false;
-                        if (k < 0)
-                                return k;
-                }
-                h->fragments_read++;
-                h->read_offset = offset;
+                k = read_fragment(pass, h, data, size, offset);
+                if (k <= 0)
+                        return k;
         }
+        if (h->chunk.incomplete && !pass->final && h->fragments_read >= h->chunk.n_fragments &&
+            !(h->chunk.flags & SMB_CHUNK_LAST_CONTINUES))
+                return 0;
         h->done = true;
         return 1;
 }
 
-/* One writer's run of consecutive chunk ids, from @h on. */
-static int read_run(SmbReassembler *r, HeldChunk *h, SmbPacketFunc func, void *userdata) {
-        bool dropped = false;
+/* Reads @writer_id's chunks in id order from @h on, while they follow each other; returns
+ * the id of the next chunk to read in *@ret_next. */
+static int read_run(ReadPass *pass, HeldChunk *h, uint32_t *ret_next) {
+        uint32_t next = h->chunk.chunk_id;
+        uint16_t writer_id = h->chunk.writer_id;
 
-        for (size_t steps = 0; h && steps < r->n_held; steps++) {
+        for (size_t steps = 0; h && steps < pass->r->n_held; steps++) {
+                int k = read_chunk(pass, h);
+
+                if (k < 0)
+                        return k;
+                if (k == 0)
+                        break;
+                next = h->chunk.chunk_id + 1;
+                h = find_held(pass->r, writer_id, next);
+        }
+        *ret_next = next;
+        return 0;
+}
+
+/* Where a writer's reading may go on: the chunk after the last one read, and only that one
+ * (a gap waits for its chunk). A writer not read before starts at its run of consecutive
+ * chunks with the lowest id, as its ids count up from 0; at the final pass, reading goes
+ * on at the run nearest after the last one read, across any gap. */
+static HeldChunk *run_start(SmbReassembler *r, uint16_t writer_id, bool final) {
+        WriterState *w = find_writer(r, writer_id);
+        uint32_t base = w ? w->next_chunk_id : 0;
+        HeldChunk *best = NULL;
+
+        if (w && find_held(r, writer_id, base) && !find_held(r, writer_id, base)->done)
+                return find_held(r, writer_id, base);
+        for (size_t i = 0; i < r->n_held; i++) {
+                HeldChunk *h = &r->held[i], *prev;
+
+                if (h->done || h->chunk.writer_id != writer_id)
+                        continue;
+                prev = find_held(r, writer_id, h->chunk.chunk_id - 1);
+                if (prev && !prev->done)
+                        continue;
+                if (!best || h->chunk.chunk_id - base < best->chunk.chunk_id - base)
+                        best = h;
+        }
+        return final || !w ? best : NULL;
+}
+
+static int read_writer(ReadPass *pass, uint16_t writer_id) {
+        pass->dropped = false;
+        for (size_t steps = 0; steps <= pass->r->n_held; steps++) {
+                HeldChunk *h = run_start(pass->r, writer_id, pass->final);
+                WriterState *w = find_writer(pass->r, writer_id);
+                uint32_t next;
                 int k;
 
-                if (h->chunk.flags & SMB_CHUNK_NEEDS_PATCHING)
+                if (!h)
                         return 0;
-                k = read_chunk(r, h, &dropped, func, userdata);
-                if (k <= 0)
+                /* At the final pass, the chunks skipped over a gap are lost. */
+                if (w && h->chunk.chunk_id != w->next_chunk_id)
+                        pass->dropped = true;
+                k = read_run(pass, h, &next);
+                if (k < 0)
                         return k;
-                h = find_held(r, h->chunk.writer_id, h->chunk.chunk_id + 1);
+                k = set_writer_next(pass->r, writer_id, next);
+                if (k < 0 || !pass->final)
+                        return k;
         }
         return 0;
 }
@@ -285,9 +415,14 @@ static void drop_done(SmbReassembler *r) {
         r->n_held = kept;
 }
 
-int smb_reassembler_read(SmbReassembler *r, SmbPacketFunc func, void *userdata) {
-        _cleanup_free_ size_t *starts = NULL;
-        size_t n_starts = 0;
+static int compare_u16(const void *a, const void *b) {
+        return (int) *(const uint16_t *) a - (int) *(const uint16_t *) b;
+}
+
+int smb_reassembler_read(SmbReassembler *r, bool final, SmbPacketFunc func, void *userdata) {
+        _cleanup_free_ uint16_t *writers = NULL;
+        ReadPass pass = { .r = r, .final = final, .func = func, .userdata = userdata };
+        size_t n = 0;
         int k = 0;
 
         assert(r);
@@ -295,16 +430,15 @@ int smb_reassembler_read(SmbReassembler *r, SmbPacketFunc func, void *userdata) 
 
         if (r->n_held == 0)
                 return 0;
-        /* A run starts at a chunk whose predecessor is not held; chunk ids wrap, and so
-         * does the arithmetic. Runs are found first, as reading changes the chunks. */
-        starts = malloc(r->n_held * sizeof(size_t));
-        if (!starts)
+        writers = malloc(r->n_held * sizeof(uint16_t));
+        if (!writers)
                 return -ENOMEM;
         for (size_t i = 0; i < r->n_held; i++)
-                if (!find_held(r, r->held[i].chunk.writer_id, r->held[i].chunk.chunk_id - 1))
-                        starts[n_starts++] = i;
-        for (size_t i = 0; i < n_starts && k >= 0; i++)
-                k = read_run(r, &r->held[starts[i]], func, userdata);
+                writers[n++] = r->held[i].chunk.writer_id;
+        qsort(writers, n, sizeof(uint16_t), compare_u16);
+        for (size_t i = 0; i < n && k >= 0; i++)
+                if (i == 0 || writers[i] != writers[i - 1])
+                        k = read_writer(&pass, writers[i]);
         drop_done(r);
         return k < 0 ? k : 0;
 }
