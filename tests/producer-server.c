@@ -149,10 +149,13 @@ static void on_call(ProducerServer *s, uint64_t request_id, bool drop_reply, Pro
         switch (method) {
         case PRODUCER_PORT_INITIALIZE_CONNECTION:
                 on_initialize(s, request_id, (Tracebus__InitializeConnectionRequest *) args);
+                ipc_message_free(args);
                 return;
         case PRODUCER_PORT_GET_ASYNC_COMMAND:
+                /* Answered by the commands, later, all on this request. */
                 s->has_async = true;
                 s->async_request_id = request_id;
+                ipc_message_free(args);
                 return;
         case PRODUCER_PORT_REGISTER_DATA_SOURCE:
                 g_assert_cmpuint(s->descriptors->len, <, PRODUCER_DATA_SOURCES_MAX);

@@ -23,6 +23,7 @@ typedef struct {
         Smb smb;
         SmbReassembler *r;
         GPtrArray *packets;     /* "W:bytes" per packet, '!' before a packet after a loss */
+        char *read;             /* the packets of the last read, joined */
 } Fixture;
 
 static void fixture_setup(Fixture *f, gconstpointer data) {
@@ -39,6 +40,7 @@ static void fixture_setup(Fixture *f, gconstpointer data) {
 static void fixture_teardown(Fixture *f, gconstpointer data) {
         smb_reassembler_free(f->r);
         g_ptr_array_unref(f->packets);
+        g_free(f->read);
         munmap(f->service, PAGE * PAGES);
         munmap(f->producer, PAGE * PAGES);
         close(f->memfd);
@@ -93,16 +95,17 @@ static int keep(const uint8_t *data, size_t size, uint16_t writer_id, bool dropp
         return 0;
 }
 
-static char *read_packets_mode(Fixture *f, bool final) {
+static const char *read_packets_mode(Fixture *f, bool final) {
         g_ptr_array_set_size(f->packets, 0);
         g_assert_cmpint(smb_reassembler_read(f->r, final, keep, f), ==, 0);
         g_ptr_array_add(f->packets, NULL);
-        char *s = g_strjoinv(" ", (char **) f->packets->pdata);
+        g_free(f->read);
+        f->read = g_strjoinv(" ", (char **) f->packets->pdata);
         g_ptr_array_set_size(f->packets, 0);
-        return s;
+        return f->read;
 }
 
-static char *read_packets(Fixture *f) {
+static const char *read_packets(Fixture *f) {
         return read_packets_mode(f, false);
 }
 
