@@ -176,6 +176,11 @@ static void on_call(ProducerServer *s, uint64_t request_id, bool drop_reply, Pro
                 writer = ((Tracebus__RegisterTraceWriterRequest *) args)->trace_writer_id;
                 g_array_append_val(s->writers, writer);
                 break;
+        case PRODUCER_PORT_UNREGISTER_TRACE_WRITER:
+                writer = ((Tracebus__UnregisterTraceWriterRequest *) args)->trace_writer_id;
+                if (writer >= 1 && writer <= SMB_WRITER_ID_MAX)
+                        g_assert_cmpint(smb_reassembler_end_writer(s->reassembler, (uint16_t) writer, keep_packet, s), ==, 0);
+                break;
         default:
                 break;
         }

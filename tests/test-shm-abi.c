@@ -399,6 +399,39 @@ static void test_gap_and_final(Fixture *f, gconstpointer data) {
         g_assert_cmpuint(smb_reassembler_stats(f->r)->packets_lost, ==, 1);
 }
 
+/* A writer that went away is read to its end; its id, given to a new writer, starts a new
+ * sequence at chunk 0. */
+static void test_writer_id_reused(Fixture *f, gconstpointer data) {
+        write_chunk(f, 0, SMB_LAYOUT_DIV1, 0, SMB_CHUNK_COMPLETE, 3, 0, 0, false, FRAGS("old0"));
+        write_chunk(f, 1, SMB_LAYOUT_DIV1, 0, SMB_CHUNK_COMPLETE, 3, 1, SMB_CHUNK_LAST_CONTINUES, false, FRAGS("old1", "cut"));
+        take_into(f, 0, 0);
+        take_into(f, 1, 0);
+        g_assert_cmpstr(read_packets(f), ==, "3:old0 3:old1");
+        g_assert_cmpint(smb_reassembler_end_writer(f->r, 3, keep, f), ==, 0);
+        g_assert_cmpuint(smb_reassembler_held(f->r), ==, 0);
+        g_assert_cmpuint(smb_reassembler_stats(f->r)->packets_lost, ==, 1);
+
+        write_chunk(f, 0, SMB_LAYOUT_DIV1, 0, SMB_CHUNK_COMPLETE, 3, 0, 0, false, FRAGS("new0"));
+        take_into(f, 0, 0);
+        g_assert_cmpstr(read_packets(f), ==, "3:new0");
+}
+
+/* Many writers and chunks: the sorted tables find each chunk and writer again. */
+static void test_many_writers(Fixture *f, gconstpointer data) {
+        unsigned packets = 0;
+
+        for (uint32_t i = 0; i < 3000; i++) {
+                uint16_t writer = (uint16_t) (1 + (i * 7919) % 1000);
+                SmbChunk c = { .writer_id = writer, .chunk_id = i / 1000, .n_fragments = 1,
+                               .payload_size = 2, .payload = g_memdup2("\x01" "x", 2) };
+                g_assert_cmpint(smb_reassembler_add(f->r, &c), ==, 0);
+        }
+        g_assert_cmpint(smb_reassembler_read(f->r, false, keep, f), ==, 0);
+        packets = f->packets->len;
+        g_assert_cmpuint(packets, ==, 3000);
+        g_assert_cmpuint(smb_reassembler_held(f->r), ==, 0);
+}
+
 /* The producer rewrites the chunk through its own mapping after we took it: our copy and
  * the packets read from it do not change. */
 static void test_change_after_copy(Fixture *f, gconstpointer data) {
@@ -510,6 +543,8 @@ int main(int argc, char *argv[]) {
         ADD("/shm-abi/scrape", test_scrape);
         ADD("/shm-abi/scrape-then-commit", test_scrape_then_commit);
         ADD("/shm-abi/gap-and-final", test_gap_and_final);
+        ADD("/shm-abi/writer-id-reused", test_writer_id_reused);
+        ADD("/shm-abi/many-writers", test_many_writers);
         ADD("/shm-abi/change-after-copy", test_change_after_copy);
         ADD("/shm-abi/concurrent-scribbling", test_concurrent_scribbling);
         ADD("/shm-abi/caps", test_caps);

@@ -189,6 +189,11 @@ int smb_reassembler_patch(SmbReassembler *reassembler,
  * first negative return and returns it. */
 int smb_reassembler_read(SmbReassembler *reassembler, bool final, SmbPacketFunc func, void *userdata);
 
+/* A writer went away (UnregisterTraceWriter, sent after its last CommitData): its held
+ * chunks are read as at the final pass, and its sequence is forgotten, since the producer
+ * may give its id to a new writer, whose chunk ids start again at 0. */
+int smb_reassembler_end_writer(SmbReassembler *reassembler, uint16_t writer_id, SmbPacketFunc func, void *userdata);
+
 size_t smb_reassembler_held(const SmbReassembler *reassembler);
 const SmbStats *smb_reassembler_stats(const SmbReassembler *reassembler);
 

@@ -69,33 +69,67 @@ SmbStats *smb_reassembler_counters(SmbReassembler *r) {
         return &r->stats;
 }
 
-/* Lookups walk the held chunks: there are few between reads (a writer's packet in
- * flight), and at most SMB_HELD_CHUNKS_MAX. */
+/* The held chunks are sorted by writer and chunk id, the writers by id: lookups are binary
+ * searches, so that a producer holding many chunks or using many writer ids cannot make
+ * each commit cost the square of them. */
+static size_t held_lower_bound(const SmbReassembler *r, uint16_t writer_id, uint32_t chunk_id) {
+        size_t lo = 0, hi = r->n_held;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                const SmbChunk *c = &r->held[mid].chunk;
+
+                if (c->writer_id < writer_id || (c->writer_id == writer_id && c->chunk_id < chunk_id))
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo;
+}
+
 static HeldChunk *find_held(SmbReassembler *r, uint16_t writer_id, uint32_t chunk_id) {
-        for (size_t i = 0; i < r->n_held; i++)
-                if (r->held[i].chunk.writer_id == writer_id && r->held[i].chunk.chunk_id == chunk_id)
-                        return &r->held[i];
+        size_t i = held_lower_bound(r, writer_id, chunk_id);
+
+        if (i < r->n_held && r->held[i].chunk.writer_id == writer_id && r->held[i].chunk.chunk_id == chunk_id)
+                return &r->held[i];
         return NULL;
 }
 
+static size_t writer_lower_bound(const SmbReassembler *r, uint16_t writer_id) {
+        size_t lo = 0, hi = r->n_writers;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (r->writers[mid].writer_id < writer_id)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo;
+}
+
 static WriterState *find_writer(SmbReassembler *r, uint16_t writer_id) {
-        for (size_t i = 0; i < r->n_writers; i++)
-                if (r->writers[i].writer_id == writer_id)
-                        return &r->writers[i];
-        return NULL;
+        size_t i = writer_lower_bound(r, writer_id);
+
+        return i < r->n_writers && r->writers[i].writer_id == writer_id ? &r->writers[i] : NULL;
 }
 
 static int set_writer_next(SmbReassembler *r, uint16_t writer_id, uint32_t next_chunk_id) {
         WriterState *w = find_writer(r, writer_id);
 
         if (!w) {
+                size_t i = writer_lower_bound(r, writer_id);
+
                 if (r->n_writers == r->allocated_writers) {
                         WriterState *grown = array_grow(r->writers, &r->allocated_writers, sizeof(WriterState), 8);
                         if (!grown)
                                 return -ENOMEM;
                         r->writers = grown;
                 }
-                w = &r->writers[r->n_writers++];
+                memmove(r->writers + i + 1, r->writers + i, (r->n_writers - i) * sizeof(WriterState));
+                r->n_writers++;
+                w = &r->writers[i];
                 w->writer_id = writer_id;
         }
         w->next_chunk_id = next_chunk_id;
@@ -132,6 +166,7 @@ static int replace_held(SmbReassembler *r, HeldChunk *h, SmbChunk *chunk) {
 
 int smb_reassembler_add(SmbReassembler *r, SmbChunk *chunk) {
         HeldChunk *h;
+        size_t i;
 
         assert(r);
         assert(chunk);
@@ -156,7 +191,10 @@ int smb_reassembler_add(SmbReassembler *r, SmbChunk *chunk) {
                 }
                 r->held = grown;
         }
-        r->held[r->n_held++] = (HeldChunk) { .chunk = *chunk };
+        i = held_lower_bound(r, chunk->writer_id, chunk->chunk_id);
+        memmove(r->held + i + 1, r->held + i, (r->n_held - i) * sizeof(HeldChunk));
+        r->held[i] = (HeldChunk) { .chunk = *chunk };
+        r->n_held++;
         r->held_bytes += chunk->payload_size;
         *chunk = (SmbChunk) {};
         return 0;
@@ -361,14 +399,14 @@ static int read_run(ReadPass *pass, HeldChunk *h, uint32_t *ret_next) {
 static HeldChunk *run_start(SmbReassembler *r, uint16_t writer_id, bool final) {
         WriterState *w = find_writer(r, writer_id);
         uint32_t base = w ? w->next_chunk_id : 0;
-        HeldChunk *best = NULL;
+        HeldChunk *best = NULL, *next = w ? find_held(r, writer_id, base) : NULL;
 
-        if (w && find_held(r, writer_id, base) && !find_held(r, writer_id, base)->done)
-                return find_held(r, writer_id, base);
-        for (size_t i = 0; i < r->n_held; i++) {
+        if (next && !next->done)
+                return next;
+        for (size_t i = held_lower_bound(r, writer_id, 0); i < r->n_held && r->held[i].chunk.writer_id == writer_id; i++) {
                 HeldChunk *h = &r->held[i], *prev;
 
-                if (h->done || h->chunk.writer_id != writer_id)
+                if (h->done)
                         continue;
                 prev = find_held(r, writer_id, h->chunk.chunk_id - 1);
                 if (prev && !prev->done)
@@ -415,30 +453,39 @@ static void drop_done(SmbReassembler *r) {
         r->n_held = kept;
 }
 
-static int compare_u16(const void *a, const void *b) {
-        return (int) *(const uint16_t *) a - (int) *(const uint16_t *) b;
-}
-
 int smb_reassembler_read(SmbReassembler *r, bool final, SmbPacketFunc func, void *userdata) {
-        _cleanup_free_ uint16_t *writers = NULL;
         ReadPass pass = { .r = r, .final = final, .func = func, .userdata = userdata };
-        size_t n = 0;
         int k = 0;
 
         assert(r);
         assert(func);
 
-        if (r->n_held == 0)
-                return 0;
-        writers = malloc(r->n_held * sizeof(uint16_t));
-        if (!writers)
-                return -ENOMEM;
-        for (size_t i = 0; i < r->n_held; i++)
-                writers[n++] = r->held[i].chunk.writer_id;
-        qsort(writers, n, sizeof(uint16_t), compare_u16);
-        for (size_t i = 0; i < n && k >= 0; i++)
-                if (i == 0 || writers[i] != writers[i - 1])
-                        k = read_writer(&pass, writers[i]);
+        /* Reading marks chunks done and drops them only at the end, so the array stays
+         * as it is while it is walked, writer by writer. */
+        for (size_t i = 0; i < r->n_held && k >= 0; i++)
+                if (i == 0 || r->held[i].chunk.writer_id != r->held[i - 1].chunk.writer_id)
+                        k = read_writer(&pass, r->held[i].chunk.writer_id);
         drop_done(r);
         return k < 0 ? k : 0;
+}
+
+int smb_reassembler_end_writer(SmbReassembler *r, uint16_t writer_id, SmbPacketFunc func, void *userdata) {
+        ReadPass pass = { .r = r, .final = true, .func = func, .userdata = userdata };
+        WriterState *w;
+        int k;
+
+        assert(r);
+        assert(func);
+
+        k = read_writer(&pass, writer_id);
+        drop_done(r);
+        if (k < 0)
+                return k;
+        w = find_writer(r, writer_id);
+        if (w) {
+                size_t i = (size_t) (w - r->writers);
+                memmove(w, w + 1, (r->n_writers - i - 1) * sizeof(WriterState));
+                r->n_writers--;
+        }
+        return 0;
 }
