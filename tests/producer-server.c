@@ -44,8 +44,7 @@ ProducerServer *producer_server_new(void) {
 void producer_server_free(ProducerServer *s) {
         if (!s)
                 return;
-        if (s->smb_map)
-                munmap(s->smb_map, SERVER_SMB_SIZE);
+        smb_unmap(&s->smb);
         if (s->smb_fd >= 0)
                 close(s->smb_fd);
         if (s->conn_fd >= 0)
@@ -133,7 +132,7 @@ static int keep_packet(const uint8_t *data, size_t size, uint16_t writer_id, boo
 }
 
 static void on_commit(ProducerServer *s, Tracebus__CommitDataRequest *req) {
-        g_assert_nonnull(s->smb_map);
+        g_assert_nonnull(s->smb.base);
         g_assert_cmpint(smb_commit(&s->smb, s->reassembler, req), >=, 0);
         g_assert_cmpint(smb_reassembler_read(s->reassembler, false, keep_packet, s), ==, 0);
         if (req->flush_request_id > s->flush_acked)
@@ -219,7 +218,7 @@ static void on_frame(ProducerServer *s, Tracebus__IPCFrame *frame) {
 /* The producer went away: what it wrote and never committed is still in the buffer. */
 static void on_eof(ProducerServer *s) {
         s->eof = true;
-        if (!s->smb_map)
+        if (!s->smb.base)
                 return;
         g_test_message("producer gone, scraped %d chunks", smb_scrape_all(&s->smb, s->reassembler));
         g_assert_cmpint(smb_reassembler_read(s->reassembler, true, keep_packet, s), ==, 0);
@@ -283,14 +282,7 @@ static void setup_tracing(ProducerServer *s) {
         Tracebus__GetAsyncCommandResponse command = TRACEBUS__GET_ASYNC_COMMAND_RESPONSE__INIT;
         Tracebus__GetAsyncCommandResponse__SetupTracing setup = TRACEBUS__GET_ASYNC_COMMAND_RESPONSE__SETUP_TRACING__INIT;
 
-        s->smb_fd = memfd_create("tracebus-smb", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-        g_assert_cmpint(s->smb_fd, >=, 0);
-        g_assert_cmpint(ftruncate(s->smb_fd, SERVER_SMB_SIZE), ==, 0);
-        /* Sealed, so that the producer cannot shrink the buffer under us. */
-        g_assert_cmpint(fcntl(s->smb_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL), ==, 0);
-        s->smb_map = mmap(NULL, SERVER_SMB_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, s->smb_fd, 0);
-        g_assert_true(s->smb_map != MAP_FAILED);
-        g_assert_cmpint(smb_init(&s->smb, s->smb_map, SERVER_SMB_SIZE, SERVER_PAGE_SIZE), ==, 0);
+        g_assert_cmpint(smb_create(SERVER_SMB_SIZE, SERVER_PAGE_SIZE, &s->smb, &s->smb_fd), ==, 0);
         setup.has_shared_buffer_page_size_kb = true;
         setup.shared_buffer_page_size_kb = SERVER_PAGE_SIZE / 1024;
         command.cmd_case = TRACEBUS__GET_ASYNC_COMMAND_RESPONSE__CMD_SETUP_TRACING;
@@ -306,7 +298,7 @@ void producer_server_start(ProducerServer *s, const char *name, uint64_t instanc
         Tracebus__TrackEventConfig track_event = TRACEBUS__TRACK_EVENT_CONFIG__INIT;
         char *all[] = { (char *) "*" };
 
-        if (!s->smb_map)
+        if (!s->smb.base)
                 setup_tracing(s);
         config.name = (char *) name;
         config.has_target_buffer = true;

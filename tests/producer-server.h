@@ -39,8 +39,7 @@ typedef struct ProducerServer {
         bool eof;
 
         int smb_fd;
-        void *smb_map;
-        Smb smb;
+        Smb smb;                        /* mapped once SetupTracing was sent */
         SmbReassembler *reassembler;
         GPtrArray *packets;             /* GBytes, reassembled TracePackets */
 } ProducerServer;

@@ -5,10 +5,12 @@
  * producer changing the memory behind our copy (a second mapping of the same memfd), and
  * a producer scribbling on its headers while we read them. */
 #include <errno.h>
+#include <fcntl.h>
 #include <glib.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "shm-abi.h"
@@ -138,6 +140,30 @@ static void test_geometry(void) {
         }
         g_assert_cmpuint(smb_layout_chunks(6), ==, 0);
         g_assert_cmpuint(smb_layout_chunks(7), ==, 0);
+}
+
+/* A buffer made for a producer: its size, zeroed (every page free), sealed so that the
+ * producer cannot shrink it under our reads; a geometry over the caps is refused. */
+static void test_create(void) {
+        Smb smb = {};
+        struct stat st;
+        int fd = -1;
+
+        g_assert_cmpint(smb_create(SMB_SIZE_DEFAULT, 8192, &smb, &fd), ==, 0);
+        g_assert_cmpint(fd, >=, 0);
+        g_assert_cmpuint(smb.n_pages, ==, SMB_SIZE_DEFAULT / 8192);
+        g_assert_cmpint(fstat(fd, &st), ==, 0);
+        g_assert_cmpint(st.st_size, ==, SMB_SIZE_DEFAULT);
+        g_assert_cmpint(fcntl(fd, F_GET_SEALS), ==, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+        g_assert_cmpint(ftruncate(fd, 4096), ==, -1);
+        g_assert_cmpint(errno, ==, EPERM);
+        for (size_t i = 0; i < smb.size; i += 4096)
+                g_assert_cmpuint(smb.base[i], ==, 0);
+        g_assert_cmpint(smb_chunk_state(&smb, 0, 0), ==, SMB_CHUNK_FREE);
+        smb_unmap(&smb);
+        g_assert_null(smb.base);
+        close(fd);
+        g_assert_cmpint(smb_create(SMB_SIZE_MAX * 2, 4096, &smb, &fd), ==, -EINVAL);
 }
 
 /* A Complete chunk is copied, its header cleared, its state Free; the page goes back to
@@ -532,6 +558,7 @@ int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/shm-abi/geometry", test_geometry);
         g_test_add_func("/shm-abi/fragments", test_fragments);
+        g_test_add_func("/shm-abi/create", test_create);
         ADD("/shm-abi/take-chunk", test_take_chunk);
         ADD("/shm-abi/invalid-headers", test_invalid_headers);
         ADD("/shm-abi/glue", test_glue);

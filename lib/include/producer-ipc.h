@@ -82,7 +82,9 @@ int ipc_reader_feed(IpcReader *reader, const void *data, size_t size);
 /* The next whole frame. Returns 1 with *@ret_frame (free it with ipc_frame_free()) and
  * *@ret_fd, the descriptor received with it or -EBADF (the caller owns it); 0 when the
  * buffer holds no whole frame yet; -EMSGSIZE; -EBADMSG for a frame that did not unpack,
- * which is consumed, so the caller may call again. Frames of length 0 are skipped. */
+ * or -ENOMEM for one that would take more than IPC_UNPACK_MEMORY_MAX unpacked: either is
+ * consumed (with a descriptor that came with it), so the caller may call again. Frames of
+ * length 0 are skipped. */
 int ipc_reader_next(IpcReader *reader, Tracebus__IPCFrame **ret_frame, int *ret_fd);
 
 /* Bytes received and not yet returned as frames. */

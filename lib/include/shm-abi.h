@@ -97,6 +97,12 @@ typedef struct Smb {
 int smb_check_geometry(size_t size, size_t page_size);
 int smb_init(Smb *smb, void *base, size_t size, size_t page_size);
 
+/* A new buffer for a producer: a memfd of @size bytes, sealed against shrinking and
+ * growing, mapped shared into *@ret; *@ret_fd is the descriptor to send with setup_tracing.
+ * Release the mapping with smb_unmap(). */
+int smb_create(size_t size, size_t page_size, Smb *ret, int *ret_fd);
+void smb_unmap(Smb *smb);
+
 /* Chunks in a page of @layout, and their size in a page of @page_size (0 for a layout
  * without chunks). */
 unsigned smb_layout_chunks(unsigned layout);

@@ -118,20 +118,23 @@ static int take_fds(IpcReader *reader, struct msghdr *msg) {
         int fds[IPC_FDS_PER_FRAME_MAX + 1], n = 0, r = 0;
 
         for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR(msg, c)) {
+                size_t count;
+
                 if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
                         continue;
-                size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+                count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
                 for (size_t i = 0; i < count; i++) {
                         int fd;
+
                         memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
                         if (n < (int) ELEMENTSOF(fds))
                                 fds[n++] = fd;
                         else
                                 safe_close(fd);
-                        r = count > IPC_FDS_PER_FRAME_MAX ? -ETOOMANYREFS : r;
                 }
         }
-        if ((msg->msg_flags & MSG_CTRUNC) || (n > 0 && reader->pending_fd >= 0))
+        if (n > (int) IPC_FDS_PER_FRAME_MAX || (msg->msg_flags & MSG_CTRUNC) ||
+            (n > 0 && reader->pending_fd >= 0))
                 r = -ETOOMANYREFS;
         for (int i = 0; i < n; i++) {
                 if (r < 0 || i > 0)
