@@ -275,6 +275,16 @@ static void test_orphan(Fixture *f, gconstpointer data) {
         take_into(f, 0, 0);
         g_assert_cmpstr(read_packets(f), ==, "!9:next");
         g_assert_cmpuint(smb_reassembler_stats(f->r)->packets_lost, ==, 1);
+
+        /* A loss at the end of one read (the writer's "dropped" size in place of the second
+         * fragment) is told with the packet of the next read. */
+        write_chunk(f, 0, SMB_LAYOUT_DIV1, 0, SMB_CHUNK_COMPLETE, 9, 51, 0, false, FRAGS("ok", "xx"));
+        put_le(f->producer + SMB_PAGE_HEADER_SIZE + SMB_CHUNK_HEADER_SIZE + 3, 0x7fffffff, 4);
+        take_into(f, 0, 0);
+        g_assert_cmpstr(read_packets(f), ==, "9:ok");
+        write_chunk(f, 0, SMB_LAYOUT_DIV1, 0, SMB_CHUNK_COMPLETE, 9, 52, 0, false, FRAGS("after"));
+        take_into(f, 0, 0);
+        g_assert_cmpstr(read_packets(f), ==, "!9:after");
 }
 
 /* A broken chain: the next chunk does not continue the packet. */
@@ -479,9 +489,13 @@ static void *scribble(void *data) {
 
         while (!__atomic_load_n(&s->stop, __ATOMIC_RELAXED)) {
                 x = x * 1103515245u + 12345u;
-                __atomic_add_fetch(&s->writes, 1, __ATOMIC_RELAXED);
-                /* The page header and the first bytes of each chunk, any value. */
-                __atomic_store_n((uint32_t *) s->page, x, __ATOMIC_RELAXED);
+                /* Now and then the CPU goes back to the reader, so that both run on a
+                 * machine with one core free. */
+                if (__atomic_add_fetch(&s->writes, 1, __ATOMIC_RELAXED) % 256 == 0)
+                        sched_yield();
+                /* The page header, half the time with a real layout, and any word of
+                 * the chunks, headers included. */
+                __atomic_store_n((uint32_t *) s->page, (x & 1) ? x : ((1 + x % 5) << 28 | (x >> 4)), __ATOMIC_RELAXED);
                 __atomic_store_n((uint32_t *) (s->page + 8 + (x >> 8) % (PAGE - 12) / 4 * 4), x ^ 0x5a5a5a5a, __ATOMIC_RELAXED);
         }
         return NULL;
@@ -495,8 +509,12 @@ static void test_concurrent_scribbling(Fixture *f, gconstpointer data) {
         pthread_t thread;
         unsigned got = 0;
 
+        /* Valid chunk headers wherever a layout starts a chunk, for the scribbler to spoil. */
+        for (unsigned layout = SMB_LAYOUT_DIV1; layout < _SMB_LAYOUT_MAX; layout++)
+                for (unsigned c = 0; c < smb_layout_chunks(layout); c++)
+                        write_chunk(f, 0, layout, c, SMB_CHUNK_COMPLETE, (uint16_t) (1 + c), layout, 0, false, FRAGS("p"));
         g_assert_cmpint(pthread_create(&thread, NULL, scribble, &s), ==, 0);
-        while (__atomic_load_n(&s.writes, __ATOMIC_RELAXED) < 1000)
+        while (__atomic_load_n(&s.writes, __ATOMIC_RELAXED) == 0)
                 sched_yield();
         for (unsigned i = 0; i < 200000 || (__atomic_load_n(&s.writes, __ATOMIC_RELAXED) < 200000 && i < 5000000); i++) {
                 SmbChunk c = {};

@@ -16,9 +16,11 @@ typedef struct HeldChunk {
         bool done;
 } HeldChunk;
 
-/* Where a writer's sequence goes on: the id of the next chunk to read. */
+/* Where a writer's sequence goes on: the id of the next chunk to read, and whether
+ * packets were lost since the last one handed over. */
 typedef struct WriterState {
         uint16_t writer_id;
+        bool dropped;
         uint32_t next_chunk_id;
 } WriterState;
 
@@ -115,7 +117,7 @@ static WriterState *find_writer(SmbReassembler *r, uint16_t writer_id) {
         return i < r->n_writers && r->writers[i].writer_id == writer_id ? &r->writers[i] : NULL;
 }
 
-static int set_writer_next(SmbReassembler *r, uint16_t writer_id, uint32_t next_chunk_id) {
+static int set_writer_next(SmbReassembler *r, uint16_t writer_id, uint32_t next_chunk_id, bool dropped) {
         WriterState *w = find_writer(r, writer_id);
 
         if (!w) {
@@ -133,6 +135,7 @@ static int set_writer_next(SmbReassembler *r, uint16_t writer_id, uint32_t next_
                 w->writer_id = writer_id;
         }
         w->next_chunk_id = next_chunk_id;
+        w->dropped = dropped;
         return 0;
 }
 
@@ -418,22 +421,24 @@ static HeldChunk *run_start(SmbReassembler *r, uint16_t writer_id, bool final) {
 }
 
 static int read_writer(ReadPass *pass, uint16_t writer_id) {
-        pass->dropped = false;
+        WriterState *w = find_writer(pass->r, writer_id);
+
+        pass->dropped = w && w->dropped;
         for (size_t steps = 0; steps <= pass->r->n_held; steps++) {
                 HeldChunk *h = run_start(pass->r, writer_id, pass->final);
-                WriterState *w = find_writer(pass->r, writer_id);
                 uint32_t next;
                 int k;
 
                 if (!h)
                         return 0;
                 /* At the final pass, the chunks skipped over a gap are lost. */
+                w = find_writer(pass->r, writer_id);
                 if (w && h->chunk.chunk_id != w->next_chunk_id)
                         pass->dropped = true;
                 k = read_run(pass, h, &next);
                 if (k < 0)
                         return k;
-                k = set_writer_next(pass->r, writer_id, next);
+                k = set_writer_next(pass->r, writer_id, next, pass->dropped);
                 if (k < 0 || !pass->final)
                         return k;
         }
