@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <glib/gstdio.h>
 #include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -66,12 +68,17 @@ void producer_server_free(ProducerServer *s) {
         g_free(s);
 }
 
+/* The apps run until killed: if the test dies first, they go with it. */
+void producer_server_child_setup(gpointer data) {
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+}
+
 GPid producer_server_spawn(ProducerServer *s, const char *const *argv) {
         g_auto(GStrv) env = g_environ_setenv(g_get_environ(), "PERFETTO_PRODUCER_SOCK_NAME", s->socket_path, TRUE);
         g_autoptr(GError) error = NULL;
         GPid pid = 0;
 
-        g_spawn_async(NULL, (char **) argv, env, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, &error);
+        g_spawn_async(NULL, (char **) argv, env, G_SPAWN_DO_NOT_REAP_CHILD, producer_server_child_setup, NULL, &pid, &error);
         g_assert_no_error(error);
         return pid;
 }

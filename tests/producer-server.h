@@ -48,6 +48,9 @@ ProducerServer *producer_server_new(void);
 void producer_server_free(ProducerServer *server);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(ProducerServer, producer_server_free)
 
+/* For g_spawn_*(): the child is killed when the test process dies. */
+void producer_server_child_setup(gpointer data);
+
 /* Runs @argv with PERFETTO_PRODUCER_SOCK_NAME set to the server's socket. */
 GPid producer_server_spawn(ProducerServer *server, const char *const *argv);
 

@@ -9,13 +9,18 @@
  *     exits; its packets come out of the shared buffer as TracePackets;
  *   - example_shlib_data_source (C API): registers com.example.custom_data_source, is
  *     started, and writes a packet larger than one chunk, which comes out whole after
- *     fragments and patches; then Flush is acknowledged and StopDataSource notified.
+ *     fragments and patches; then Flush is acknowledged and StopDataSource notified;
+ *   - the same app recorded by upstream's traced (and perfetto, on private sockets, in
+ *     the same run): every packet we reassemble is byte for byte what traced wrote for the
+ *     app, before the trusted fields traced appends.
  */
+#include <glib/gstdio.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "producer-server.h"
+#include "trace-reader.h"
 #include "trace.pb-c.h"
 
 #define CONNECT_TIMEOUT_MS 10000
@@ -30,6 +35,18 @@ static char *sdk_program(const char *name) {
         if (access(path, X_OK) < 0)
                 g_error("upstream Perfetto's %s is not at %s (%m): it sits in ../shared/perfetto/sdk beside "
                         "the source tree, or in $TRACEBUS_PERFETTO_SDK", name, path);
+        return path;
+}
+
+static char *perfetto_program(const char *name) {
+        const char *dir = g_getenv("TRACEBUS_PERFETTO_BIN");
+        g_autofree char *fallback = g_build_filename(g_getenv("TRACEBUS_SOURCE_DIR") ?: ".", "..", "shared",
+                                                     "perfetto", "bin", NULL);
+        char *path = g_build_filename(dir ?: fallback, name, NULL);
+
+        if (access(path, X_OK) < 0)
+                g_error("upstream Perfetto's %s is not at %s (%m): it sits in ../shared/perfetto/bin beside "
+                        "the source tree, or in $TRACEBUS_PERFETTO_BIN", name, path);
         return path;
 }
 
@@ -244,9 +261,111 @@ static void test_custom_data_source_app(void) {
         g_assert_true(WIFSIGNALED(wait_exit(pid)));
 }
 
+static bool two_test_packets(ProducerServer *s, gconstpointer data) {
+        return s->packets->len >= 2 && has_test_packet(s, NULL) &&
+               g_bytes_get_size(g_ptr_array_index(s->packets, s->packets->len - 1)) > 1000;
+}
+
+/* The bytes the producer wrote in a packet of traced's trace: traced appends its trusted
+ * fields (uid 3, sequence id 10, pid 79, previous_packet_dropped 42) after them. */
+static GBytes *producer_part(const TraceRawPacket *p) {
+        const uint8_t *at = p->data, *end = p->data + p->len, *appended = NULL;
+        TraceField f;
+
+        while (trace_field_next(&at, end, &f) > 0) {
+                bool trusted = f.number == 3 || f.number == 10 || f.number == 79 || f.number == 42;
+                if (!trusted)
+                        appended = NULL;
+                else if (!appended)
+                        appended = at - f.framed_len;
+        }
+        return g_bytes_new(p->data, (size_t) ((appended ?: end) - p->data));
+}
+
+/* The custom data source's packets as traced records them, producer parts only. */
+static GPtrArray *record_with_traced(void) {
+        g_autofree char *dir = g_dir_make_tmp("tb-traced-XXXXXX", NULL);
+        g_autofree char *traced = perfetto_program("traced"), *perfetto = perfetto_program("perfetto");
+        g_autofree char *app = sdk_program("example_shlib_data_source");
+        g_autofree char *cfg = g_build_filename(dir, "cfg.txt", NULL), *out = g_build_filename(dir, "out.pftrace", NULL);
+        g_autofree char *psock = g_build_filename(dir, "p.sock", NULL), *csock = g_build_filename(dir, "c.sock", NULL);
+        g_auto(GStrv) env = g_environ_setenv(g_environ_setenv(g_get_environ(), "PERFETTO_PRODUCER_SOCK_NAME", psock, TRUE),
+                                             "PERFETTO_CONSUMER_SOCK_NAME", csock, TRUE);
+        const char *traced_argv[] = { traced, NULL }, *app_argv[] = { app, NULL };
+        const char *perfetto_argv[] = { perfetto, "--txt", "-c", cfg, "-o", out, NULL };
+        GPtrArray *bodies = g_ptr_array_new_with_free_func((GDestroyNotify) g_bytes_unref);
+        g_autofree guint8 *trace = NULL;
+        GPid traced_pid, app_pid;
+        int status = 0;
+        gsize len;
+        TraceReader reader;
+        TraceRawPacket p;
+
+        g_assert_true(g_file_set_contents(cfg, "buffers { size_kb: 1024 }\n"
+                                          "data_sources { config { name: \"com.example.custom_data_source\" } }\n"
+                                          "duration_ms: 2500\n", -1, NULL));
+        g_assert_true(g_spawn_async(NULL, (char **) traced_argv, env, G_SPAWN_DO_NOT_REAP_CHILD,
+                                    producer_server_child_setup, NULL, &traced_pid, NULL));
+        for (int i = 0; i < 500 && access(psock, F_OK) < 0; i++)
+                g_usleep(10 * 1000);
+        g_assert_true(g_spawn_async(NULL, (char **) app_argv, env, G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDOUT_TO_DEV_NULL,
+                                    producer_server_child_setup, NULL, &app_pid, NULL));
+        g_assert_true(g_spawn_sync(NULL, (char **) perfetto_argv, env, G_SPAWN_STDOUT_TO_DEV_NULL,
+                                   producer_server_child_setup, NULL, NULL, NULL, &status, NULL));
+        g_assert_cmpint(status, ==, 0);
+        kill(app_pid, SIGTERM);
+        wait_exit(app_pid);
+        kill(traced_pid, SIGTERM);
+        wait_exit(traced_pid);
+
+        g_assert_true(g_file_get_contents(out, (char **) &trace, &len, NULL));
+        trace_reader_init(&reader, trace, len, 0);
+        while (trace_reader_next(&reader, &p) > 0) {
+                TraceField f;
+                if (trace_field_find(p.data, p.len, 900, TRACE_WIRE_LEN, &f) > 0)
+                        g_ptr_array_add(bodies, producer_part(&p));
+        }
+        trace_reader_done(&reader);
+        g_unlink(out);
+        g_unlink(cfg);
+        g_rmdir(dir);
+        return bodies;
+}
+
+static bool same_bytes_in(GPtrArray *set, GBytes *bytes) {
+        for (guint i = 0; i < set->len; i++)
+                if (g_bytes_equal(g_ptr_array_index(set, i), bytes))
+                        return true;
+        return false;
+}
+
+static void test_same_packets_as_traced(void) {
+        g_autoptr(GPtrArray) theirs = record_with_traced();
+        GPid pid;
+        g_autoptr(ProducerServer) s = connect_app("example_shlib_data_source", "com.example.custom_data_source", &pid);
+        unsigned compared = 0;
+
+        producer_server_start(s, "com.example.custom_data_source", 1);
+        g_assert_true(producer_server_run_until(s, two_test_packets, NULL, STEP_TIMEOUT_MS));
+        g_assert_cmpint(kill(pid, SIGTERM), ==, 0);
+        wait_exit(pid);
+
+        g_test_message("traced recorded %u test packets", theirs->len);
+        g_assert_cmpuint(theirs->len, >=, 2);
+        for (guint i = 0; i < s->packets->len; i++) {
+                GBytes *ours = g_ptr_array_index(s->packets, i);
+                if (g_bytes_get_size(ours) < 1000)
+                        continue;
+                g_assert_true(same_bytes_in(theirs, ours));
+                compared++;
+        }
+        g_assert_cmpuint(compared, >=, 2);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/producer-interop/track-event-app", test_track_event_app);
         g_test_add_func("/producer-interop/custom-data-source-app", test_custom_data_source_app);
+        g_test_add_func("/producer-interop/same-packets-as-traced", test_same_packets_as_traced);
         return g_test_run();
 }
