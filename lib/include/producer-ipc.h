@@ -73,7 +73,9 @@ IpcReader *ipc_reader_free(IpcReader *reader);
 
 /* One recvmsg() from @fd into the reader's buffer, file descriptors included (received
  * close-on-exec). Returns the bytes read, -EAGAIN when none are ready, -ECONNRESET at end
- * of stream, -ETOOMANYREFS or -EMSGSIZE (see above), or recvmsg()'s error. */
+ * of stream, -ETOOMANYREFS or -EMSGSIZE (see above), or recvmsg()'s error. Take the
+ * frames with ipc_reader_next() until it returns 0 before receiving again: a buffer full
+ * of frames not taken is -ENOBUFS. */
 int ipc_reader_receive(IpcReader *reader, int fd);
 
 /* Appends @size bytes as if received (the tests, and producers without a socket). */
