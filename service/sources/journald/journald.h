@@ -11,8 +11,9 @@
 /*
  * linux.systemd_journald: the journal entries written during the session, read with
  * sd-journal on the pollers' thread, as Perfetto v58's SystemdJournaldEvent. Only entries the
- * caller could read itself: its own (_UID or _SYSTEMD_OWNER_UID is the caller's), or all
- * of them for root and the members of the journal-reading groups (adm, systemd-journal).
+ * caller could read itself: its own processes' (_UID is the caller's, audit records
+ * excepted), or all of them for root, the holders of org.tracebus.manage and the members
+ * of the journal-reading groups (adm, systemd-journal).
  */
 
 typedef struct JournaldSource JournaldSource;

@@ -11,7 +11,8 @@
 /*
  * linux.process_stats's periodic part: every proc_stats_poll_ms, on the pollers' thread,
  * each process's memory counters from /proc/PID/status (and smaps_rollup), oom_score_adj
- * and run times, as Perfetto's ProcessStats packets, handed to the session's recorder.
+ * and run times, as Perfetto's ProcessStats packets, handed to the session's recorder:
+ * of the processes its owner may see (kernel/process-view.h).
  */
 
 typedef struct ProcessStatsSource ProcessStatsSource;
