@@ -38,6 +38,7 @@ typedef struct PerfMap {
 typedef struct PerfProc {
         pid_t pid;
         bool in_scope;
+        bool denied;                   /* the owner's by uid, not the owner's to ptrace */
 } PerfProc;
 
 /* Which processes a session samples. Verdicts are cached for one read pass: a process

@@ -143,7 +143,10 @@ void perf_writer_sample(PerfWriter *w, const PerfRawSample *s) {
         PerfProc *p = perf_scope_lookup(&w->scope, (pid_t) s->pid);
 
         if (!p || !p->in_scope) {
-                w->skipped++;
+                if (p && p->denied)
+                        w->denied++;
+                else
+                        w->skipped++;
                 return;
         }
         ps.has_cpu = ps.has_pid = ps.has_tid = ps.has_cpu_mode = ps.has_timebase_count = true;

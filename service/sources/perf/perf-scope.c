@@ -117,17 +117,22 @@ static bool proc_owned_by(pid_t pid, uid_t uid) {
         return stat(path, &st) >= 0 && st.st_uid == uid;
 }
 
-static bool owner_may_see(PerfScope *s, pid_t pid) {
+/* Whether the owner may see @pid's samples; *ret_denied when it is the owner's by uid
+ * but not for the owner to ptrace (counted and told apart from other processes). */
+static bool owner_may_see(PerfScope *s, pid_t pid, bool *ret_denied) {
         uid_t real, effective;
 
         if (s->manage)
                 return true;
         if (pid <= 0 || read_uids(pid, &real, &effective) < 0)
                 return false;
-        return real == s->owner_uid && effective == s->owner_uid && proc_owned_by(pid, s->owner_uid);
+        if (real != s->owner_uid || effective != s->owner_uid)
+                return false;
+        *ret_denied = !proc_owned_by(pid, s->owner_uid);
+        return !*ret_denied;
 }
 
-static bool judge(PerfScope *s, pid_t pid) {
+static bool judge(PerfScope *s, pid_t pid, bool *ret_denied) {
         const PerfSection *c = s->config;
         bool targeted = c->n_target_pids > 0 || !(!(c->target_cmdlines) || !(c->target_cmdlines)[0]);
 
@@ -139,7 +144,7 @@ static bool judge(PerfScope *s, pid_t pid) {
         if (targeted && !pid_listed(c->target_pids, c->n_target_pids, pid) &&
             !(pid > 0 && cmdline_matches(pid, c->target_cmdlines)) && !admit_additional(s, pid))
                 return false;
-        return owner_may_see(s, pid);
+        return owner_may_see(s, pid, ret_denied);
 }
 
 PerfProc *perf_scope_lookup(PerfScope *s, pid_t pid) {
@@ -160,7 +165,8 @@ PerfProc *perf_scope_lookup(PerfScope *s, pid_t pid) {
                 s->allocated = n;
         }
         p = &s->procs[s->n_procs++];
-        *p = (PerfProc) { .pid = pid, .in_scope = judge(s, pid) };
+        *p = (PerfProc) { .pid = pid };
+        p->in_scope = judge(s, pid, &p->denied);
         return p;
 }
 
