@@ -259,7 +259,7 @@ int perf_helper_unwind(PerfHelper *h, const UnwindRequest *req, UnwindReplyFixed
                                 now_usec(CLOCK_MONOTONIC) + PERF_HELPER_DEADLINE_MS * 1000ull, &h->reply);
         if (r == -ETIMEDOUT)
                 return helper_fail(h, "tracebus-unwind did not answer within a second", r);
-        if (r == -EPIPE)
+        if (r == -EPIPE || r == -ECONNRESET)
                 return helper_fail(h, "tracebus-unwind exited", r);
         if (r >= 0)
                 r = unwind_reply_decode(h->reply.data, h->reply.len, ret, frames, max, ret_n);

@@ -253,7 +253,7 @@ static int user_frames(PerfIntern *in, PerfProc *p, const PerfStack *st, const u
         UnwindFrame named[UNWIND_MAX_FRAMES];
         UnwindReplyFixed reply;
         UnwindRequest req = {
-                .pid = p->pid, .tid = p->pid, .ips = ips, .n_ips = n_ips,
+                .pid = p->pid, .tid = st->tid, .ips = ips, .n_ips = n_ips,
                 .regs = st->regs, .regs_mask = st->regs ? st->regs_mask : 0,
                 .stack = st->regs ? st->stack : NULL, .stack_len = st->regs ? st->stack_len : 0,
         };

@@ -89,6 +89,7 @@ typedef struct PerfIntern {
  * be interned). -EACCES: the owner may not ptrace @p; -ENOTCONN: the helper is gone;
  * either way the sample is to be dropped. */
 typedef struct PerfStack {
+        pid_t tid;                     /* the sampled thread */
         const uint64_t *ips;           /* the kernel's callchain, leaf first, with PERF_CONTEXT_* markers */
         size_t n_ips;
         const uint64_t *regs;          /* UNWIND_DWARF: BP, SP, IP of user mode (NULL: none) */

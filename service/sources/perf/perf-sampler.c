@@ -169,6 +169,7 @@ static void handle_record(PerfSampler *s, const struct perf_event_header *h) {
                 p += 32;
                 if (s->config->callstacks && parse_stack(s, p, end, &sample.stack) < 0)
                         return;
+                sample.stack.tid = (pid_t) sample.tid;
                 perf_writer_sample(&s->writer, &sample);
                 break;
         case PERF_RECORD_LOST: {
