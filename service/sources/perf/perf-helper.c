@@ -145,7 +145,6 @@ static int build_argv(const PerfHelper *h, bool systemd, char **storage, size_t 
                 } else
                         ARG("--property=CapabilityBoundingSet=");
                 ARG("--property=PrivateNetwork=yes");
-                ARG("--property=RestrictAddressFamilies=none");
                 ARG("--property=MemoryMax=%" PRIu64 "K",
                     (h->max_memory_kb ? h->max_memory_kb : UINT64_C(1) << 20) + (UINT64_C(512) << 10));
                 ARG("--property=TasksMax=4");
