@@ -25,7 +25,7 @@
 #include "perf-sampler.h"
 #include "time-util.h"
 
-/* x86-64's PERF_REG_X86_BP, SP and IP (6, 7, 8): what libdw's unwinder starts from. */
+/* x86-64's PERF_REG_X86_BP, SP and IP (6, 7, 8): what tracebus-unwind's DWARF unwinder starts from. */
 #define PERF_DWARF_REGS ((UINT64_C(1) << 6) | (UINT64_C(1) << 7) | (UINT64_C(1) << 8))
 #define PERF_DWARF_NREGS 3u
 /* Stack copied per sample: enough for a few dozen frames, 8 KiB of ring per sample. */
@@ -70,7 +70,7 @@ static void sampler_attr(const PerfSection *c, struct perf_event_attr *attr) {
                 .exclude_callchain_user = !c->user_frames,
         };
 #if defined(__x86_64__)
-        /* UNWIND_DWARF: the user registers and a copy of the stack, for perf-unwind-dwarf.c. */
+        /* UNWIND_DWARF: the user registers and a copy of the stack, for tracebus-unwind. */
         if (c->callstacks && c->unwind_dwarf) {
                 attr->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
                 attr->sample_regs_user = PERF_DWARF_REGS;
@@ -169,6 +169,7 @@ static void handle_record(PerfSampler *s, const struct perf_event_header *h) {
                 p += 32;
                 if (s->config->callstacks && parse_stack(s, p, end, &sample.stack) < 0)
                         return;
+                sample.stack.tid = (pid_t) sample.tid;
                 perf_writer_sample(&s->writer, &sample);
                 break;
         case PERF_RECORD_LOST: {
@@ -247,6 +248,7 @@ static void *sampler_thread(void *userdata) {
                 if (n > 0)
                         break;
         }
+        perf_writer_end_helper(&s->writer);
         return NULL;
 }
 
