@@ -182,6 +182,14 @@ static int run(int argc, char *argv[]) {
 
         check_tracefs();
 
+        /* Under the unit's WatchdogSec=, the loop itself sends systemd WATCHDOG=1, between
+         * half and three quarters of the period after the last one, from its own iterations:
+         * a loop that stops turning, whatever holds it, stops the pings, and systemd kills
+         * and restarts the service. Without $WATCHDOG_USEC it does nothing. */
+        r = sd_event_set_watchdog(m->event, true);
+        if (r < 0)
+                log_warning_errno(r, "Failed to set up the watchdog's pings: %m");
+
         r = manager_dbus_connect(m, &bus);
         if (r < 0)
                 return r;

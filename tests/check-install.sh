@@ -4,7 +4,8 @@
 # Data suite: `meson install` into a temporary DESTDIR puts every file where the
 # pkg-config variables of systemd, dbus-1 and polkit-gobject-1 (and meson's own
 # directories) say; the installed units pass `systemd-analyze verify`; the service's
-# sandbox scores at most 2.5 in `systemd-analyze security --offline=true`.
+# sandbox scores at most 2.0 in `systemd-analyze security --offline=true` (the capture
+# unit at most 2.5), as doc/security.md says.
 #
 #   tests/check-install.sh SOURCE_DIR BUILD_DIR
 #
@@ -12,7 +13,9 @@
 set -eu
 src=${1:?usage: $0 SOURCE_DIR BUILD_DIR}
 build=${2:?usage: $0 SOURCE_DIR BUILD_DIR}
-MAX_EXPOSURE=2.5
+# The service's unit, and the capture unit's (a bus client only).
+MAX_EXPOSURE_SERVICE=2.0
+MAX_EXPOSURE_CAPTURE=2.5
 
 skip() {
         if [ -n "${CI:-}" ]; then
@@ -146,16 +149,17 @@ done
 
 # The sandbox: the exposure score of the installed units.
 for u in tracebusd.service tracebus-capture@.service; do
+        case $u in tracebusd.service) max=$MAX_EXPOSURE_SERVICE ;; *) max=$MAX_EXPOSURE_CAPTURE ;; esac
         systemd-analyze security --offline=true --no-pager "$dest$unitdir/$u" >"$tmp/security.log" 2>&1 || true
         score=$(sed -n 's/.*Overall exposure level for [^:]*: \([0-9.]*\).*/\1/p' "$tmp/security.log")
         if [ -z "$score" ]; then
                 cat "$tmp/security.log" >&2
                 bad "no exposure score for $u"
-        elif python3 -c "import sys; sys.exit(0 if float('$score') <= $MAX_EXPOSURE else 1)"; then
-                ok "systemd-analyze security: $u scores $score (at most $MAX_EXPOSURE)"
+        elif python3 -c "import sys; sys.exit(0 if float('$score') <= $max else 1)"; then
+                ok "systemd-analyze security: $u scores $score (at most $max)"
         else
                 grep '✗' "$tmp/security.log" >&2 || true
-                bad "systemd-analyze security: $u scores $score, above $MAX_EXPOSURE"
+                bad "systemd-analyze security: $u scores $score, above $max"
         fi
 done
 

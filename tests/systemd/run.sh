@@ -14,7 +14,10 @@
 # sources under the unit (sys_stats, process_stats, system_info, the journal as root
 # and as tbuser, symbolize_ksyms, kprobe_events) and a warning in Start's reply and the
 # trace (configs/*.pbtxt, check-sources.py); linux.perf as tbuser, of its own
-# perf-target (frame pointers and DWARF), named, and nothing of root's (check-perf.py).
+# perf-target (frame pointers and DWARF), named, and nothing of root's (check-perf.py),
+# and as root with the largest rings under LimitMEMLOCK= alone; the unit's limits
+# (LimitMEMLOCK=, MemoryMax=, TasksMax=) and the service's memory and threads at
+# MaxSessions=; the watchdog: a frozen service killed, restarted and activated again.
 #
 # Needs root. Exit status: 0 all checks passed, 1 a check failed, 77 skipped (not
 # root, or tools missing; in CI, with $CI set, that is a failure instead).
@@ -130,12 +133,16 @@ boot() {
                 echo "$BASHPID" >"$W/nspawn.pid"
                 # CAP_SYSLOG: nspawn's default set lacks it, so that /proc/kallsyms would show a
                 # container only zeros; a real machine's systemd has it to give the unit.
-                # CAP_PERFMON and CAP_IPC_LOCK, linux.perf's, are missing there too,
-                # and nspawn's own system call filter refuses perf_event_open (EPERM) unless
-                # allowed: a container's limits, not the unit's.
+                # CAP_PERFMON, linux.perf's, is missing there too, and nspawn's own system call
+                # filter refuses perf_event_open (EPERM) unless allowed: a container's limits,
+                # not the unit's. CAP_IPC_LOCK is not given: the unit's LimitMEMLOCK= must do.
+                # nspawn gives the container no CAP_SYS_RESOURCE either, so its systemd grants
+                # a unit's Limit*= only up to its own hard limits (see LimitNOFILE= below):
+                # RLIMIT_MEMLOCK's is lifted for the unit's LimitMEMLOCK=.
                 exec setsid systemd-nspawn -q -D "$root" -M "$machine" -b --volatile=overlay \
                         --register=no --keep-unit --bind=/sys/kernel/tracing \
-                        --capability=CAP_SYSLOG,CAP_PERFMON,CAP_IPC_LOCK --system-call-filter=perf_event_open \
+                        --capability=CAP_SYSLOG,CAP_PERFMON --system-call-filter=perf_event_open \
+                        --rlimit=RLIMIT_MEMLOCK=infinity \
                         --bind-ro="$W/debs:/mnt/debs" --bind-ro="$here:/mnt/tests" --bind-ro="$W/bin:/mnt/bin" \
                         --console=read-only
         ) >"$W/console.log" 2>&1 </dev/null &
@@ -183,8 +190,8 @@ status_of() { sed -n "s/^$1:[[:space:]]*//p" /proc/"$(service_host_pid)"/status;
 mount_opts() { awk -v m="$1" '$5 == m { o = $6 } END { print o }' /proc/"$(service_host_pid)"/mountinfo; }
 note "sandbox: CapBnd $(status_of CapBnd) CapEff $(status_of CapEff) NoNewPrivs $(status_of NoNewPrivs) Seccomp $(status_of Seccomp);" \
         "/ $(mount_opts /), /sys $(mount_opts /sys), tracefs $(mount_opts /sys/kernel/tracing), state $(mount_opts /var/lib/tracebus)"
-check "the service's capabilities: CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_IPC_LOCK, CAP_SYSLOG, CAP_PERFMON only" \
-        test "$(status_of CapBnd)" = 000000440000400b
+check "the service's capabilities: CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_FOWNER, CAP_SYSLOG, CAP_PERFMON only" \
+        test "$(status_of CapBnd)" = 000000440000000b
 check "NoNewPrivileges= and a seccomp filter" test "$(status_of NoNewPrivs)/$(status_of Seccomp)" = 1/2
 # The filter allows perf_event_open (linux.perf) and none of the calls that reach into
 # another process.
@@ -215,10 +222,27 @@ check "the service runs with it, soft as hard ($nofile)" test "$(nofile_of "$(se
 check "the service fits its descriptor budget in it: $budget, $per_user per user" \
         grep -q "Resources: $budget descriptors for sessions and calls, $per_user per user" \
         <(tbx journalctl -u tracebusd -b --no-pager)
+# The unit's other limits, as systemd loaded them and the service runs with them.
+# LimitMEMLOCK=, as LimitNOFILE=: up to the hard limit the container's PID 1 has (nspawn's
+# --rlimit above, unless the host's own is lower).
+memlock_of() { awk '/^Max locked memory/ { print $4 "/" $5 }' /proc/"$1"/limits; }
+pid1_memlock=$(memlock_of "$(leader)" | cut -d/ -f2)
+if [[ $pid1_memlock == unlimited ]] || (( pid1_memlock > 1074790400 )); then memlock=1074790400; else memlock=$pid1_memlock; fi
+note "LimitMEMLOCK: the container's PID 1 may give $pid1_memlock, so the service gets $memlock"
+check "LimitMEMLOCK=1025M (linux.perf's rings, without CAP_IPC_LOCK) in the unit" test "$(svc LimitMEMLOCK)" = 1074790400
+check "the service runs with it, soft as hard ($memlock)" test "$(memlock_of "$(service_host_pid)")" = "$memlock/$memlock"
+
+check "WatchdogSec=1min, Restart=on-failure, TasksMax=256" \
+        test "$(svc WatchdogUSec)/$(svc Restart)/$(svc TasksMax)" = 1min/on-failure/256
+mem_max=$(svc MemoryMax)
+note "MemoryMax=75%: $mem_max bytes here"
+check "MemoryMax= is set: 3/4 of the RAM, in bytes" test "$mem_max" -gt 0
 
 # --- security and unit checks -------------------------------------------------------
-# At most 2.0: anything more is a new exception to explain (linux.perf's user frames need
-# neither CAP_SYS_PTRACE nor CAP_SETUID: tracebus-unwind runs as the caller, through systemd-run).
+# At most 2.0, the installed unit as systemd loaded it (doc/security.md); anything more
+# is a new exception to explain (linux.perf's user frames need neither CAP_SYS_PTRACE nor
+# CAP_SETUID: tracebus-unwind runs as the caller, through systemd-run). The data suite
+# checks the built unit offline too.
 score=$(tbx systemd-analyze security tracebusd.service --no-pager | sed -n 's/.*Overall exposure level for tracebusd.service: \([0-9.]*\).*/\1/p')
 if [[ -n $score ]] && awk "BEGIN { exit !($score <= 2.0) }"; then ok "systemd-analyze security: exposure $score (at most 2.0)"
 else not_ok "systemd-analyze security: exposure '$score' (at most 2.0)"; fi
@@ -256,7 +280,8 @@ denied_uid=$(tbx id -u tbdenied)
 out=$(asuser tbdenied tracebus --no-ask-password -t 1s -o /tmp/denied.pftrace sched/sched_switch)
 if [[ $(rc_of <<<"$out") != 0 ]] && grep -q "org.tracebus.record" <<<"$out"; then ok "tbdenied is refused, naming the polkit action: $(grep -m1 -i 'auth\|polkit' <<<"$out")"
 else not_ok "tbdenied is refused clearly"; sed 's/^/#   /' <<<"$out"; fi
-journal_has() { tbx journalctl -u "$1" -b --no-pager | grep -qE "$2"; }
+# grep reads the whole journal (no -q): journalctl must not die of SIGPIPE under pipefail.
+journal_has() { tbx journalctl -u "$1" -b --no-pager | grep -E "$2" >/dev/null; }
 check "the refusal is logged in words with the UID and the action" \
         journal_has tracebusd "polkit (wants|refused).*(UID $denied_uid.*org.tracebus.record|org.tracebus.record.*UID $denied_uid)"
 check "no 'Invalid request descriptor' in the log" not journal_has tracebusd 'Invalid request descriptor'
@@ -336,6 +361,22 @@ perf_check() {
         else not_ok "$what"; fi
         sed 's/^/#   /' "$W/$name.check"
 }
+# The largest ring on every CPU, as root, of root's own perf-target: more than
+# perf_event_mlock_kb lets the service lock, so the rings map only within the unit's
+# LimitMEMLOCK= (the service has no CAP_IPC_LOCK); with LimitMEMLOCK=1M in a drop-in,
+# Start fails for want of buffer memory and the log names the limit. (16 sessions' rings
+# at once, as large as the service's locked memory holds, are started further down.)
+check "root profiles with ring_buffer_pages 1024 on every CPU (LimitMEMLOCK=, no CAP_IPC_LOCK)" \
+        cli_config ring perf-ring.pbtxt
+perf_check "... PerfSamples of root's perf-target-fp $root_fp" ring --pid "$root_fp"
+tbx sh -c 'mkdir -p /etc/systemd/system/tracebusd.service.d &&
+        printf "[Service]\nLimitMEMLOCK=1M\n" > /etc/systemd/system/tracebusd.service.d/80-memlock.conf &&
+        systemctl daemon-reload && systemctl stop tracebusd'
+check "with LimitMEMLOCK=1M in a drop-in, the same Start fails" not cli_config ringlow perf-ring.pbtxt
+check "... for want of buffer memory (the CLI)" grep -qE "No buffer space available|BufferMemoryExhausted" "$W/ringlow.log"
+check "... and the service's log names LimitMEMLOCK=" \
+        journal_has tracebusd 'use up the memory the service may lock \(LimitMEMLOCK=\)'
+tbx sh -c 'rm /etc/systemd/system/tracebusd.service.d/80-memlock.conf; systemctl daemon-reload; systemctl stop tracebusd'
 for unwind in fp dwarf; do
         exe=perf-target-$([[ $unwind == fp ]] && echo fp || echo nofp)
         other=$([[ $unwind == fp ]] && echo "$root_fp" || echo "$root_nofp")
@@ -369,6 +410,56 @@ warned_trace() {
 }
 check "... and so does the trace (FtraceStats, a warning instant)" warned_trace
 
+# --- the unit's MemoryMax= and TasksMax= at the service's own limits ----------------------
+# MaxSessions=16 sessions at once (all root's: MaxSessionsPerUser=16 in a drop-in), each
+# with limits.pbtxt's data sources, then all stopped at once (systemctl stop: every final
+# drain together). The service's own memory (RssAnon: what it allocated, not the kernel's
+# rings mapped into it) and its threads, sampled all along, must stay under the unit's
+# MemoryMax= and TasksMax=; the figures are the measurement the unit's comment cites.
+tbx sh -c 'mkdir -p /etc/tracebus/tracebusd.conf.d && printf "[Limits]\nMaxSessionsPerUser=16\n" > /etc/tracebus/tracebusd.conf.d/40-limits.conf'
+tbx systemctl stop tracebusd
+tbx busctl call $M ListSessions >/dev/null
+lim_pid=$(service_host_pid)
+anon_of() { awk '/^RssAnon:/ { print $2 }' /proc/"$lim_pid"/status; }
+lim_idle=$(anon_of)
+# The peaks, "RssAnon-KiB threads", into $W/peak until the service is gone.
+( peak_anon=0 peak_threads=0
+  while read -r a t < <(awk '/^RssAnon:/ { a = $2 } /^Threads:/ { t = $2 } END { if (t) print a, t }' \
+                        /proc/"$lim_pid"/status 2>/dev/null) && [[ -n $t ]]; do
+          (( a > peak_anon )) && peak_anon=$a
+          (( t > peak_threads )) && peak_threads=$t
+          echo "$peak_anon $peak_threads" >"$W/peak"
+          sleep 0.1
+  done ) &
+lim_sampler=$!
+# The largest perf ring (a power of two, at most 1024 pages) that 16 sessions' rings on
+# every CPU fit in the service's locked memory: 1024 under the unit's LimitMEMLOCK= up to
+# 16 CPUs; less where the container's PID 1 cannot give that much.
+ncpus=$(getconf _NPROCESSORS_CONF)
+ring=1024 page=$(getconf PAGESIZE)
+while (( ring > 1 && 16 * ncpus * (ring + 1) * page > memlock )); do ring=$((ring / 2)); done
+note "16 sessions' perf rings: $ring pages on each of $ncpus CPUs, $((16 * ncpus * (ring + 1) * page / 1024)) KiB locked"
+tbx sh -c "sed 's/ring_buffer_pages: [0-9]*/ring_buffer_pages: $ring/' /mnt/tests/configs/limits.pbtxt > /tmp/limits.pbtxt"
+lim_start() { tbx tracebus --detach="lim$1" --txt -c /tmp/limits.pbtxt -o "/tmp/lim$1.pftrace"; }
+lim_started=0
+lim_start 1 >"$W/lim.log" 2>&1 && lim_started=1
+sleep 3
+lim_one=$(anon_of)
+for i in $(seq 2 16); do lim_start "$i" >>"$W/lim.log" 2>&1 && lim_started=$((lim_started + 1)); done
+sleep 5
+lim_all=$(anon_of)
+all_started() { cat "$W/lim.log"; test "$lim_started" = 16; }
+check "16 sessions at once (MaxSessions=16), each with ftrace, process_stats, sys_stats and linux.perf" all_started
+tbx systemctl stop tracebusd
+wait "$lim_sampler" || true
+read -r lim_peak lim_threads <"$W/peak" || true
+note "the service's own memory (RssAnon): idle $lim_idle KiB, one session $lim_one KiB, 16 sessions $lim_all KiB," \
+        "at most $lim_peak KiB (the 16 stopped at once); at most $lim_threads threads"
+check "... its memory at the limits fits MemoryMax= ($mem_max bytes)" test "$(( ${lim_peak:-0} * 1024 ))" -lt "$mem_max" -a "${lim_peak:-0}" -gt 0
+check "... and its threads fit TasksMax=256" test "${lim_threads:-0}" -gt 0 -a "${lim_threads:-999}" -lt 256
+check "... and it stopped cleanly, not killed (Result=$(svc Result))" test "$(svc Result)" = success
+tbx rm /etc/tracebus/tracebusd.conf.d/40-limits.conf
+
 # --- idle exit and re-activation ------------------------------------------------------
 # A short idle timeout, so that idle exit can be watched; only from here on: the checks
 # of the sandbox above read the running service's /proc, which 4 s of a loaded machine
@@ -393,6 +484,41 @@ out=$(asuser tbuser tracebus --is_detached=k2)
 out=$(asuser tbuser tracebus --attach=k2 --stop)
 [[ $(rc_of <<<"$out") == 0 ]] && ok "--attach=k2 --stop" || { not_ok "--attach=k2 --stop"; sed 's/^/#   /' <<<"$out"; }
 check "the detached session's trace is complete" trace_ok detached --min-span 8
+
+# --- the watchdog ---------------------------------------------------------------------
+# The loop pings systemd: under WatchdogSec=3s (a drop-in; the unit's is 1min) the service
+# lives through several periods; frozen (SIGSTOP), systemd reports the watchdog timeout,
+# kills it and starts it again (Restart=on-failure), and the new service removes the
+# frozen one's tracefs instance. The next call is answered by that new process and, once
+# it has exited idle, D-Bus activation starts another.
+tbx sh -c 'mkdir -p /etc/systemd/system/tracebusd.service.d &&
+        printf "[Service]\nWatchdogSec=3s\n" > /etc/systemd/system/tracebusd.service.d/70-watchdog.conf &&
+        systemctl daemon-reload && systemctl stop tracebusd'
+before=$(ls "$I" | grep '^tracebus-' || true)
+check "root starts a detached session under WatchdogSec=3s" tbx tracebus --detach=wd -t 60s -o /tmp/wd.pftrace sched/sched_switch
+wd_pid=$(svc MainPID)
+sleep 8
+check "... the service, pinging from its loop, lives through 8 s" test "$(svc MainPID)" = "$wd_pid" -a "$(svc ActiveState)" = active
+kill -STOP "$(service_host_pid)"
+restarted() {
+        local p
+        for _ in $(seq 60); do
+                p=$(svc MainPID)
+                [[ $p != 0 && $p != "$wd_pid" && $(svc ActiveState) == active ]] && return 0
+                sleep 0.5
+        done
+        return 1
+}
+check "frozen (SIGSTOP), it is killed and started again" restarted
+check "... systemd's log says: the watchdog timeout" journal_has tracebusd 'Watchdog timeout'
+check "... a restart, counted (NRestarts=$(svc NRestarts))" test "$(svc NRestarts)" -ge 1
+check "... the new service removed the frozen one's tracefs instance" test "$(ls "$I" | grep '^tracebus-' || true)" = "$before"
+wd_pid=$(svc MainPID)
+check "the next call is answered" tbx busctl call $M ListSessions
+check "... by the restarted process" test "$(svc MainPID)" = "$wd_pid"
+check "... which exits when idle" idle_gone
+check "... and D-Bus activation starts it again" tbx busctl call $M ListSessions
+tbx sh -c 'rm /etc/systemd/system/tracebusd.service.d/70-watchdog.conf; systemctl daemon-reload; systemctl stop tracebusd'
 
 # --- scheduled captures and retention --------------------------------------------------
 tbx sh -c 'cd /etc/tracebus/captures && sed "s/duration_ms: [0-9]*/duration_ms: 1000/" nightly.pbtxt > tbt.pbtxt &&

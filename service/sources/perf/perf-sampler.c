@@ -105,6 +105,16 @@ static int open_cpu(PerfSampler *s, int cpu) {
         if (s->config->tracepoint_filter && ioctl(fd, PERF_EVENT_IOC_SET_FILTER, s->config->tracepoint_filter) < 0)
                 return -errno;
         ring = mmap(NULL, s->page_size + s->ring_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        /* EPERM: the ring does not fit in what the kernel lets this process lock, that is
+         * perf_event_mlock_kb (shared by all of root's processes) and then the unit's
+         * LimitMEMLOCK=, which the other sessions' rings use too. Not the caller's
+         * authorization either: the start fails for want of buffer memory. */
+        if (ring == MAP_FAILED && errno == EPERM) {
+                log_warning("linux.perf: the kernel refused CPU %d's ring of %zu KiB: the rings of the sessions "
+                            "recording use up the memory the service may lock (LimitMEMLOCK=).",
+                            cpu, (s->page_size + s->ring_bytes) >> 10);
+                return -ENOBUFS;
+        }
         if (ring == MAP_FAILED)
                 return -errno;
         s->rings[cpu] = ring;
