@@ -368,6 +368,7 @@ static const char bus_config_template[] =
         "  <auth>EXTERNAL</auth>\n"
         "  <listen>unix:path=@T@/system_bus_socket</listen>\n"
         "  <servicedir>@T@/services</servicedir>\n"
+        "  <limit name=\"max_message_size\">" G_STRINGIFY(TB_TEST_BUS_MAX_MESSAGE_BYTES) "</limit>\n"
         "  <policy context=\"default\">\n"
         "    <allow user=\"*\"/>\n"
         "    <deny own=\"*\"/>\n"

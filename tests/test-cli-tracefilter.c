@@ -115,7 +115,8 @@ static void test_drop_process_tree(void) {
 
 /* libpcre2 is loaded by the first session with string filter rules (pcre2-dlopen.c), not
  * at the service's start; registered first, so no case before it had rules. The rule
- * compiles and the trace is written; a pattern that does not compile is refused. */
+ * compiles and the trace is written; a pattern that does not compile is refused, and so
+ * is one too costly to compile. */
 static void test_string_rules_load_pcre2(void) {
         g_autofree char *dir = make_user_dir("tbuser", "filter-rules");
         g_autofree char *text = config_filtered("trace_filter { bytecode_v2: \"" DROP_TREE "\"\n"
@@ -124,7 +125,11 @@ static void test_string_rules_load_pcre2(void) {
         g_autofree char *bad = config_filtered("trace_filter { bytecode_v2: \"" DROP_TREE "\"\n"
                                                "  string_filter_chain { rules { policy: SFP_MATCH_REDACT_GROUPS"
                                                " regex_pattern: \"(unclosed\" } } }\n");
+        g_autofree char *costly = config_filtered("trace_filter { bytecode_v2: \"" DROP_TREE "\"\n"
+                                                  "  string_filter_chain { rules { policy: SFP_MATCH_REDACT_GROUPS"
+                                                  " regex_pattern: \"(a{1,100}){1,100}\" } } }\n");
         g_autofree char *bad_cfg = user_file("tbuser", dir, "bad.pbtxt", bad, -1);
+        g_autofree char *costly_cfg = user_file("tbuser", dir, "costly.pbtxt", costly, -1);
         g_autofree char *out = g_build_filename(dir, "rules.pftrace", NULL);
         g_auto(TbCommandResult) res = { 0 };
         guint counts[8] = { 0 };
@@ -140,6 +145,14 @@ static void test_string_rules_load_pcre2(void) {
         assert_exit(&res, 1);
         assert_stderr_has(&res, "string_filter_chain rule 0");
         assert_stderr_has(&res, "does not compile");
+
+        /* Counted repetitions that multiply to 10,000: refused before PCRE2 compiles them,
+         * the bound named, as for a producer_name_regex. */
+        tb_command_result_clear(&res);
+        run_cli("tbuser", &res, "-c", costly_cfg, "--txt", "-o", out, NULL);
+        assert_exit(&res, 1);
+        assert_stderr_has(&res, "Invalid trace config: trace_filter: string_filter_chain rule 0");
+        assert_stderr_has(&res, "multiply past 4096");
 }
 
 static void test_bad_bytecode(void) {

@@ -24,6 +24,7 @@
 #include <systemd/sd-bus.h>
 #include <unistd.h>
 
+#include "hostile-flood.h"
 #include "tb-client.h"
 #include "test-util.h"
 
@@ -33,12 +34,8 @@
 #define GLOB_BYTES (2u * 1024u * 1024u)
 #define HOSTILE_GAP_US 20000u
 
-typedef struct HostileCall {
-        int (*build)(sd_bus *bus, sd_bus_message **ret);
-} HostileCall;
-
 /* ActivateTriggers with TRIGGER_NAMES names of 15 bytes each. */
-static int build_triggers(sd_bus *bus, sd_bus_message **ret) {
+static int build_triggers(sd_bus *bus, const void *data, sd_bus_message **ret) {
         sd_bus_message *m = NULL;
         char name[32];
         int r;
@@ -59,7 +56,7 @@ static int build_triggers(sd_bus *bus, sd_bus_message **ret) {
 
 /* ListEvents with a glob of GLOB_BYTES stars: it matches every event, and glibc's fnmatch
  * walks every star for each (milliseconds an event). */
-static int build_glob(sd_bus *bus, sd_bus_message **ret) {
+static int build_glob(sd_bus *bus, const void *data, sd_bus_message **ret) {
         g_autofree char *glob = g_strnfill(GLOB_BYTES, '*');
         sd_bus_message *m = NULL;
         int r;
@@ -71,96 +68,22 @@ static int build_glob(sd_bus *bus, sd_bus_message **ret) {
         return r;
 }
 
-static bool ctl_pending(int ctl) {
-        struct pollfd p = { .fd = ctl, .events = POLLIN };
-
-        return poll(&p, 1, 0) != 0;
-}
-
-/* As @user: the call @data builds, again and again, HOSTILE_GAP_US apart, until a byte
- * or EOF on @ctl. Reports "R name\tmessage" of the first answer, then "F calls wrong"
- * where wrong counts the answers that differ from the first. */
-static G_NORETURN void hostile_child(const TbUser *user, int report, int ctl, const void *data) {
-        const HostileCall *call = data;
-        char first[512] = "", line[600];
-        unsigned calls = 0, wrong = 0;
-        sd_bus *bus = NULL;
-
-        tb_user_become(user);
-        if (sd_bus_open_system(&bus) < 0)
-                _exit(2);
-        do {
-                sd_bus_error e = SD_BUS_ERROR_NULL;
-                sd_bus_message *m = NULL;
-                char answer[512];
-
-                if (call->build(bus, &m) < 0)
-                        _exit(3);
-                if (sd_bus_call(bus, m, 120 * 1000000ULL, &e, NULL) >= 0)
-                        snprintf(answer, sizeof(answer), "success\t");
-                else
-                        snprintf(answer, sizeof(answer), "%s\t%.300s", e.name, e.message ?: "");
-                sd_bus_error_free(&e);
-                sd_bus_message_unref(m);
-                if (calls++ == 0) {
-                        snprintf(first, sizeof(first), "%s", answer);
-                        snprintf(line, sizeof(line), "R %s\n", first);
-                        tb_write_all(report, line, strlen(line));
-                } else if (strcmp(answer, first) != 0)
-                        wrong++;
-                usleep(HOSTILE_GAP_US);
-        } while (!ctl_pending(ctl));
-        snprintf(line, sizeof(line), "F %u %u\n", calls, wrong);
-        tb_write_all(report, line, strlen(line));
-        _exit(0);
-}
-
-static gint cmp_double(gconstpointer a, gconstpointer b) {
-        double x = *(const double *) a, y = *(const double *) b;
-
-        return x < y ? -1 : x > y;
-}
-
-/* The median of @n calls to IsDetached on root's connection, in µs. */
-static double median_is_detached_us(guint n) {
-        g_autoptr(GArray) us = g_array_new(FALSE, FALSE, sizeof(double));
-
-        for (guint i = 0; i < n; i++) {
-                g_autoptr(GError) error = NULL;
-                gint64 begin = g_get_monotonic_time();
-                g_autoptr(GVariant) reply = g_dbus_connection_call_sync(
-                        tb_bus()->conn, TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_INTERFACE, "IsDetached",
-                        g_variant_new("(s)", "latency-probe"), G_VARIANT_TYPE("(b)"), 0, 60000, NULL, &error);
-                double elapsed = (double) (g_get_monotonic_time() - begin);
-
-                g_assert_no_error(error);
-                g_array_append_val(us, elapsed);
-                g_usleep(10000);
-        }
-        g_array_sort(us, cmp_double);
-        return g_array_index(us, double, n / 2);
-}
-
 /* IsDetached quiet, then while @user sends the call @build makes: the ratio stays under
  * MAX_RATIO, and every answer is @want_error saying @want_in_message. */
 static void assert_hostile_call_harmless(const char *user, const HostileCall *call, const char *want_error,
                                          const char *want_in_message) {
-        g_autofree char *first = NULL, *err = NULL, *done = NULL;
-        double quiet, loaded;
         unsigned calls = 0, wrong = 0;
-        Client hostile;
+        HostileFlood flood = {};
+        g_autofree char *first = NULL;
+        double quiet, loaded;
 
         quiet = median_is_detached_us(PROBES);
-        client_spawn_func(user, hostile_child, call, &hostile);
-        first = client_expect(&hostile, 'R', tb_scaled_ms(60000), &err);
-        g_assert_nonnull(first);
+        hostile_flood_start(&flood, user, call, HOSTILE_GAP_US, tb_scaled_ms(60000));
+        g_assert_nonnull(flood.first);
+        first = g_strdup(flood.first);
         note("%s's first answer: %.300s\n", user, first);
         loaded = median_is_detached_us(PROBES);
-        g_assert_cmpint(write(hostile.ctl_fd, "x", 1), ==, 1);
-        done = client_expect(&hostile, 'F', tb_scaled_ms(120000), &err);
-        g_assert_nonnull(done);
-        g_assert_cmpint(sscanf(done, "%u %u", &calls, &wrong), ==, 2);
-        client_finish(&hostile, 5000);
+        g_assert_true(hostile_flood_finish(&flood, tb_scaled_ms(120000), &calls, &wrong));
         note("IsDetached: quiet %.0f us, under %u hostile calls %.0f us (x%.2f)\n", quiet, calls, loaded,
              loaded / MAX(quiet, 1.0));
         g_assert_true(g_str_has_prefix(first, want_error));
@@ -215,8 +138,8 @@ static void test_producer_regex(void) {
                 bad[i] = refused_start_us(REGEX_CONFIG("((a{1,100}){1,100}){1,100}"));
         }
         after = tb_process_rss_kib(tb_bus()->service_pid);
-        qsort(bad, REFUSALS, sizeof(double), cmp_double);
-        qsort(plain, REFUSALS, sizeof(double), cmp_double);
+        qsort(bad, REFUSALS, sizeof(double), cmp_doubles);
+        qsort(plain, REFUSALS, sizeof(double), cmp_doubles);
         note("refused Start: a regex that does not compile %.0f us, the pathological one %.0f us (x%.2f); "
              "VmRSS %" G_GUINT64_FORMAT " KiB, then %" G_GUINT64_FORMAT " KiB\n", plain[REFUSALS / 2], bad[REFUSALS / 2],
              bad[REFUSALS / 2] / MAX(plain[REFUSALS / 2], 1.0), before, after);

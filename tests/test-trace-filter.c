@@ -177,6 +177,25 @@ static void test_string_rules(void) {
         g_assert_cmpint(trace_filter_add_rule(f, 1, "(unclosed", NULL, &reason), ==, -EINVAL);
 }
 
+/* A pattern whose counted repetitions multiply to 10,000 (PCRE2 itself compiles it, into
+ * tens of KiB) and one whose groups nest 40 deep are refused before they are compiled,
+ * with the bound named; one just under the budget still compiles. */
+static void test_string_rule_bounded(void) {
+        g_autoptr(TraceFilter) f = filter_of(SCHED_ONLY, G_N_ELEMENTS(SCHED_ONLY));
+        g_autofree char *opening = g_strnfill(40, '('), *closing = g_strnfill(40, ')');
+        g_autofree char *deep = g_strconcat(opening, "a", closing, NULL);
+        const char *reason = NULL;
+
+        g_assert_cmpint(trace_filter_add_rule(f, TRACE_FILTER_MATCH_REDACT_GROUPS, "(a{1,100}){1,100}", NULL, &reason),
+                        ==, -EINVAL);
+        g_assert_nonnull(strstr(reason, "multiply past 4096"));
+        reason = NULL;
+        g_assert_cmpint(trace_filter_add_rule(f, TRACE_FILTER_MATCH_REDACT_GROUPS, deep, NULL, &reason), ==, -EINVAL);
+        g_assert_nonnull(strstr(reason, "nest deeper than 32"));
+        g_assert_cmpint(trace_filter_add_rule(f, TRACE_FILTER_MATCH_REDACT_GROUPS, "(a{1,60}){1,60}", NULL, &reason),
+                        ==, 0);
+}
+
 static void check_refused(const uint32_t *words, size_t n, bool good_checksum, const char *why) {
         g_autoptr(GByteArray) b = bytecode_raw(words, n, good_checksum);
         const char *reason = NULL;
@@ -304,6 +323,7 @@ int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         g_test_add_func("/trace-filter/fields", test_fields);
         g_test_add_func("/trace-filter/string-rules", test_string_rules);
+        g_test_add_func("/trace-filter/string-rule-bounded", test_string_rule_bounded);
         g_test_add_func("/trace-filter/bad-bytecode", test_bad_bytecode);
         g_test_add_func("/trace-filter/depth", test_depth);
         g_test_add_func("/trace-filter/malformed", test_malformed);

@@ -37,8 +37,9 @@ typedef enum TraceFilterPolicy {
 int trace_filter_new(const uint8_t *bytecode, size_t len, TraceFilter **ret, const char **ret_reason);
 TraceFilter *trace_filter_free(TraceFilter *f);
 
-/* Appends a string_filter_chain rule, applied in order. -EINVAL for an unknown policy or a
- * pattern that does not compile (*ret_reason static text). */
+/* Appends a string_filter_chain rule, applied in order. -EINVAL for an unknown policy, a
+ * pattern over regex_check_expansion()'s bound (refused before it is compiled) or one
+ * that does not compile (*ret_reason static text). */
 int trace_filter_add_rule(TraceFilter *f, int policy, const char *pattern, const char *atrace_prefix,
                           const char **ret_reason);
 

@@ -15,6 +15,15 @@ typedef struct WholeRegex WholeRegex;
 /* The longest pattern compiled, in bytes. */
 #define WHOLE_REGEX_MAX_PATTERN 256u
 
+/* Why regex_check_expansion() refused a pattern, for a refusal's text. */
+#define REGEX_EXPANSION_REASON "its counted repetitions ({n,m}) multiply past 4096 or its groups nest deeper than 32"
+
+/* 0, or -E2BIG when @pattern, with every counted repetition written out as PCRE2 compiles
+ * it ("(ab){3}" is six), is over 4096 bytes, or its groups nest deeper than 32: what
+ * makes PCRE2's compile slow and large. Linear in the pattern's length, so it runs
+ * before any pattern a caller wrote is compiled. */
+int regex_check_expansion(const char *pattern);
+
 /* 0 and the compiled @pattern in *@ret; -EINVAL with *@ret_reason (static text) when the
  * pattern is refused, does not compile, or libpcre2-8 cannot be loaded; -ENOMEM. */
 int whole_regex_compile(const char *pattern, WholeRegex **ret, const char **ret_reason);

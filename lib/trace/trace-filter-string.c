@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "trace-filter-local.h"
+#include "whole-regex.h"
 
 /* What a redacted group becomes, as Perfetto writes it: this text cut to the group's
  * length, then dashes for the rest. The string keeps its length, so the packet does. */
@@ -102,6 +103,9 @@ int trace_filter_add_rule(TraceFilter *f, int policy, const char *pattern, const
 
         if (policy < TRACE_FILTER_MATCH_REDACT_GROUPS || policy > TRACE_FILTER_ATRACE_REPEATED_SEARCH_REDACT_GROUPS)
                 return *ret_reason = "a string filter rule has no known policy", -EINVAL;
+        /* Bounded before it is compiled, as a producer_name_regex is. */
+        if (regex_check_expansion(pattern ?: "") < 0)
+                return *ret_reason = "a string filter rule's regex_pattern is refused: " REGEX_EXPANSION_REASON, -EINVAL;
         if (dlopen_pcre2(ret_reason) < 0)
                 return -EINVAL;   /* the config cannot be honoured here: refused, saying why */
         rules = realloc(f->rules, (f->n_rules + 1) * sizeof(FilterRule));

@@ -101,8 +101,7 @@ static size_t bound_length(const char *p, uint64_t *ret_times) {
         return j + 1;
 }
 
-/* 0, or -E2BIG when @pattern written out passes the budget or nests too deep. */
-static int check_expanded_size(const char *pattern) {
+int regex_check_expansion(const char *pattern) {
         Frame stack[NEST_MAX + 1] = {};
         size_t depth = 0, len;
         uint64_t times;
@@ -169,8 +168,8 @@ int whole_regex_compile(const char *pattern, WholeRegex **ret, const char **ret_
                 *ret_reason = "longer than 256 bytes";
                 return -EINVAL;
         }
-        if (check_expanded_size(pattern) < 0) {
-                *ret_reason = "its counted repetitions ({n,m}) multiply past 4096 or its groups nest deeper than 32";
+        if (regex_check_expansion(pattern) < 0) {
+                *ret_reason = REGEX_EXPANSION_REASON;
                 return -EINVAL;
         }
         if (dlopen_pcre2(ret_reason) < 0)

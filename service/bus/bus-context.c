@@ -47,7 +47,6 @@ static void bus_request_release(BusRequest *req) {
         trace_config_freep(&req->trace_config);
         req->trace_config = NULL;
         start_request_done(&req->start);
-        req->session_path = mfree(req->session_path);
 }
 
 BusRequest *bus_request_free(BusRequest *req) {

@@ -55,8 +55,8 @@ struct BusRequest {
         StartOptions start_options;
         Tracebus__TraceConfig *trace_config;
         StartRequest start;
-        /* Stop or Clone of a session that is not the caller's. */
-        char *session_path;
+        /* Stop or Clone of a session that is not the caller's: the id its path named. */
+        uint64_t session_id;
         const SessionAction *session_action;
 };
 

@@ -445,7 +445,7 @@ static Session *authorized_session(BusRequest *req, int result) {
                 return NULL;
         }
         /* The session may have ended while polkit thought. */
-        s = manager_find_live_session(req->context->manager, session_id_from_path(req->session_path));
+        s = manager_find_live_session(req->context->manager, req->session_id);
         if (result < 0 || !s) {
                 (void) no_such_session(&error);
                 (void) sd_bus_reply_method_error(req->message, &error);
@@ -465,12 +465,21 @@ static void on_other_session_result(BusRequest *req, int result) {
                 (void) sd_bus_reply_method_errnof(req->message, r, "%s failed: %m", req->session_action->what);
 }
 
+/* The longest path a session can have: the prefix, a slash and a 64-bit id in decimal. */
+#define SESSION_PATH_MAX (sizeof(TB_SESSION_PATH_PREFIX "/18446744073709551615") - 1)
+
 int session_dbus_act(BusContext *c, const char *path, sd_bus_message *message, const SessionAction *action,
                      sd_bus_error *error) {
         _cleanup_(bus_request_freep) BusRequest *req = NULL;
         Session *s;
         int r;
 
+        /* A path longer than any session's names none, whoever runs what: refused at once,
+         * before anything is kept of it. */
+        if (strlen(path) > SESSION_PATH_MAX)
+                return sd_bus_error_setf(error, TB_ERROR_REQUEST_TOO_LARGE,
+                                         "The session argument is %zu bytes, longer than any session's path "
+                                         "(%zu bytes).", strlen(path), SESSION_PATH_MAX);
         r = bus_request_new(message, &req);
         if (r < 0)
                 return r;
@@ -479,15 +488,13 @@ int session_dbus_act(BusContext *c, const char *path, sd_bus_message *message, c
                 if (r < 0)
                         return r;
         }
-        s = manager_find_own_session(c->manager, session_id_from_path(path), req->uid);
+        req->session_id = session_id_from_path(path);
+        s = manager_find_own_session(c->manager, req->session_id, req->uid);
         if (s)
                 return action->act(c, req, s);
         /* Another user's session or none at all takes the same way: holders of
          * org.tracebus.manage may act on it, everyone else learns nothing, not even
          * from how long the answer took. */
-        req->session_path = strdup(path);
-        if (!req->session_path)
-                return -ENOMEM;
         req->session_action = action;
         return bus_request_authorize(c, &req, TB_ACTION_MANAGE, /* interactive= */ true, on_other_session_result);
 }
