@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -34,8 +35,9 @@ static void close_all_but(int from, const int keep[3]) {
         }
 }
 
-/* The relay's loop: only async-signal-safe calls, in a child of a threaded process. */
-static _Noreturn void relay_main(int in_fd, int file_fd, int done_fd, uint8_t *buf) {
+/* The relay's loop, until the service closes the pipe or the file fails; then its word
+ * (0 or an errno) on @done_fd. Async-signal-safe: it also runs in a forked copy. */
+static _Noreturn void relay_loop(int in_fd, int file_fd, int done_fd, uint8_t *buf) {
         int error = 0;
 
         for (;;) {
@@ -62,27 +64,76 @@ static _Noreturn void relay_main(int in_fd, int file_fd, int done_fd, uint8_t *b
         _exit(EXIT_SUCCESS);
 }
 
-/* The first child forks the relay and exits at once, so init adopts the relay. */
-static _Noreturn void spawn_relay(int in_fd, int file_fd, int done_fd, uint8_t *buf) {
-        int keep[3] = { in_fd, file_fd, done_fd };
-        pid_t pid = fork();
-
-        if (pid != 0)
-                _exit(pid < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
-        (void) prctl(PR_SET_NAME, "tb-output-relay");
+/* At shutdown the relay finishes what it was given: systemd's SIGTERM to the unit's
+ * processes must not cut it short. */
+static void ignore_stop_signals(void) {
         (void) signal(SIGTERM, SIG_IGN);
         (void) signal(SIGINT, SIG_IGN);
         (void) signal(SIGHUP, SIG_IGN);
         (void) signal(SIGPIPE, SIG_IGN);
+}
+
+/* What the relay's process needs, made before fork(): after it, only async-signal-safe
+ * calls. */
+typedef struct RelaySpawn {
+        int fds[3];               /* the pipe's read end, the file, the done pipe's write end */
+        char args[3][16];
+        uint8_t *buf;
+} RelaySpawn;
+
+static void sort_fds(int fds[3]) {
         for (int i = 0; i < 2; i++)
                 for (int j = i + 1; j < 3; j++)
-                        if (keep[j] < keep[i]) {
-                                int t = keep[i];
-                                keep[i] = keep[j];
-                                keep[j] = t;
+                        if (fds[j] < fds[i]) {
+                                int t = fds[i];
+                                fds[i] = fds[j];
+                                fds[j] = t;
                         }
+}
+
+/* The first child forks the relay and exits at once, so init adopts the relay. The relay
+ * executes this binary again (output_relay_main()): a copy of the service's memory would
+ * keep, for as long as a filesystem holds the relay, every page the service changes after
+ * the fork twice. Should the exec fail, the copy relays all the same. */
+static _Noreturn void spawn_relay(const RelaySpawn *s) {
+        const char *argv[] = { "tb-output-relay", OUTPUT_RELAY_ARG, s->args[0], s->args[1], s->args[2], NULL };
+        int keep[3] = { s->fds[0], s->fds[1], s->fds[2] };
+        pid_t pid = fork();
+
+        if (pid != 0)
+                _exit(pid < 0 ? EXIT_FAILURE : EXIT_SUCCESS);
+        ignore_stop_signals();
+        sort_fds(keep);
         close_all_but(3, keep);
-        relay_main(in_fd, file_fd, done_fd, buf);
+        for (int i = 0; i < 3; i++)
+                (void) fcntl(keep[i], F_SETFD, 0);
+        (void) execv("/proc/self/exe", (char **) argv);
+        (void) prctl(PR_SET_NAME, "tb-output-relay");
+        relay_loop(s->fds[0], s->fds[1], s->fds[2], s->buf);
+}
+
+/* A descriptor number the service passed, above the standard three. */
+static int parse_fd(const char *s) {
+        char *end;
+        long v;
+
+        errno = 0;
+        v = strtol(s, &end, 10);
+        return errno == 0 && end != s && *end == '\0' && v >= 3 && v <= INT32_MAX ? (int) v : -EBADF;
+}
+
+int output_relay_main(char **argv) {
+        _cleanup_free_ uint8_t *buf = malloc(RELAY_BUFFER_SIZE);
+        int fds[3];
+
+        (void) prctl(PR_SET_NAME, "tb-output-relay");
+        ignore_stop_signals();
+        for (int i = 0; i < 3; i++)
+                if ((fds[i] = parse_fd(argv[2 + i])) < 0)
+                        return EXIT_FAILURE;
+        if (!buf)
+                return EXIT_FAILURE;
+        relay_loop(fds[0], fds[1], fds[2], buf);
 }
 
 static int wait_first_child(pid_t pid) {
@@ -98,6 +149,7 @@ int output_relay_start(int file_fd, int *ret_pipe_fd, int *ret_done_fd) {
         _cleanup_close_ int data_in = -EBADF, data_out = -EBADF, done_in = -EBADF, done_out = -EBADF;
         _cleanup_free_ uint8_t *buf = malloc(RELAY_BUFFER_SIZE);
         int data[2], done[2], r;
+        RelaySpawn spawn;
         pid_t pid;
 
         assert(ret_pipe_fd);
@@ -119,11 +171,14 @@ int output_relay_start(int file_fd, int *ret_pipe_fd, int *ret_done_fd) {
         if (fcntl(data_out, F_SETFL, O_NONBLOCK) < 0)
                 return -errno;
 
+        spawn = (RelaySpawn) { .fds = { data_in, file_fd, done_out }, .buf = buf };
+        for (int i = 0; i < 3; i++)
+                snprintf(spawn.args[i], sizeof(spawn.args[i]), "%i", spawn.fds[i]);
         pid = fork();
         if (pid < 0)
                 return -errno;
         if (pid == 0)
-                spawn_relay(data_in, file_fd, done_out, buf);
+                spawn_relay(&spawn);
         r = wait_first_child(pid);
         if (r < 0)
                 return r;

@@ -14,8 +14,18 @@
  * by SIGKILL, and a process does not end before all its threads have.
  *
  * The process is no child of the service (it is handed to init), so nobody waits for it.
- * It ignores SIGTERM: at shutdown it finishes what the service gave it, then exits.
+ * It is tracebusd executed again (OUTPUT_RELAY_ARG), holding nothing of the service's
+ * but its three descriptors. It ignores SIGTERM: at shutdown it finishes what the
+ * service gave it, then exits.
  */
+
+/* tracebusd's first argument when it runs as a relay: "tracebusd --output-relay IN FILE
+ * DONE" (descriptor numbers), started by the service only. */
+#define OUTPUT_RELAY_ARG "--output-relay"
+#define OUTPUT_RELAY_ARGC 5
+
+/* The relay's process: never returns but on bad arguments. */
+int output_relay_main(char **argv);
 
 /* Starts the relay into @file_fd (borrowed; the relay holds its own copy). *ret_pipe_fd:
  * the non-blocking pipe to write the output into; *ret_done_fd: for
