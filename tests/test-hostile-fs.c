@@ -86,16 +86,42 @@ static void hostile_mount(const char *user, const char *name, HostileMount *ret)
         note("hostile-fuse (pid %d) mounted %s as %s\n", (int) ret->pid, ret->mnt, user ? user : "root");
 }
 
-/* The filesystem dies, which fails its pending writes (ENOTCONN), and goes. */
-static void hostile_unmount(HostileMount *m) {
-        const char *argv[] = { "umount", "-l", m->mnt, NULL };
+static void unmount_lazily(const char *mnt) {
+        const char *argv[] = { "umount", "-l", mnt, NULL };
 
-        (void) kill(m->pid, SIGKILL);
-        (void) waitpid(m->pid, NULL, 0);
-        if (mounted(m->mnt))
+        if (mounted(mnt))
                 (void) g_spawn_sync(NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDERR_TO_DEV_NULL,
                                     NULL, NULL, NULL, NULL, NULL, NULL);
+}
+
+/* The filesystem dies, which fails its pending writes (ENOTCONN), and goes. */
+static void hostile_unmount(HostileMount *m) {
+        (void) kill(m->pid, SIGKILL);
+        (void) waitpid(m->pid, NULL, 0);
+        unmount_lazily(m->mnt);
         g_free(m->mnt);
+}
+
+typedef struct {
+        pid_t fs_pid;
+        guint after_ms;
+        gint cancelled;
+} Watchdog;
+
+/* Without a deadline of its own, a service whose thread waits in the filesystem never
+ * exits, not even on SIGKILL: the filesystem dies after @after_ms, so that a failing run
+ * ends and says so rather than hang. */
+static gpointer watchdog_thread(gpointer userdata) {
+        Watchdog *w = userdata;
+
+        for (guint ms = 0; ms < w->after_ms; ms += 50) {
+                if (g_atomic_int_get(&w->cancelled))
+                        return NULL;
+                g_usleep(50 * 1000);
+        }
+        note("the service still waits after %u ms: the filesystem dies\n", w->after_ms);
+        (void) kill(w->fs_pid, SIGKILL);
+        return NULL;
 }
 
 /* @path opened for writing by @user in a child (root may not open a file on a user's
@@ -287,11 +313,16 @@ static void test_sigterm(void) {
         g_autofree char *st_str = NULL;
         g_autoptr(GError) error = NULL;
         Client fuse_client, fifo_client, admin;
+        g_autofree char *own_mnt = g_build_filename(tb_bus()->tmpdir, "fuse-own", NULL);
         gint64 t0, elapsed_us;
+        Watchdog watchdog;
+        GThread *thread;
         HostileMount m;
         TbBusy busy;
         int status;
 
+        /* What a failed case above may have left (the tmpdir's removal stops at a mount). */
+        unmount_lazily(own_mnt);
         g_assert_true(tb_busy_start("tbbusy-term", &busy, &error));
         hostile_mount(NULL, "fuse-root", &m);
         file = g_build_filename(m.mnt, "trace", NULL);
@@ -300,9 +331,13 @@ static void test_sigterm(void) {
         admin_path = start_admin(&admin_file, &admin);
         tb_sleep_scaled(1000);
 
+        watchdog = (Watchdog) { .fs_pid = m.pid, .after_ms = (guint) (MAX_DEADLINES * 3 * OUTPUT_TIMEOUT_SEC * 1000) };
+        thread = g_thread_new("watchdog", watchdog_thread, &watchdog);
         t0 = g_get_monotonic_time();
         status = tb_system_bus_stop_service(tb_bus(), (guint) (MAX_DEADLINES * 2 * OUTPUT_TIMEOUT_SEC * 1000));
         elapsed_us = g_get_monotonic_time() - t0;
+        g_atomic_int_set(&watchdog.cancelled, 1);
+        g_thread_join(thread);
         st_str = tb_wait_status_to_string(status);
         note("tracebusd after SIGTERM with stalled outputs: %s in %.2f s (%.2fx the deadline)\n", st_str,
              elapsed_us / 1e6, elapsed_us / DEADLINE_US);
