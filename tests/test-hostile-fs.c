@@ -269,6 +269,64 @@ static void test_fuse_own_mount(void) {
 }
 SESSION_CASE(fuse_own_mount)
 
+/* OUTPUT_RELAY_MAX_PER_USER (service/recorder/output-relay.h): the relays a filesystem
+ * may hold for one user; MaxSessionsPerUser= (5 by default): sessions at once. */
+#define RELAYS_PER_USER 16u
+#define SESSIONS_PER_USER 5u
+
+/* Sessions of tbuser's into @file whose clients leave at once: each stops, its relay
+ * blocked in the filesystem, and ends output-stalled. */
+static void leave_stalled(const char *file, unsigned n) {
+        char *paths[SESSIONS_PER_USER] = { NULL };
+        ClientSpec spec = { .user = "tbuser", .op = OP_START, .events = sched_events, .duration_ms = 60000 };
+
+        g_assert_cmpuint(n, <=, SESSIONS_PER_USER);
+        for (unsigned i = 0; i < n; i++) {
+                g_autofree char *err = NULL;
+
+                spec.output_fd = open_as("tbuser", file);
+                err = client_run(&spec, &paths[i]);
+                close(spec.output_fd);
+                if (err)
+                        g_error("Start %u into the FUSE file: %s", i, err);
+        }
+        for (unsigned i = 0; i < n; i++) {
+                wait_over(paths[i], tb_scaled_ms((guint) (MAX_DEADLINES * OUTPUT_TIMEOUT_SEC * 1000)));
+                g_free(paths[i]);
+        }
+}
+
+/* A filesystem that never answers holds each relay for good: past RELAYS_PER_USER of
+ * them, tbuser's next output there is refused, named; once the filesystem is gone (its
+ * relays end), one is taken again. */
+static void test_fuse_relay_cap(void) {
+        g_autofree char *file = NULL, *file2 = NULL, *full = NULL, *err = NULL, *again = NULL, *path = NULL;
+        ClientSpec spec = { .user = "tbuser", .op = OP_START, .events = sched_events, .duration_ms = 500 };
+        HostileMount m;
+
+        hostile_mount("tbuser", "fuse-cap", &m);
+        file = g_build_filename(m.mnt, "trace", NULL);
+        for (unsigned left = RELAYS_PER_USER; left > 0; left -= MIN(left, SESSIONS_PER_USER))
+                leave_stalled(file, MIN(left, SESSIONS_PER_USER));
+        spec.output_fd = open_as("tbuser", file);
+        err = client_run_full(&spec, NULL, &full);
+        close(spec.output_fd);
+        note("Output on FUSE with %u relays held -> %s\n", RELAYS_PER_USER, full ? full : "accepted");
+        g_assert_cmpstr(err, ==, TB_ERROR_OUTPUT_REFUSED);
+        g_assert_nonnull(strstr(error_message(full), "still being written"));
+        hostile_unmount(&m);
+
+        hostile_mount("tbuser", "fuse-cap-2", &m);
+        file2 = g_build_filename(m.mnt, "trace", NULL);
+        spec.output_fd = open_as("tbuser", file2);
+        again = client_run(&spec, &path);
+        close(spec.output_fd);
+        g_assert_null(again);
+        wait_over(path, tb_scaled_ms((guint) (MAX_DEADLINES * OUTPUT_TIMEOUT_SEC * 1000)));
+        hostile_unmount(&m);
+}
+SESSION_CASE(fuse_relay_cap)
+
 /* A FIFO that the caller holds open for reading and never reads. */
 static void test_fifo_unread(void) {
         g_autofree char *path = NULL;
@@ -323,6 +381,11 @@ static void test_sigterm(void) {
 
         /* What a failed case above may have left (the tmpdir's removal stops at a mount). */
         unmount_lazily(own_mnt);
+        for (int i = 0; i < 2; i++) {
+                g_autofree char *cap_mnt = g_build_filename(tb_bus()->tmpdir, i ? "fuse-cap-2" : "fuse-cap", NULL);
+
+                unmount_lazily(cap_mnt);
+        }
         g_assert_true(tb_busy_start("tbbusy-term", &busy, &error));
         hostile_mount(NULL, "fuse-root", &m);
         file = g_build_filename(m.mnt, "trace", NULL);
@@ -359,6 +422,7 @@ int main(int argc, char **argv) {
         g_setenv(TB_TEST_TRACEBUSD_CONF, conf, TRUE);
 
         tb_test_add_isolated("/bus/hostile-fs/fuse-own-mount", case_fuse_own_mount);
+        tb_test_add_isolated("/bus/hostile-fs/fuse-relay-cap", case_fuse_relay_cap);
         tb_test_add_isolated("/bus/hostile-fs/fifo-unread", case_fifo_unread);
         tb_test_add_isolated("/bus/hostile-fs/trace-pipe", case_trace_pipe);
         /* In the parent: only the stack's owner can SIGTERM the service. */

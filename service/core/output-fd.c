@@ -8,6 +8,7 @@
 
 #include "fd-util.h"
 #include "kernel/file-kind.h"
+#include "recorder/output-relay.h"
 #include "macro.h"
 #include "output-fd.h"
 
@@ -66,6 +67,16 @@ static int check_file(const FileKind *kind, const char **ret_why) {
         return 0;
 }
 
+/* A file on FUSE or a network filesystem is written by a relay process: not past
+ * OUTPUT_RELAY_MAX_PER_USER of the caller's that their filesystems still hold. */
+static int check_relays(const FileKind *kind, uid_t caller_uid, const char **ret_why) {
+        if (!file_kind_may_block(kind) || output_relay_check_user(caller_uid) >= 0)
+                return 0;
+        *ret_why = "Too many of your outputs on FUSE or network filesystems are still being written (their "
+                   "filesystems did not take them, or not yet); the service takes no more until those end.";
+        return -EPERM;
+}
+
 int output_fd_take(int fd, uid_t caller_uid, int *ret_fd, const char **ret_why) {
         FileKind kind;
         int flags, copy, r;
@@ -87,6 +98,8 @@ int output_fd_take(int fd, uid_t caller_uid, int *ret_fd, const char **ret_why) 
                 copy = reopen_pipe_nonblocking(fd, ret_why);
         else {
                 r = kind.type == S_IFSOCK ? check_socket(fd, caller_uid, ret_why) : check_file(&kind, ret_why);
+                if (r >= 0)
+                        r = check_relays(&kind, caller_uid, ret_why);
                 if (r < 0)
                         return r;
                 copy = fcntl(fd, F_DUPFD_CLOEXEC, 3);

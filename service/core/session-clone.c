@@ -72,7 +72,7 @@ static int relay_if_may_block(SessionClone *c) {
 
         if (c->budget || file_kind_of_fd(c->fd, &kind) < 0 || !file_kind_may_block(&kind))
                 return 0;
-        r = output_relay_start(c->fd, &pipe_fd, &c->relay_done_fd);
+        r = output_relay_start(c->fd, c->session->owner_uid, &pipe_fd, &c->relay_done_fd);
         if (r < 0)
                 return r;
         safe_close(c->fd);

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,9 +11,70 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "array-util.h"
 #include "fd-util.h"
 #include "macro.h"
 #include "output-relay.h"
+
+/* The relays started and not known to have ended, each with the UID it is counted for
+ * and a copy of its done pipe's read end, which polls POLLHUP once the relay is gone. */
+typedef struct RunningRelay {
+        uid_t uid;
+        int fd;
+} RunningRelay;
+
+static pthread_mutex_t running_lock = PTHREAD_MUTEX_INITIALIZER;
+static RunningRelay *running;
+static size_t n_running, n_running_allocated;
+
+/* Forgets the relays that ended; how many of @uid's still run. Under running_lock. */
+static unsigned prune_running(uid_t uid) {
+        unsigned n = 0;
+        size_t kept = 0;
+
+        for (size_t i = 0; i < n_running; i++) {
+                struct pollfd p = { .fd = running[i].fd };
+
+                if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL))) {
+                        safe_close(running[i].fd);
+                        continue;
+                }
+                n += running[i].uid == uid;
+                running[kept++] = running[i];
+        }
+        n_running = kept;
+        return n;
+}
+
+int output_relay_check_user(uid_t uid) {
+        unsigned n;
+
+        (void) pthread_mutex_lock(&running_lock);
+        n = prune_running(uid);
+        (void) pthread_mutex_unlock(&running_lock);
+        return n >= OUTPUT_RELAY_MAX_PER_USER ? -EUSERS : 0;
+}
+
+/* Counts the relay behind @done_fd for @uid, unless @uid has too many already. Under
+ * running_lock. */
+static int add_running(uid_t uid, int done_fd) {
+        int copy;
+
+        if (prune_running(uid) >= OUTPUT_RELAY_MAX_PER_USER)
+                return -EUSERS;
+        if (n_running == n_running_allocated) {
+                RunningRelay *grown = array_grow(running, &n_running_allocated, sizeof(*running), 16);
+
+                if (!grown)
+                        return -ENOMEM;
+                running = grown;
+        }
+        copy = fcntl(done_fd, F_DUPFD_CLOEXEC, 3);
+        if (copy < 0)
+                return -errno;
+        running[n_running++] = (RunningRelay) { .uid = uid, .fd = copy };
+        return 0;
+}
 
 /* One read from the pipe, one write into the file: what a pipe holds by default. */
 #define RELAY_BUFFER_SIZE ((size_t) 64 * 1024)
@@ -145,7 +207,7 @@ static int wait_first_child(pid_t pid) {
         return WIFEXITED(status) && WEXITSTATUS(status) == EXIT_SUCCESS ? 0 : -EAGAIN;
 }
 
-int output_relay_start(int file_fd, int *ret_pipe_fd, int *ret_done_fd) {
+int output_relay_start(int file_fd, uid_t uid, int *ret_pipe_fd, int *ret_done_fd) {
         _cleanup_close_ int data_in = -EBADF, data_out = -EBADF, done_in = -EBADF, done_out = -EBADF;
         _cleanup_free_ uint8_t *buf = malloc(RELAY_BUFFER_SIZE);
         int data[2], done[2], r;
@@ -170,6 +232,11 @@ int output_relay_start(int file_fd, int *ret_pipe_fd, int *ret_done_fd) {
         /* The service's end only: the relay's reads wait. */
         if (fcntl(data_out, F_SETFL, O_NONBLOCK) < 0)
                 return -errno;
+        (void) pthread_mutex_lock(&running_lock);
+        r = add_running(uid, done_in);
+        (void) pthread_mutex_unlock(&running_lock);
+        if (r < 0)
+                return r;
 
         spawn = (RelaySpawn) { .fds = { data_in, file_fd, done_out }, .buf = buf };
         for (int i = 0; i < 3; i++)

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stdint.h>
+#include <sys/types.h>
 
 /*
  * A relay for an output whose writes may never end: a file on FUSE or on a network
@@ -27,10 +28,17 @@
 /* The relay's process: never returns but on bad arguments. */
 int output_relay_main(char **argv);
 
-/* Starts the relay into @file_fd (borrowed; the relay holds its own copy). *ret_pipe_fd:
- * the non-blocking pipe to write the output into; *ret_done_fd: for
+/* A filesystem that never answers holds its relay for good: a user whose relays still
+ * running are this many gets no more (each is a process in the service's cgroup). */
+#define OUTPUT_RELAY_MAX_PER_USER 16u
+
+/* -EUSERS when @uid has OUTPUT_RELAY_MAX_PER_USER relays still running, else 0. */
+int output_relay_check_user(uid_t uid);
+
+/* Starts the relay into @file_fd (borrowed; the relay holds its own copy), counted for
+ * @uid. *ret_pipe_fd: the non-blocking pipe to write the output into; *ret_done_fd: for
  * output_relay_finish() and output_relay_error(). */
-int output_relay_start(int file_fd, int *ret_pipe_fd, int *ret_done_fd);
+int output_relay_start(int file_fd, uid_t uid, int *ret_pipe_fd, int *ret_done_fd);
 
 /* Closes *pipe_fd (the end of the output) and waits at most @timeout_usec (UINT64_MAX:
  * no limit) until the relay wrote everything into the file; then closes *done_fd.

@@ -34,6 +34,7 @@ struct Recorder {
         int output_fd;
         /* A relay writes output_fd (its pipe) into the file (output-relay.h); -EBADF: none. */
         int relay_done_fd;
+        uid_t output_uid;        /* whom the relays are counted for */
 
         unsigned n_cpus;
         int *pipe_fds;

@@ -241,7 +241,7 @@ static int open_chunk(Recorder *rec, int fd, const char **ret_step) {
         if (r < 0)
                 return r;
         *ret_step = "cannot start the relay for the next chunk";
-        r = recorder_set_output_limits(rec, rec->output_timeout_usec, rec->writer.budget);
+        r = recorder_set_output_limits(rec, rec->output_timeout_usec, rec->writer.budget, rec->output_uid);
         if (r < 0)
                 return r;
         rec->chunk_start_bytes = rec->writer.stats.bytes_written;

@@ -317,13 +317,13 @@ Recorder *recorder_free(Recorder *rec) {
 
 /* A caller's file on FUSE or a network filesystem: its relay's pipe takes its place. The
  * trace directory's own files (with a budget) are on the service's filesystem. */
-static int relay_if_may_block(Recorder *rec, TraceBudget *budget) {
+static int relay_if_may_block(Recorder *rec, TraceBudget *budget, uid_t uid) {
         FileKind kind;
         int pipe_fd, r;
 
         if (budget || file_kind_of_fd(rec->output_fd, &kind) < 0 || !file_kind_may_block(&kind))
                 return 0;
-        r = output_relay_start(rec->output_fd, &pipe_fd, &rec->relay_done_fd);
+        r = output_relay_start(rec->output_fd, uid, &pipe_fd, &rec->relay_done_fd);
         if (r < 0)
                 return log_error_errno(r, "Failed to start the relay for an output on %s: %m",
                                        kind.fs_type[0] ? kind.fs_type : "a filesystem not mounted here");
@@ -351,13 +351,14 @@ int recorder_output_error(Recorder *rec, int r) {
         return r == -EPIPE ? output_relay_error(rec->relay_done_fd, r) : r;
 }
 
-int recorder_set_output_limits(Recorder *rec, uint64_t timeout_usec, TraceBudget *budget) {
+int recorder_set_output_limits(Recorder *rec, uint64_t timeout_usec, TraceBudget *budget, uid_t uid) {
         struct stat st;
         int flags, r;
 
         trace_writer_set_budget(&rec->writer, budget);
         rec->output_timeout_usec = timeout_usec;
-        r = relay_if_may_block(rec, budget);
+        rec->output_uid = uid;
+        r = relay_if_may_block(rec, budget, uid);
         if (r < 0)
                 return r;
         if (fstat(rec->output_fd, &st) < 0 || (flags = fcntl(rec->output_fd, F_GETFL)) < 0)
