@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * A hostile filesystem for tests/test-hostile-fs.c: one file, /trace, that opens, stats
- * and truncates as any file does, and whose write() is never answered. The request
- * waits until this process dies, which ends the connection (the kernel then fails what
- * is pending with ENOTCONN).
+ * A hostile filesystem for tests/test-hostile-fs.c: files /trace and /trace-ANYTHING that
+ * open, stat and truncate as any file does, and whose write() is never answered. The
+ * request waits until this process dies, which ends the connection (the kernel then fails
+ * what is pending with ENOTCONN). Each session of a test needs a file of its own: the
+ * kernel keeps the page of a pending write locked, and a new open() of that same file
+ * waits for it.
  *
  *   hostile-fuse UID GID [FUSE OPTIONS] MOUNTPOINT
  *
@@ -13,6 +15,7 @@
 #define FUSE_USE_VERSION 31
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fuse.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,12 +24,16 @@
 static uid_t owner_uid;
 static gid_t owner_gid;
 
+static bool is_file(const char *path) {
+        return strcmp(path, "/trace") == 0 || strncmp(path, "/trace-", 7) == 0;
+}
+
 static int hf_getattr(const char *path, struct stat *st, struct fuse_file_info *fi) {
         memset(st, 0, sizeof(*st));
         if (strcmp(path, "/") == 0) {
                 st->st_mode = S_IFDIR | 0755;
                 st->st_nlink = 2;
-        } else if (strcmp(path, "/trace") == 0) {
+        } else if (is_file(path)) {
                 st->st_mode = S_IFREG | 0600;
                 st->st_nlink = 1;
         } else
@@ -47,11 +54,11 @@ static int hf_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t
 }
 
 static int hf_open(const char *path, struct fuse_file_info *fi) {
-        return strcmp(path, "/trace") == 0 ? 0 : -ENOENT;
+        return is_file(path) ? 0 : -ENOENT;
 }
 
 static int hf_truncate(const char *path, off_t size, struct fuse_file_info *fi) {
-        return strcmp(path, "/trace") == 0 ? 0 : -ENOENT;
+        return is_file(path) ? 0 : -ENOENT;
 }
 
 /* Never answered: the worker thread that took the request waits here for good. */

@@ -69,7 +69,10 @@ static void hostile_mount(const char *user, const char *name, HostileMount *ret)
         ret->pid = fork();
         g_assert_cmpint(ret->pid, >=, 0);
         if (ret->pid == 0) {
-                const char *argv[] = { "hostile-fuse", uid, gid, "-f", "-o", user ? "auto_unmount" : "allow_other",
+                /* Each write never answered holds one of libfuse's worker threads (10 by
+                 * default): room for every relay of fuse-relay-cap and more. */
+                const char *argv[] = { "hostile-fuse", uid, gid, "-f", "-o",
+                                       user ? "auto_unmount,max_threads=64" : "allow_other,max_threads=64",
                                        ret->mnt, NULL };
 
                 if (user)
@@ -274,15 +277,18 @@ SESSION_CASE(fuse_own_mount)
 #define RELAYS_PER_USER 16u
 #define SESSIONS_PER_USER 5u
 
-/* Sessions of tbuser's into @file whose clients leave at once: each stops, its relay
- * blocked in the filesystem, and ends output-stalled. */
-static void leave_stalled(const char *file, unsigned n) {
+/* Sessions of tbuser's into files of their own on @mnt (a pending write keeps its file's
+ * page locked, and opening that file again would wait), numbered from @first, whose
+ * clients leave at once: each stops, its relay blocked in the filesystem, and ends
+ * output-stalled. */
+static void leave_stalled(const char *mnt, unsigned first, unsigned n) {
         char *paths[SESSIONS_PER_USER] = { NULL };
         ClientSpec spec = { .user = "tbuser", .op = OP_START, .events = sched_events, .duration_ms = 60000 };
 
         g_assert_cmpuint(n, <=, SESSIONS_PER_USER);
         for (unsigned i = 0; i < n; i++) {
-                g_autofree char *err = NULL;
+                g_autofree char *name = g_strdup_printf("trace-%u", first + i);
+                g_autofree char *file = g_build_filename(mnt, name, NULL), *err = NULL;
 
                 spec.output_fd = open_as("tbuser", file);
                 err = client_run(&spec, &paths[i]);
@@ -305,9 +311,9 @@ static void test_fuse_relay_cap(void) {
         HostileMount m;
 
         hostile_mount("tbuser", "fuse-cap", &m);
+        for (unsigned done = 0; done < RELAYS_PER_USER; done += SESSIONS_PER_USER)
+                leave_stalled(m.mnt, done, MIN(RELAYS_PER_USER - done, SESSIONS_PER_USER));
         file = g_build_filename(m.mnt, "trace", NULL);
-        for (unsigned left = RELAYS_PER_USER; left > 0; left -= MIN(left, SESSIONS_PER_USER))
-                leave_stalled(file, MIN(left, SESSIONS_PER_USER));
         spec.output_fd = open_as("tbuser", file);
         err = client_run_full(&spec, NULL, &full);
         close(spec.output_fd);
