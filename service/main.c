@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <systemd/sd-daemon.h>
 
 #include "bus/bus-context.h"
@@ -17,6 +18,7 @@
 #include "core/manager.h"
 #include "tracebus-bus.h"
 #include "kernel/tracefs-instance.h"
+#include "recorder/output-relay.h"
 
 /* SIGTERM: the sessions finish, and the calls still waiting for polkit are answered
  * ShuttingDown now, not NoReply once the last session is done. */
@@ -212,6 +214,12 @@ static int run(int argc, char *argv[]) {
 }
 
 int main(int argc, char *argv[]) {
-        int r = run(argc, argv);
+        int r;
+
+        /* The relay of an output on FUSE or a network filesystem: this binary again, which
+         * the service starts itself (recorder/output-relay.h). */
+        if (argc == OUTPUT_RELAY_ARGC && strcmp(argv[1], OUTPUT_RELAY_ARG) == 0)
+                return output_relay_main(argv);
+        r = run(argc, argv);
         return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +9,7 @@
 
 #include "fd-util.h"
 #include "macro.h"
+#include "time-util.h"
 
 int loop_write(int fd, const void *buf, size_t len) {
         const char *p = buf;
@@ -102,4 +105,25 @@ int write_string_file(const char *path, const char *value) {
         if (fd < 0)
                 return -errno;
         return loop_write(fd, value, strlen(value));
+}
+
+int fd_wait_for(int fd, short events, uint64_t timeout_usec) {
+        uint64_t deadline = timeout_usec == UINT64_MAX ? UINT64_MAX : now_usec(CLOCK_MONOTONIC) + timeout_usec;
+
+        for (;;) {
+                struct pollfd p = { .fd = fd, .events = events };
+                uint64_t now = now_usec(CLOCK_MONOTONIC);
+                int timeout_ms = -1, k;
+
+                if (deadline != UINT64_MAX) {
+                        if (now >= deadline)
+                                return -ETIMEDOUT;
+                        timeout_ms = (int) MIN((deadline - now + 999) / 1000, (uint64_t) INT32_MAX);
+                }
+                k = poll(&p, 1, timeout_ms);
+                if (k < 0 && errno != EINTR)
+                        return -errno;
+                if (k > 0)
+                        return p.revents;
+        }
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* Writes all of @buf, retrying on EINTR and short writes. Returns 0 or -errno. */
@@ -15,6 +16,11 @@ int read_file_head(const char *path, size_t max, char **ret, size_t *ret_len);
  * read ends the file. Not for regular files, pipes or sockets. */
 int read_virtual_file(const char *path, size_t max, char **ret, size_t *ret_len);
 int read_virtual_file_head(const char *path, size_t max, char **ret, size_t *ret_len);
+
+/* Waits until @fd has one of @events (poll()), at most @timeout_usec (UINT64_MAX: no
+ * limit), across EINTR. Returns the events it has (POLLERR and POLLHUP too), or
+ * -ETIMEDOUT. */
+int fd_wait_for(int fd, short events, uint64_t timeout_usec);
 
 /* Writes @value to the file at @path, which must exist (sysfs/tracefs style). */
 int write_string_file(const char *path, const char *value);

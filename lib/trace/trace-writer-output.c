@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "fd-util.h"
 #include "macro.h"
 #include "time-util.h"
 #include "trace-writer-local.h"
@@ -14,27 +15,12 @@ void trace_writer_set_output(TraceWriter *w, TraceWriterOutput output, uint64_t 
 }
 
 /* Waits until the output takes bytes again, at most w->timeout_usec: a reader that
- * stopped reading must not hold the recorder (and with it Stop and shutdown) forever. */
+ * stopped reading must not hold the recorder (and with it Stop and shutdown) forever.
+ * POLLERR and POLLHUP too: the next write says what went wrong. */
 static int wait_writable(TraceWriter *w) {
-        uint64_t deadline = w->timeout_usec == UINT64_MAX ? UINT64_MAX : now_usec(CLOCK_MONOTONIC) + w->timeout_usec;
+        int r = fd_wait_for(w->fd, POLLOUT, w->timeout_usec);
 
-        for (;;) {
-                struct pollfd p = { .fd = w->fd, .events = POLLOUT };
-                uint64_t now = now_usec(CLOCK_MONOTONIC);
-                int timeout_ms = -1, k;
-
-                if (deadline != UINT64_MAX) {
-                        if (now >= deadline)
-                                return -ETIMEDOUT;
-                        timeout_ms = (int) MIN((deadline - now + 999) / 1000, (uint64_t) INT32_MAX);
-                }
-                k = poll(&p, 1, timeout_ms);
-                if (k < 0 && errno != EINTR)
-                        return -errno;
-                /* POLLERR and POLLHUP too: the next write says what went wrong. */
-                if (k > 0)
-                        return 0;
-        }
+        return r < 0 ? r : 0;
 }
 
 /* Bytes one call hands the kernel. On the development VM a file's 64 MB took 85-100 ms

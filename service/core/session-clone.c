@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include "fd-util.h"
+#include "kernel/file-kind.h"
 #include "log.h"
+#include "recorder/output-relay.h"
 #include "session-clone.h"
 #include "time-util.h"
 
@@ -22,6 +24,7 @@ typedef struct SessionClone {
         sd_event_source *source;      /* rc.done_fd */
         RecorderClone rc;
         int fd;
+        int relay_done_fd;            /* a relay writes fd into the file; -EBADF: none */
         TraceWriterOutput output;
         uint64_t timeout_usec, max_bytes;
         TraceBudget *budget;
@@ -41,6 +44,7 @@ static SessionClone *clone_free(SessionClone *c) {
         sd_event_source_disable_unref(c->source);
         safe_close(c->rc.done_fd);
         safe_close(c->fd);
+        safe_close(c->relay_done_fd);
         trace_writer_done(&c->rc.snapshot);
         return mfree(c);
 }
@@ -60,12 +64,33 @@ static TraceWriterOutput output_kind(int fd) {
         return TRACE_OUTPUT_FILE;
 }
 
+/* A caller's file on FUSE or a network filesystem is written through a relay, as the
+ * recorder writes it (recorder.h): its pipe takes the file's place. */
+static int relay_if_may_block(SessionClone *c) {
+        FileKind kind;
+        int pipe_fd, r;
+
+        if (c->budget || file_kind_of_fd(c->fd, &kind) < 0 || !file_kind_may_block(&kind))
+                return 0;
+        r = output_relay_start(c->fd, c->session->owner_uid, &pipe_fd, &c->relay_done_fd);
+        if (r < 0)
+                return r;
+        safe_close(c->fd);
+        c->fd = pipe_fd;
+        return 0;
+}
+
 static void *write_main(void *userdata) {
         SessionClone *c = userdata;
         uint64_t one = 1;
+        int r;
 
-        c->write_error = trace_writer_snapshot_write(&c->rc.snapshot, c->fd, c->output, c->timeout_usec,
-                                                     c->budget, c->max_bytes);
+        r = trace_writer_snapshot_write(&c->rc.snapshot, c->fd, c->output, c->timeout_usec, c->budget, c->max_bytes);
+        if (r == -EPIPE)
+                r = output_relay_error(c->relay_done_fd, r);
+        if (r >= 0 && c->relay_done_fd >= 0)
+                r = output_relay_finish(&c->fd, &c->relay_done_fd, c->timeout_usec);
+        c->write_error = r;
         (void) write(c->rc.done_fd, &one, sizeof(one));
         return NULL;
 }
@@ -152,13 +177,15 @@ int session_clone(Session *s, SessionCloneOptions *o, SessionCloneDone done, voi
         c = calloc(1, sizeof(*c));
         if (!c)
                 return -ENOMEM;
-        *c = (SessionClone) { .session = s, .fd = TAKE_FD(fd),
+        *c = (SessionClone) { .session = s, .fd = TAKE_FD(fd), .relay_done_fd = -EBADF,
                               .timeout_usec = o->timeout_usec, .max_bytes = o->max_bytes,
                               .budget = o->budget, .started_usec = now_usec(CLOCK_MONOTONIC),
                               .done = done, .userdata = userdata };
-        c->output = output_kind(c->fd);
         trace_writer_snapshot_init(&c->rc.snapshot);
-        r = watch_copy_done(s, c);
+        r = relay_if_may_block(c);
+        c->output = output_kind(c->fd);
+        if (r >= 0)
+                r = watch_copy_done(s, c);
         if (r >= 0)
                 /* -EBUSY (a snapshot is asked for already) is the caller's to report. */
                 r = recorder_clone(s->recorder, &c->rc);

@@ -195,7 +195,7 @@ int session_new(sd_event *event, Poller *poller, uint64_t id, uid_t owner_uid, S
         if (r >= 0)
                 r = recorder_new(&s->config, s->instance, TAKE_FD(fd), &s->recorder);
         if (r >= 0)
-                recorder_set_output_limits(s->recorder, output->timeout_usec, output->budget);
+                r = recorder_set_output_limits(s->recorder, output->timeout_usec, output->budget, owner_uid);
         if (r >= 0)
                 r = session_rotate_setup(s, TAKE_FD(chunk_dir_fd));
         if (r >= 0)

@@ -32,6 +32,9 @@ struct Recorder {
         int stop_fd;     /* main -> worker */
         int done_fd;     /* worker -> main */
         int output_fd;
+        /* A relay writes output_fd (its pipe) into the file (output-relay.h); -EBADF: none. */
+        int relay_done_fd;
+        uid_t output_uid;        /* whom the relays are counted for */
 
         unsigned n_cpus;
         int *pipe_fds;
@@ -197,6 +200,11 @@ int recorder_rotate_if_due(Recorder *rec, const char **ret_step);
 
 /* recorder-thread.c */
 int recorder_flush_output(Recorder *rec);
+/* The end of the output: with a relay, waits until it wrote everything into the file, at
+ * most the write deadline (-ETIMEDOUT: it is left behind). recorder.c. */
+int recorder_finish_output(Recorder *rec);
+/* The error to report for @r, a write error: a relay's own when it ended early. */
+int recorder_output_error(Recorder *rec, int r);
 /* Ends every CPU's open bundle (a stream written on a period keeps them open across
  * passes): before a chunk ends, so that what was drained before the cut is in it. */
 int recorder_end_bundles(Recorder *rec);

@@ -234,10 +234,17 @@ static int append_chunk_opening(Recorder *rec) {
 static int open_chunk(Recorder *rec, int fd, const char **ret_step) {
         int r;
 
+        *ret_step = "cannot finish writing the last chunk";
+        r = recorder_finish_output(rec);
         safe_close(rec->output_fd);
         rec->output_fd = fd;
         trace_writer_begin_output(&rec->writer, fd);
-        recorder_set_output_limits(rec, rec->output_timeout_usec, rec->writer.budget);
+        if (r < 0)
+                return r;
+        *ret_step = "cannot start the relay for the next chunk";
+        r = recorder_set_output_limits(rec, rec->output_timeout_usec, rec->writer.budget, rec->output_uid);
+        if (r < 0)
+                return r;
         rec->chunk_start_bytes = rec->writer.stats.bytes_written;
         rec->chunk_started_ns = now_ns(CLOCK_MONOTONIC);
         rec->next_missing_warned = false;

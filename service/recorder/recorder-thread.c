@@ -370,7 +370,10 @@ static RecorderEnd end_for_write_error(int r) {
  * ordinary end, logged only for debugging; anything else is a warning that names the
  * step, since the session hears only the errno. */
 static void end_with_error(Recorder *rec, int r, const char *step) {
-        RecorderEnd end = end_for_write_error(r);
+        RecorderEnd end;
+
+        r = recorder_output_error(rec, r);
+        end = end_for_write_error(r);
 
         if (end == RECORDER_END_SIZE_REACHED || end == RECORDER_END_QUOTA)
                 log_debug_errno(r, "Recording: %s, ending the session: %m", step);
@@ -473,6 +476,7 @@ void *recorder_thread_main(void *userdata) {
                         /* What was read so far still makes a complete trace. */
                         log_error_errno(r, "Recording: %s, ending the session: %m", step);
                         (void) recorder_write_closing_packets(rec, &step);
+                        (void) recorder_finish_output(rec);
                         return finish(rec, RECORDER_END_READ_ERROR, r), NULL;
                 }
                 recorder_publish_stats(rec);
@@ -496,6 +500,9 @@ void *recorder_thread_main(void *userdata) {
         r = recorder_write_closing_packets(rec, &step);
         if (r < 0)
                 return end_with_error(rec, r, step), NULL;
+        r = recorder_finish_output(rec);
+        if (r < 0)
+                return end_with_error(rec, r, "cannot finish writing the output file"), NULL;
         finish(rec, RECORDER_END_STOPPED, 0);
         return NULL;
 }

@@ -6,8 +6,10 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 
+#include "kernel/file-kind.h"
 #include "kernel/ksyms-cache.h"
 #include "log.h"
+#include "output-relay.h"
 #include "recorder-local.h"
 #include "service-tracks.h"
 #include "strv.h"
@@ -195,6 +197,7 @@ static void recorder_init_fds_and_locks(Recorder *rec) {
         rec->stop_fd = rec->done_fd = rec->wake_fd = -EBADF;
         rec->splice_pipe[0] = rec->splice_pipe[1] = -EBADF;
         rec->next_fd = rec->rotated_fd = rec->chunk_dir_fd = -EBADF;
+        rec->relay_done_fd = -EBADF;
         (void) pthread_mutex_init(&rec->next_lock, NULL);
         (void) pthread_mutex_init(&rec->annotations_lock, NULL);
         (void) pthread_mutex_init(&rec->drain_lock, NULL);
@@ -308,20 +311,61 @@ Recorder *recorder_free(Recorder *rec) {
                 tracebus__trace_config__free_unpacked(rec->trace_config, NULL);
         trace_writer_done(&rec->writer);
         safe_close(rec->output_fd);
+        safe_close(rec->relay_done_fd);
         safe_close(rec->stop_fd);
         safe_close(rec->done_fd);
         recorder_rotate_free(rec);
         return mfree(rec);
 }
 
-void recorder_set_output_limits(Recorder *rec, uint64_t timeout_usec, TraceBudget *budget) {
+/* A caller's file on FUSE or a network filesystem: its relay's pipe takes its place. The
+ * trace directory's own files (with a budget) are on the service's filesystem. */
+static int relay_if_may_block(Recorder *rec, TraceBudget *budget, uid_t uid) {
+        FileKind kind;
+        int pipe_fd, r;
+
+        if (budget || file_kind_of_fd(rec->output_fd, &kind) < 0 || !file_kind_may_block(&kind))
+                return 0;
+        r = output_relay_start(rec->output_fd, uid, &pipe_fd, &rec->relay_done_fd);
+        if (r < 0)
+                return log_error_errno(r, "Failed to start the relay for an output on %s: %m",
+                                       kind.fs_type[0] ? kind.fs_type : "a filesystem not mounted here");
+        log_debug("The output is on %s, which may never finish a write: written through a relay.",
+                  kind.fs_type[0] ? kind.fs_type : "a filesystem not mounted here");
+        safe_close(rec->output_fd);
+        rec->output_fd = rec->writer.fd = pipe_fd;
+        return 0;
+}
+
+int recorder_finish_output(Recorder *rec) {
+        int r;
+
+        if (rec->relay_done_fd < 0)
+                return 0;
+        rec->writer.fd = -EBADF;
+        r = output_relay_finish(&rec->output_fd, &rec->relay_done_fd, rec->output_timeout_usec);
+        if (r == -ETIMEDOUT)
+                log_warning("The output's filesystem took nothing for the write deadline: its file is left "
+                            "unfinished, the relay writing it is left to the filesystem.");
+        return r;
+}
+
+int recorder_output_error(Recorder *rec, int r) {
+        return r == -EPIPE ? output_relay_error(rec->relay_done_fd, r) : r;
+}
+
+int recorder_set_output_limits(Recorder *rec, uint64_t timeout_usec, TraceBudget *budget, uid_t uid) {
         struct stat st;
-        int flags;
+        int flags, r;
 
         trace_writer_set_budget(&rec->writer, budget);
         rec->output_timeout_usec = timeout_usec;
+        rec->output_uid = uid;
+        r = relay_if_may_block(rec, budget, uid);
+        if (r < 0)
+                return r;
         if (fstat(rec->output_fd, &st) < 0 || (flags = fcntl(rec->output_fd, F_GETFL)) < 0)
-                return;
+                return 0;
         /* A regular file is written as any file is; a pipe only when its own open file
          * description is non-blocking (output-fd.c reopens it so), or a wait could not
          * end. */
@@ -329,6 +373,7 @@ void recorder_set_output_limits(Recorder *rec, uint64_t timeout_usec, TraceBudge
                 trace_writer_set_output(&rec->writer, TRACE_OUTPUT_SOCKET, timeout_usec);
         else if (S_ISFIFO(st.st_mode) && (flags & O_NONBLOCK))
                 trace_writer_set_output(&rec->writer, TRACE_OUTPUT_PIPE, timeout_usec);
+        return 0;
 }
 
 int recorder_start(Recorder *rec, TraceInstance *instance) {
@@ -380,6 +425,7 @@ RecorderEnd recorder_join(Recorder *rec, int *ret_error) {
                 rec->thread_started = false;
         }
         rec->output_fd = safe_close(rec->output_fd);
+        rec->relay_done_fd = safe_close(rec->relay_done_fd);
         if (ret_error)
                 *ret_error = rec->error;
         return rec->end;

@@ -44,8 +44,10 @@ Recorder *recorder_free(Recorder *r);
 
 /* Before recorder_start(): a pipe (opened O_NONBLOCK) or a socket output waits at most
  * @timeout_usec for its reader; every byte written is taken from @budget (may be NULL;
- * not owned: it must outlive the recorder). */
-void recorder_set_output_limits(Recorder *r, uint64_t timeout_usec, TraceBudget *budget);
+ * not owned: it must outlive the recorder). A caller's file (@budget NULL) on a
+ * filesystem whose writes may never end (FUSE, a network filesystem) is written through
+ * a relay process, within the same deadline, counted for @uid (output-relay.h). */
+int recorder_set_output_limits(Recorder *r, uint64_t timeout_usec, TraceBudget *budget, uid_t uid);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Recorder *, recorder_free);
 
 /* Writes the trace's opening packets, switches tracing on (@instance may be NULL, as
