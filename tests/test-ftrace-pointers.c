@@ -223,10 +223,7 @@ static const char words_format[] =
         "name: tb_words\n"
         "ID: 902\n"
         "format:\n"
-        "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
-        "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
-        "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
-        "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+        FORMAT_COMMON_FIELDS
         "\n"
         "\tfield:unsigned long pfn;\toffset:8;\tsize:8;\tsigned:0;\n"
         "\tfield:unsigned long nr_pages;\toffset:16;\tsize:8;\tsigned:0;\n"
@@ -244,8 +241,6 @@ static const char words_format[] =
 static Tracebus__FtraceEventBundle *decode_words_record(const uint8_t *key, const uint64_t v[9]) {
         FtraceParser *p = parser_new_from_fixtures("none");
         Tracebus__FtraceEventBundle *m;
-        PageWriter w = { .off = 16 };
-        FtraceBundle *b = NULL;
         uint8_t rec[WORDS_RECORD] = {};
         uint32_t stack = (16u << 16) | 72u;
         int id;
@@ -263,14 +258,7 @@ static Tracebus__FtraceEventBundle *decode_words_record(const uint8_t *key, cons
         memcpy(rec + 64, &v[8], 8);
         memcpy(rec + 72, &v[6], 8);
         memcpy(rec + 80, &v[7], 8);
-        pw_word(&w, (uint32_t) (sizeof(rec) / 4) | 100 << 5);
-        pw_bytes(&w, rec, sizeof(rec));
-        pw_finish(&w, 1000000);
-        g_assert_cmpint(ftrace_bundle_new(0, false, &b), ==, 0);
-        g_assert_cmpint(ftrace_parser_parse_page(p, w.page, sizeof(w.page), b), ==, 1);
-        m = bundle_pack_unpack(b, NULL);
-        g_assert_cmpuint(m->n_event, ==, 1);
-        ftrace_bundle_free(b);
+        m = decode_one_record(p, rec, sizeof(rec));
         ftrace_parser_free(p);
         return m;
 }

@@ -63,11 +63,19 @@ void manager_start_rights(const StartRequest *req, unsigned *ret_required, unsig
 
 int manager_grant_start_rights(StartRequest *req, unsigned granted, pid_t *ret_pid) {
         bool manage = req->uid == 0 || (granted & START_RIGHT_MANAGE);
+        int r;
 
         /* Raw kernel addresses for root and the holders of org.tracebus.manage, as
          * kptr_restrict=1 shows them only to the privileged; the others' traces hold
-         * them hashed. */
+         * them hashed, and only the kernel events whose content they could read anyway. */
         req->config.kernel_pointers_raw = manage;
+        if (manage)
+                session_config_forget_refused(&req->config);
+        else {
+                r = session_config_restrict_to_record_only(&req->config);
+                if (r < 0)
+                        return r;
+        }
         return perf_scope_authorize(&req->config, req->uid, manage, ret_pid);
 }
 
