@@ -209,24 +209,21 @@ static bool field_is_pointer_sized(const struct tep_format_field *f) {
 }
 
 /* A number: an address, or plain, or opaque (ftrace-field-privacy.c says which). An int
- * kept in 8 bytes (the syscall events' arguments) is read at its declared width, as the
- * int it is: -100 stays -100, not a number in the kernel's half of the address space.
- * Returns its sign then, -1 when the format's applies. */
-static int field_spec_number(FieldSpec *s, const struct tep_format_field *f, const char *text) {
-        int narrow = f->size == 8 ? ftrace_type_narrow_sign(f->type) : -1;
-
+ * kept in 8 bytes (the syscall events' arguments) is read at its declared width, with
+ * the sign the format gives it: its upper half is whatever the register held, and never
+ * puts the value in the kernel's half of the address space. */
+static void field_spec_number(FieldSpec *s, const struct tep_format_field *f, const char *text) {
         s->source = SRC_INT;
         s->is_address = f->size >= 4 && ftrace_field_is_address(f, text);
         if (s->is_address)
-                return -1;
-        if (narrow >= 0) {
+                return;
+        if (f->size == 8 && ftrace_type_is_narrow(f->type)) {
                 s->size = 4;
                 if (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
                         s->offset += 4;
-                return narrow;
+                return;
         }
         s->is_opaque = field_is_pointer_sized(f) && !ftrace_field_name_is_plain(f->name);
-        return -1;
 }
 
 /* An array that is no text: opaque when its elements are pointer-sized numbers. */
@@ -237,7 +234,7 @@ static void field_spec_array(FieldSpec *s, const struct tep_format_field *f, Fie
 
 /* Works out how to read @f. Returns false for a field we cannot place in a record. */
 static bool field_spec_init(FieldSpec *s, const struct tep_format_field *f, const char *text) {
-        int sgn, narrow = -1;
+        int sgn;
 
         if (f->offset < 0 || f->size < 0 || f->offset + f->size > UINT16_MAX)
                 return false;
@@ -260,11 +257,11 @@ static bool field_spec_init(FieldSpec *s, const struct tep_format_field *f, cons
                 else
                         field_spec_array(s, f, SRC_BYTES);
         } else if (is_int_size(f->size))
-                narrow = field_spec_number(s, f, text);
+                field_spec_number(s, f, text);
         else
                 s->source = SRC_BYTES;
 
-        sgn = narrow >= 0 ? narrow : format_field_signed(text, f->name);
+        sgn = format_field_signed(text, f->name);
         s->is_signed = sgn >= 0 ? sgn : !!(f->flags & TEP_FIELD_IS_SIGNED);
         if (f->flags & TEP_FIELD_IS_POINTER)
                 s->is_signed = false;

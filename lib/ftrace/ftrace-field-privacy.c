@@ -49,21 +49,13 @@ static const char *const plain_field_names[] = {
 };
 
 /* C types of at most 32 bits, as event formats spell them (after const, volatile and
- * signed/unsigned are taken off), and whether they are signed. */
-static const struct {
-        const char *name;
-        bool is_signed;
-} narrow_types[] = {
-        { "_Bool", false }, { "__be16", false }, { "__be32", false }, { "__kernel_pid_t", true },
-        { "__le16", false }, { "__le32", false }, { "__poll_t", false }, { "__s16", true }, { "__s32", true },
-        { "__s8", true }, { "__u16", false }, { "__u32", false }, { "__u8", false }, { "blk_opf_t", false },
-        { "bool", false }, { "char", true }, { "clockid_t", true }, { "dev_t", false }, { "fmode_t", false },
-        { "gfp_t", false }, { "gid_t", false }, { "int", true }, { "int16_t", true }, { "int32_t", true },
-        { "int8_t", true }, { "key_serial_t", true }, { "key_t", true }, { "mode_t", false }, { "mqd_t", true },
-        { "pid_t", true }, { "qid_t", false }, { "rwf_t", true }, { "s16", true }, { "s32", true },
-        { "s8", true }, { "short", true }, { "timer_t", true }, { "u16", false }, { "u32", false },
-        { "u8", false }, { "uid_t", false }, { "uint16_t", false }, { "uint32_t", false }, { "uint8_t", false },
-        { "umode_t", false },
+ * signed/unsigned are taken off). */
+static const char *const narrow_types[] = {
+        "_Bool", "__be16", "__be32", "__kernel_pid_t", "__le16", "__le32", "__poll_t", "__s16", "__s32", "__s8",
+        "__u16", "__u32", "__u8", "blk_opf_t", "bool", "char", "clockid_t", "dev_t", "fmode_t", "gfp_t", "gid_t",
+        "int", "int16_t", "int32_t", "int8_t", "key_serial_t", "key_t", "mode_t", "mqd_t", "pid_t", "qid_t",
+        "rwf_t", "s16", "s32", "s8", "short", "timer_t", "u16", "u32", "u8", "uid_t", "uint16_t", "uint32_t",
+        "uint8_t", "umode_t",
 };
 
 static int compare_name(const void *key, const void *entry) {
@@ -87,13 +79,12 @@ static const char *skip_word(const char *s, const char *word) {
         return s;
 }
 
-int ftrace_type_narrow_sign(const char *type) {
+bool ftrace_type_is_narrow(const char *type) {
         const char *t = type, *prev;
         bool is_unsigned = false;
-        size_t len;
 
         if (strpbrk(type, "*["))
-                return -1;
+                return false;
         do {
                 prev = t;
                 t = skip_word(t, "const");
@@ -105,17 +96,14 @@ int ftrace_type_narrow_sign(const char *type) {
                 }
         } while (t != prev);
         /* An enum is an int; "unsigned" alone is an unsigned int. */
-        if (skip_word(t, "enum") != t)
-                return !is_unsigned;
-        if (*t == '\0')
-                return is_unsigned ? 0 : -1;
-        len = strcspn(t, " ");
-        if (t[len] != '\0')
-                return -1;
+        if (skip_word(t, "enum") != t || (*t == '\0' && is_unsigned))
+                return true;
+        if (t[strcspn(t, " ")] != '\0')
+                return false;
         for (size_t i = 0; i < ELEMENTSOF(narrow_types); i++)
-                if (strcmp(narrow_types[i].name, t) == 0)
-                        return narrow_types[i].is_signed && !is_unsigned;
-        return -1;
+                if (strcmp(narrow_types[i], t) == 0)
+                        return true;
+        return false;
 }
 
 /* An array whose elements are pointer-sized numbers ("unsigned long[6]", "u64[]",

@@ -393,8 +393,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC_VOID(EventInfo *, ftrace_event_info_free);
 bool ftrace_field_is_address(const struct tep_format_field *f, const char *text);
 /* Whether the pointer-sized field @name is known to hold no address and no page frame. */
 bool ftrace_field_name_is_plain(const char *name);
-/* 1 or 0 when the C type @type is an integer of at most 32 bits, signed or not; -1 if not. */
-int ftrace_type_narrow_sign(const char *type);
+/* Whether the C type @type is an integer of at most 32 bits. */
+bool ftrace_type_is_narrow(const char *type);
 /* Whether the array field @f holds pointer-sized numbers. */
 bool ftrace_array_of_words(const struct tep_format_field *f);
 
