@@ -192,12 +192,12 @@ static int warn_group(SessionConfig *c, char **dropped, size_t from) {
                                    refusal_reason(c, event), list, n > REFUSED_WARNING_SHOWN ? ", ..." : "");
 }
 
-/* The first event of @dropped's group of index @i: whether it comes before @i. */
-static bool group_seen(char **dropped, size_t i) {
-        size_t group_len = strcspn(dropped[i], "/");
+/* Whether @groups holds the group of "group/name" @event. */
+static bool group_listed(char **groups, const char *event) {
+        size_t group_len = strcspn(event, "/");
 
-        for (size_t j = 0; j < i; j++)
-                if (strncmp(dropped[j], dropped[i], group_len + 1) == 0)
+        STRV_FOREACH(g, groups)
+                if (strlen(*g) == group_len && strncmp(*g, event, group_len) == 0)
                         return true;
         return false;
 }
@@ -228,12 +228,14 @@ static int drop_refused(SessionConfig *c, char ***ret_dropped) {
 }
 
 int session_config_restrict_to_record_only(SessionConfig *c) {
-        _cleanup_strv_free_ char **dropped = NULL;
+        _cleanup_strv_free_ char **dropped = NULL, **warned = NULL;
         bool had_events = c->events;
         int r;
 
         if (c->n_refused_named > 0)
                 return -EKEYREJECTED;
+        if (c->n_refused_events == 0)
+                return 0;
         r = drop_refused(c, &dropped);
         if (r < 0)
                 return r;
@@ -245,13 +247,17 @@ int session_config_restrict_to_record_only(SessionConfig *c) {
                                 return -ENOMEM;
                 return -EKEYREJECTED;
         }
-        /* A group's events together, in one warning each: the warnings are few. */
+        /* A group's events together, in one warning each: the warnings are few, and so
+         * are the kernel's groups. */
         for (size_t i = 0; dropped && dropped[i]; i++) {
-                if (group_seen(dropped, i))
+                _cleanup_free_ char *group = NULL;
+
+                if (group_listed(warned, dropped[i]))
                         continue;
                 r = warn_group(c, dropped, i);
-                if (r < 0)
-                        return r;
+                group = strndup(dropped[i], strcspn(dropped[i], "/"));
+                if (r < 0 || !group || strv_extend(&warned, group) < 0)
+                        return r < 0 ? r : -ENOMEM;
         }
         return 0;
 }
