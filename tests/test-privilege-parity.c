@@ -169,7 +169,8 @@ static void scan_generic(Scan *s, const Tracebus__GenericFtraceEvent *g) {
                         scan_value(s, event, name, (guint64) f->int_value, true);
                 if (f->str_value)
                         scan_hex_words(s, event, name, f->str_value);
-                if (f->has_uint_value && g_strv_contains(s->collect, name))
+                /* NULL stays NULL for everyone. */
+                if (f->has_uint_value && f->uint_value != 0 && g_strv_contains(s->collect, name))
                         g_hash_table_add(s->collected, g_memdup2(&f->uint_value, sizeof(guint64)));
         }
 }
@@ -433,10 +434,11 @@ static void test_storm_groups(void) {
 }
 RECORDER_WRAP(test_storm_groups)
 
-/* The syscall events: their arguments hold user addresses, hashed for tbuser too. */
+/* The syscall events: their arguments hold other processes' user addresses, pointers
+ * (buf, filename) and longs (munmap's addr, madvise's start), hashed for tbuser too. */
 static void test_storm_syscalls(void) {
         const char *const events[] = { "syscalls/*", "raw_syscalls/*", NULL };
-        const char *const user_pointers[] = { "buf", "filename", NULL };
+        const char *const user_pointers[] = { "buf", "filename", "addr", "start", NULL };
 
         record_both(events, "syscalls", user_pointers, false);
 }
