@@ -56,6 +56,9 @@
 /* A linux.perf scope names another user's process, and the caller
  * does not hold org.tracebus.manage. */
 #define TB_ERROR_PROCESS_NOT_YOURS      TB_ERROR_PREFIX "ProcessNotYours"
+/* A config names a kernel event that a caller without org.tracebus.manage may not
+ * record (the kernel log, other users' virtual machines, probes...), or keeps none. */
+#define TB_ERROR_EVENT_NOT_ALLOWED      TB_ERROR_PREFIX "EventNotAllowed"
 /* Bad RotateEveryMs, RotateBytes or RotateKeep, rotation of a session
  * that cannot rotate, or SetNextOutput on a session that does not rotate. */
 #define TB_ERROR_INVALID_ROTATION       TB_ERROR_PREFIX "InvalidRotation"

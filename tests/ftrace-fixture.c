@@ -303,3 +303,19 @@ void pw_finish(PageWriter *w, uint64_t ts) {
         memcpy(w->page, &ts, 8);
         memcpy(w->page + 8, &commit, 8);
 }
+
+Tracebus__FtraceEventBundle *decode_one_record(FtraceParser *p, const void *rec, size_t len) {
+        PageWriter w = { .off = 16 };
+        Tracebus__FtraceEventBundle *m;
+        FtraceBundle *b = NULL;
+
+        pw_word(&w, (uint32_t) (len / 4) | 100 << 5);
+        pw_bytes(&w, rec, len);
+        pw_finish(&w, 1000000);
+        g_assert_cmpint(ftrace_bundle_new(0, false, &b), ==, 0);
+        g_assert_cmpint(ftrace_parser_parse_page(p, w.page, sizeof(w.page), b), ==, 1);
+        m = bundle_pack_unpack(b, NULL);
+        g_assert_cmpuint(m->n_event, ==, 1);
+        ftrace_bundle_free(b);
+        return m;
+}

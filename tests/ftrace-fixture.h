@@ -89,3 +89,14 @@ void pw_word(PageWriter *w, uint32_t v);
 void pw_bytes(PageWriter *w, const void *s, size_t n);
 
 void pw_finish(PageWriter *w, uint64_t ts);
+
+/* The common fields of a 64-bit kernel's event format, as the first lines after "format:". */
+#define FORMAT_COMMON_FIELDS \
+        "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n" \
+        "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n" \
+        "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n" \
+        "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+
+/* The one record @rec (@len bytes, a multiple of 4) on a page, parsed by @p into a bundle
+ * of one event, packed and read back. */
+Tracebus__FtraceEventBundle *decode_one_record(FtraceParser *p, const void *rec, size_t len);

@@ -215,6 +215,105 @@ static void test_synthetic_fields(void) {
         tracebus__ftrace_event_bundle__free_unpacked(h, NULL);
 }
 
+/* An event of the numbers no name or type marks as addresses: a page frame number and a
+ * u64 (opaque, so hashed), a count (plain by name), an int the kernel keeps in 8 bytes
+ * as the syscall events do (read at its width), an array of longs and a __data_loc
+ * one (opaque: each word hashed), and an array of longs of a plain name. */
+static const char words_format[] =
+        "name: tb_words\n"
+        "ID: 902\n"
+        "format:\n"
+        FORMAT_COMMON_FIELDS
+        "\n"
+        "\tfield:unsigned long pfn;\toffset:8;\tsize:8;\tsigned:0;\n"
+        "\tfield:unsigned long nr_pages;\toffset:16;\tsize:8;\tsigned:0;\n"
+        "\tfield:int dfd;\toffset:24;\tsize:8;\tsigned:0;\n"
+        "\tfield:unsigned long words[2];\toffset:32;\tsize:16;\tsigned:0;\n"
+        "\tfield:unsigned long mem_allowed[1];\toffset:48;\tsize:8;\tsigned:0;\n"
+        "\tfield:__data_loc unsigned long[] stack;\toffset:56;\tsize:4;\tsigned:0;\n"
+        "\tfield:u64 vstart;\toffset:64;\tsize:8;\tsigned:0;\n"
+        "\n"
+        "print fmt: \"pfn=%lu nr_pages=%lu dfd=%d vstart=%llu\", REC->pfn, REC->nr_pages, REC->dfd, "
+        "REC->vstart\n";
+
+#define WORDS_RECORD 88
+
+static Tracebus__FtraceEventBundle *decode_words_record(const uint8_t *key, const uint64_t v[9]) {
+        FtraceParser *p = parser_new_from_fixtures("none");
+        Tracebus__FtraceEventBundle *m;
+        uint8_t rec[WORDS_RECORD] = {};
+        uint32_t stack = (16u << 16) | 72u;
+        int id;
+
+        if (key)
+                g_assert_cmpint(ftrace_parser_hash_addresses(p, key), ==, 0);
+        id = ftrace_parser_add_event(p, "tb_test", words_format, strlen(words_format));
+        g_assert_cmpint(id, ==, 902);
+        memcpy(rec, &(uint16_t) { (uint16_t) id }, 2);
+        memcpy(rec + 4, &(int32_t) { 700 }, 4);
+        /* pfn, nr_pages, dfd, words[0..1], mem_allowed, then stack's two words at 72 and vstart. */
+        for (size_t i = 0; i < 6; i++)
+                memcpy(rec + 8 + 8 * i, &v[i], 8);
+        memcpy(rec + 56, &stack, 4);
+        memcpy(rec + 64, &v[8], 8);
+        memcpy(rec + 72, &v[6], 8);
+        memcpy(rec + 80, &v[7], 8);
+        m = decode_one_record(p, rec, sizeof(rec));
+        ftrace_parser_free(p);
+        return m;
+}
+
+/* Word @i of a field written as hex bytes in memory order. */
+static uint64_t hex_word(const Tracebus__FtraceEvent *e, const char *name, size_t i) {
+        const Tracebus__GenericFtraceEvent__Field *f = generic_field(e->generic, name);
+        uint8_t bytes[8];
+
+        g_assert_nonnull(f);
+        g_assert_nonnull(f->str_value);
+        g_assert_cmpuint(strlen(f->str_value), >=, 16 * (i + 1));
+        for (size_t k = 0; k < 8; k++) {
+                char digits[3] = { f->str_value[16 * i + 2 * k], f->str_value[16 * i + 2 * k + 1], 0 };
+
+                bytes[k] = (uint8_t) strtoul(digits, NULL, 16);
+        }
+        return *(uint64_t *) memcpy(&(uint64_t) { 0 }, bytes, 8);
+}
+
+static void test_opaque_numbers(void) {
+        const uint64_t pfn = 0x1234567ULL, vmalloc = 0xffffc90000a5c000ULL;
+        /* pfn, nr_pages, dfd (-100 as the kernel keeps it), words[2], mem_allowed, stack[2], vstart */
+        const uint64_t v[9] = { pfn, 35660, (uint64_t) -100, vmalloc, pfn, 0xf, pfn, vmalloc, vmalloc };
+        Tracebus__FtraceEventBundle *raw = decode_words_record(NULL, v), *h = decode_words_record(key_a, v);
+        const Tracebus__FtraceEvent *r = raw->event[0], *e = h->event[0];
+        uint64_t h_pfn = field_u(e, "pfn"), h_vmalloc = field_u(e, "vstart");
+
+        /* For a caller who may see addresses, every number as the kernel wrote it. */
+        g_assert_cmpuint(field_u(r, "pfn"), ==, pfn);
+        g_assert_cmpuint(field_u(r, "vstart"), ==, vmalloc);
+        g_assert_cmpuint(hex_word(r, "words", 0), ==, vmalloc);
+        g_assert_cmpuint(hex_word(r, "stack", 1), ==, vmalloc);
+        /* An int is read as the int it is, for everyone, with the format's sign: -100 is
+         * 0xffffff9c, never 0xffffffffffffff9c, in the kernel's half of the address space. */
+        g_assert_cmpuint(field_u(r, "dfd"), ==, 0xffffff9cu);
+        g_assert_cmpuint(field_u(e, "dfd"), ==, 0xffffff9cu);
+        /* Otherwise the page frame and the vmalloc address are hashed, as an address is... */
+        g_assert_cmpuint(h_pfn, !=, pfn);
+        g_assert_cmpuint(h_vmalloc, !=, vmalloc);
+        g_assert_cmpuint(h_pfn, !=, 0);
+        g_assert_false(is_kernel_address(h_vmalloc));
+        /* ...each word of an array of them too, equal values equal within the trace... */
+        g_assert_cmpuint(hex_word(e, "words", 0), ==, h_vmalloc);
+        g_assert_cmpuint(hex_word(e, "words", 1), ==, h_pfn);
+        g_assert_cmpuint(hex_word(e, "stack", 0), ==, h_pfn);
+        g_assert_cmpuint(hex_word(e, "stack", 1), ==, h_vmalloc);
+        /* ...and the plain ones are left as they are. */
+        g_assert_cmpuint(field_u(e, "nr_pages"), ==, 35660);
+        g_assert_cmpuint(hex_word(e, "mem_allowed", 0), ==, 0xf);
+        g_assert_cmpuint(e->pid, ==, 700);
+        tracebus__ftrace_event_bundle__free_unpacked(raw, NULL);
+        tracebus__ftrace_event_bundle__free_unpacked(h, NULL);
+}
+
 int main(int argc, char **argv) {
         int r;
 
@@ -222,6 +321,7 @@ int main(int argc, char **argv) {
         fixture_load();
         g_test_add_func("/ftrace-pointers/fixture-print-ip", test_fixture_print_ip);
         g_test_add_func("/ftrace-pointers/synthetic-fields", test_synthetic_fields);
+        g_test_add_func("/ftrace-pointers/opaque-numbers", test_opaque_numbers);
         r = g_test_run();
         fixture_unload();
         return r;

@@ -58,6 +58,9 @@ static const ErrorWords error_words[] = {
           N_("The tracing service is too old for this application."), NULL },
         { "InvalidConfig", N_("The recording settings were refused."), NULL },
         { "UnknownEvent", N_("This kernel does not offer some of the chosen events."), NULL },
+        { "EventNotAllowed", N_("Some of the chosen events need an administrator’s approval."),
+          N_("Leave them out, or ask an administrator to allow your account the polkit action "
+             "“org.tracebus.manage”.") },
         { "NoSuchSession", N_("That recording no longer exists."), NULL },
         { "TooManySessions", N_("Too many recordings are running."),
           N_("Stop a recording and try again.") },

@@ -203,45 +203,33 @@ static bool array_is_char(const struct tep_format_field *f) {
         return type_is_char(t, bracket ? (size_t) (bracket - t) : strlen(t));
 }
 
-/* Fields in which the kernel keeps a code address as a number (_RET_IP_, _THIS_IP_, a
- * function): kmem's call_site, ftrace's ip and parent_ip, xfs's caller_ip, kmem_cache's
- * caller, the workqueue and timer callbacks' func and function, ret_ip. Only when the
- * type is a long, so that a PCI function number called "func" stays a number. */
-static const char *const address_field_names[] = {
-        "call_site", "ip", "parent_ip", "caller_ip", "caller", "ret_ip", "func", "function",
-};
-
-static bool is_identifier_char(char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+/* A number as wide as a kernel address: 8 bytes, or a long of a 32-bit kernel. */
+static bool field_is_pointer_sized(const struct tep_format_field *f) {
+        return f->size == 8 || (f->size == (int) sizeof(void *) && strstr(f->type, "long"));
 }
 
-/* The print fmt prints @name with %p or %ps, through "(void *)REC->name": how the kernel
- * marks an unsigned long as an address (page_fault_user's address, xfs's caller_ip).
- * Read once, when the event is added. */
-static bool print_fmt_casts_to_pointer(const char *text, const char *name) {
-        static const char cast[] = "(void *)REC->";
-        const char *q = strstr(text, "\nprint fmt:");
-        size_t n = strlen(name);
-
-        while (q && (q = strstr(q, cast))) {
-                q += strlen(cast);
-                if (strncmp(q, name, n) == 0 && !is_identifier_char(q[n]))
-                        return true;
+/* A number: an address, or plain, or opaque (ftrace-field-privacy.c says which). An int
+ * kept in 8 bytes (the syscall events' arguments) is read at its declared width, with
+ * the sign the format gives it: its upper half is whatever the register held, and never
+ * puts the value in the kernel's half of the address space. */
+static void field_spec_number(FieldSpec *s, const struct tep_format_field *f, const char *text) {
+        s->source = SRC_INT;
+        s->is_address = f->size >= 4 && ftrace_field_is_address(f, text);
+        if (s->is_address)
+                return;
+        if (f->size == 8 && ftrace_type_is_narrow(f->type)) {
+                s->size = 4;
+                if (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__)
+                        s->offset += 4;
+                return;
         }
-        return false;
+        s->is_opaque = field_is_pointer_sized(f) && !ftrace_field_name_is_plain(f->name);
 }
 
-/* Whether the number @f holds a kernel address: a pointer type ("void * skbaddr",
- * "const void * ptr", "struct page * page"), a field the print fmt prints as one, or a
- * long of address_field_names. */
-static bool field_is_address(const struct tep_format_field *f, const char *text) {
-        if ((f->flags & TEP_FIELD_IS_POINTER) || strchr(f->type, '*'))
-                return true;
-        if (strstr(f->type, "long"))
-                for (size_t i = 0; i < ELEMENTSOF(address_field_names); i++)
-                        if (streq(f->name, address_field_names[i]))
-                                return true;
-        return print_fmt_casts_to_pointer(text, f->name);
+/* An array that is no text: opaque when its elements are pointer-sized numbers. */
+static void field_spec_array(FieldSpec *s, const struct tep_format_field *f, FieldSource source) {
+        s->source = source;
+        s->is_opaque = ftrace_array_of_words(f) && !ftrace_field_name_is_plain(f->name);
 }
 
 /* Works out how to read @f. Returns false for a field we cannot place in a record. */
@@ -257,19 +245,20 @@ static bool field_spec_init(FieldSpec *s, const struct tep_format_field *f, cons
         if (field_is_dynamic(f)) {
                 if (f->size != 4)
                         s->source = SRC_BYTES;
+                else if (array_is_char(f))
+                        s->source = SRC_DATALOC_CHARS;
                 else
-                        s->source = array_is_char(f) ? SRC_DATALOC_CHARS : SRC_DATALOC_BYTES;
+                        field_spec_array(s, f, SRC_DATALOC_BYTES);
                 s->relative = f->flags & TEP_FIELD_IS_RELATIVE ||
                         strncmp(f->type, "__rel_loc", 9) == 0;
         } else if ((f->flags & TEP_FIELD_IS_ARRAY) || strchr(f->type, '[')) {
                 if (array_is_char(f))
                         s->source = f->size == 0 ? SRC_CHARS_REST : SRC_CHARS;
                 else
-                        s->source = SRC_BYTES;
-        } else if (is_int_size(f->size)) {
-                s->source = SRC_INT;
-                s->is_address = f->size >= 4 && field_is_address(f, text);
-        } else
+                        field_spec_array(s, f, SRC_BYTES);
+        } else if (is_int_size(f->size))
+                field_spec_number(s, f, text);
+        else
                 s->source = SRC_BYTES;
 
         sgn = format_field_signed(text, f->name);
@@ -301,10 +290,27 @@ static uint16_t field_min_len(const FieldSpec *s) {
         return (uint16_t) (s->offset + s->size);
 }
 
+/* The source @f is written from when addresses are hashed; its own when it stays. */
+static FieldSource hashed_source(const FieldSpec *f) {
+        if (f->source == SRC_INT && (f->is_address || f->is_opaque))
+                return SRC_ADDRESS;
+        if (f->source == SRC_BYTES && f->is_opaque)
+                return SRC_ADDRESS_WORDS;
+        if (f->source == SRC_DATALOC_BYTES && f->is_opaque)
+                return SRC_DATALOC_ADDRESS_WORDS;
+        return f->source;
+}
+
 void ftrace_event_info_hash_addresses(EventInfo *e, AddressHasher *hasher) {
-        for (size_t i = 0; i < e->n_fields; i++)
-                if (e->fields[i].is_address && e->fields[i].source == SRC_INT)
-                        e->fields[i].source = SRC_ADDRESS;
+        for (size_t i = 0; i < e->n_fields; i++) {
+                FieldSource source = hashed_source(&e->fields[i]);
+
+                if (source == e->fields[i].source)
+                        continue;
+                e->fields[i].source = source;
+                /* The straight-line encoders write their numbers as they are. */
+                e->shape = SHAPE_TABLE;
+        }
         e->hasher = hasher;
 }
 

@@ -2,20 +2,24 @@
 /*
  * Events written whole, the cold half: the fields that are neither numbers nor char
  * arrays (hex bytes, __data_loc strings, strings to the record's end, hashed kernel
- * addresses). The rest, which every full event goes through, is inline in the page
- * walker: ftrace-full-event-local.h.
+ * addresses and the other pointer-sized numbers hashed with them). The rest, which
+ * every full event goes through, is inline in the page walker: ftrace-full-event-local.h.
  */
 #include "ftrace-full-event-local.h"
 
-static uint8_t *put_hex(uint8_t *p, const uint8_t *s, size_t n) {
+static uint8_t *put_hex_digits(uint8_t *p, const uint8_t *s, size_t n) {
         static const char digits[] = "0123456789abcdef";
 
-        p = pb_varint_encode(p, 2 * n);
         for (size_t i = 0; i < n; i++) {
                 *p++ = (uint8_t) digits[s[i] >> 4];
                 *p++ = (uint8_t) digits[s[i] & 0xf];
         }
         return p;
+}
+
+static uint8_t *put_hex(uint8_t *p, const uint8_t *s, size_t n) {
+        p = pb_varint_encode(p, 2 * n);
+        return put_hex_digits(p, s, n);
 }
 
 /* A __data_loc word is offset (low 16 bits) and length (high 16 bits); __rel_loc counts
@@ -88,6 +92,22 @@ static uint64_t hash_address(AddressHasher *hasher, uint64_t a) {
         return h;
 }
 
+/* An array of pointer-sized numbers as put_hex() writes it, each 8-byte word hashed as
+ * hash_address() hashes a number (bytes past the last whole word as they are). */
+static uint8_t *put_hashed_words(uint8_t *p, AddressHasher *hasher, const uint8_t *s, size_t n) {
+        size_t i = 0;
+
+        p = pb_varint_encode(p, 2 * n);
+        for (; i + 8 <= n; i += 8) {
+                uint64_t h = hash_address(hasher, rd64(s + i));
+                uint8_t word[8];
+
+                memcpy(word, &h, sizeof(word));
+                p = put_hex_digits(p, word, sizeof(word));
+        }
+        return put_hex_digits(p, s + i, n - i);
+}
+
 /* The key and value of the fields that are neither numbers nor char arrays. NULL if
  * the record contradicts its format. */
 uint8_t *ftrace_put_field_other(uint8_t *p, const EventInfo *e, const FieldSpec *f, const uint8_t *rec,
@@ -113,8 +133,10 @@ uint8_t *ftrace_put_field_other(uint8_t *p, const EventInfo *e, const FieldSpec 
                 p = pb_put_key(p, &f->key);
                 return pb_put_bytes(p, s, str_len(s, len - f->offset));
         }
-        if (f->source == SRC_BYTES) {
+        if (f->source == SRC_BYTES || f->source == SRC_ADDRESS_WORDS) {
                 p = pb_put_key(p, &f->key);
+                if (f->source == SRC_ADDRESS_WORDS)
+                        return put_hashed_words(p, e->hasher, s, f->size);
                 return put_hex(p, s, f->size);
         }
         if (!dataloc(f, rec, len, &s, &n))
@@ -122,5 +144,7 @@ uint8_t *ftrace_put_field_other(uint8_t *p, const EventInfo *e, const FieldSpec 
         p = pb_put_key(p, &f->key);
         if (f->source == SRC_DATALOC_CHARS)
                 return pb_put_bytes(p, s, str_len(s, n));
+        if (f->source == SRC_DATALOC_ADDRESS_WORDS)
+                return put_hashed_words(p, e->hasher, s, n);
         return put_hex(p, s, n);
 }

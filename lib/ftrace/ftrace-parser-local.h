@@ -165,7 +165,9 @@ typedef enum FieldSource {
         SRC_BYTES,          /* any other fixed-size field: hex */
         SRC_DATALOC_CHARS,  /* __data_loc / __rel_loc char[]: string */
         SRC_DATALOC_BYTES,  /* __data_loc / __rel_loc of anything else: hex */
-        SRC_ADDRESS,        /* a kernel address written as its keyed hash (is_address, hashing on) */
+        SRC_ADDRESS,        /* a number written as its keyed hash (is_address or is_opaque, hashing on) */
+        SRC_ADDRESS_WORDS,  /* SRC_BYTES of pointer-sized numbers (is_opaque), each hashed, as hex */
+        SRC_DATALOC_ADDRESS_WORDS, /* SRC_DATALOC_BYTES of them, likewise */
         SRC_SYMBOL,         /* a kernel address written as its symbol's iid (symbolize_ksyms) */
 } FieldSource;
 
@@ -175,6 +177,7 @@ typedef struct FieldSpec {
         bool is_signed;
         bool relative;            /* __rel_loc: offset counts from the end of the field */
         bool is_address;          /* a kernel address: hashed when the parser hashes them */
+        bool is_opaque;           /* pointer-sized and not known plain: hashed as well, never symbolized */
         PbKey key;                /* the value's key (typed field, or Field.*_value) */
         uint8_t *name_pb;         /* generic only: encoded Field.name (key, length, name) */
         uint8_t name_pb_len;
@@ -385,6 +388,15 @@ void ftrace_event_info_hash_addresses(EventInfo *e, AddressHasher *hasher);
 /* @e's address fields become SRC_SYMBOL, looked up in @s (which must outlive @e). */
 void ftrace_event_info_symbolize(EventInfo *e, Symbolizer *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC_VOID(EventInfo *, ftrace_event_info_free);
+
+/* ftrace-field-privacy.c: which numbers may hold a kernel address. */
+bool ftrace_field_is_address(const struct tep_format_field *f, const char *text);
+/* Whether the pointer-sized field @name is known to hold no address and no page frame. */
+bool ftrace_field_name_is_plain(const char *name);
+/* Whether the C type @type is an integer of at most 32 bits. */
+bool ftrace_type_is_narrow(const char *type);
+/* Whether the array field @f holds pointer-sized numbers. */
+bool ftrace_array_of_words(const struct tep_format_field *f);
 
 /* ftrace-bundle.c */
 int ftrace_bundle_begin(FtraceBundle *b);

@@ -49,6 +49,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(StartReply *, start_reply_free);
 static void on_record_result(BusRequest *req, int result);
 static int authorize_rights(BusRequest *req);
 static void on_rights_result(BusRequest *req, const int *results);
+static void reply_event_not_allowed(BusRequest *req);
 static int start_session(BusRequest *req);
 static void on_session_started(Manager *m, int r, const StartResult *res, void *userdata);
 static void reply_failure(sd_bus_message *m, int r, const sd_bus_error *error);
@@ -133,6 +134,8 @@ static void on_rights_result(BusRequest *req, const int *results) {
                         granted |= start_rights[i].right;
         }
         r = manager_grant_start_rights(&req->start, granted, &pid);
+        if (r == -EKEYREJECTED)
+                return reply_event_not_allowed(req);
         if (r == -EPERM) {
                 (void) sd_bus_reply_method_errorf(req->message, TB_ERROR_PROCESS_NOT_YOURS,
                                                   "linux.perf: process %d is another user's; sampling it needs "
@@ -146,6 +149,17 @@ static void on_rights_result(BusRequest *req, const int *results) {
         r = start_session(req);
         if (r < 0)
                 (void) sd_bus_reply_method_errnof(req->message, r, "Failed to start the session: %m");
+}
+
+/* A caller without org.tracebus.manage named kernel events only that right records. */
+static void reply_event_not_allowed(BusRequest *req) {
+        _cleanup_free_ char *text = session_config_refusal_text(&req->start.config);
+
+        if (!text) {
+                (void) sd_bus_reply_method_errnof(req->message, ENOMEM, "Failed to apply the caller's rights: %m");
+                return;
+        }
+        (void) sd_bus_reply_method_errorf(req->message, TB_ERROR_EVENT_NOT_ALLOWED, "%s", text);
 }
 
 /* Hands the request's session to the manager, which answers through on_session_started(). */

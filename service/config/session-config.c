@@ -54,6 +54,7 @@ void session_config_done(SessionConfig *c) {
         c->data_sources = strv_free(c->data_sources);
         c->failed_ftrace_events = strv_free(c->failed_ftrace_events);
         c->atrace_errors = strv_free(c->atrace_errors);
+        session_config_forget_refused(c);
         session_config_ftgraph_done(c);
         c->unique_session_name = mfree(c->unique_session_name);
         c->trace_filter = trace_filter_free(c->trace_filter);
@@ -193,7 +194,7 @@ static int resolve_events(const Tracebus__FtraceConfig *fc, EventResolution *res
                         e = "ftrace/print";
                         res->mark_renamed = true;
                 }
-                r = event_index_select(res->index, e, &res->selection);
+                r = event_index_select(res->index, e, /* named= */ true, &res->selection);
                 if (r == -EINVAL)
                         return session_config_error(ret_error, "'%.128s' is not an event name (expected group/name, group/* or name)", e);
                 if (r < 0)
@@ -218,7 +219,7 @@ static int resolve_events(const Tracebus__FtraceConfig *fc, EventResolution *res
 /* An event an atrace category stands for: the ones this kernel lacks are left out. */
 static int select_quietly(const char *pattern, void *userdata) {
         EventResolution *res = userdata;
-        int r = event_index_select(res->index, pattern, &res->selection);
+        int r = event_index_select(res->index, pattern, /* named= */ false, &res->selection);
 
         return r == -EINVAL ? 0 : r;
 }
@@ -326,7 +327,10 @@ static int load_events(const Tracebus__TraceConfig *tc, const char *root, Sessio
         }
         if (r < 0)
                 return r;
-        return event_selection_names(&res->selection, &c->events);
+        r = event_selection_names(&res->selection, &c->events);
+        if (r < 0)
+                return r;
+        return session_config_note_refused_events(c, &res->selection);
 }
 
 static int unknown_events_error(const EventResolution *res, char **ret_error) {

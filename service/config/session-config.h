@@ -135,6 +135,13 @@ typedef struct SessionConfig {
         /* Kernel addresses as the kernel wrote them: for root and holders of
          * org.tracebus.manage. Otherwise a keyed hash, as kptr_restrict would. */
         bool kernel_pointers_raw;
+        /* The events a caller without org.tracebus.manage may not record, noted when the
+         * events were resolved (session-config-access.c): every one, sorted, and the first
+         * few the config named (with how many it named), which refuse such a caller's Start. */
+        char **refused_events;
+        size_t n_refused_events;
+        char **refused_named;
+        size_t n_refused_named;
         uint32_t max_process_entries;  /* tracebusd.conf's MaxProcessEntries; 0: process-scan.h's default */
         /* What the service skips or changes of the config, one sentence each ("ftrace event
          * 'sched/sched_blocked_reason' does not exist on this kernel: skipped"): told in
@@ -196,6 +203,23 @@ void session_config_done(SessionConfig *c);
 int session_config_load_ftrace_options(const Tracebus__TraceConfig *tc, const char *tracefs_root,
                                        SessionConfig *c, char **ret_error);
 void session_config_ftrace_done(SessionConfig *c);
+
+/* session-config-access.c: whether a caller without org.tracebus.manage may record the
+ * kernel event "group/name" @event, by the event's group and name alone (a dynamic event
+ * is refused whatever its name); *@ret_reason, when not NULL, says why in a few words. */
+bool session_config_event_allowed(const char *event, const char **ret_reason);
+/* Notes which events of @sel such a caller may not record, into c->refused_*. */
+struct EventSelection;
+int session_config_note_refused_events(SessionConfig *c, const struct EventSelection *sel);
+/* For such a caller: -EKEYREJECTED when the config named a refused event, or when none of
+ * its events is left (c->refused_named lists them then); otherwise the refused events are
+ * taken out of c->events, each group of them a warning and listed in failed_ftrace_events. */
+int session_config_restrict_to_record_only(SessionConfig *c);
+/* For a caller who may record every event: the notes dropped. */
+void session_config_forget_refused(SessionConfig *c);
+/* The sentence that refuses the start of session_config_restrict_to_record_only(), naming
+ * the events and the first one's reason; NULL when none was refused (or out of memory). */
+char *session_config_refusal_text(const SessionConfig *c);
 
 /* session-config-filter.c: TraceConfig.trace_filter into c->trace_filter; -EINVAL with
  * *ret_error naming trace_filter for a bad bytecode or string rule. */

@@ -67,7 +67,7 @@ int manager_grant_start_rights(StartRequest *req, unsigned granted, pid_t *ret_p
 
         /* Raw kernel addresses for root and the holders of org.tracebus.manage, as
          * kptr_restrict=1 shows them only to the privileged; the others' traces hold
-         * them hashed. */
+         * them hashed, and only the kernel events whose content they could read anyway. */
         req->config.kernel_pointers_raw = manage;
         /* Each data source narrows its part to what the owner may read
          * (DataSourceOps.apply_rights); linux.perf's scope may refuse the start. */

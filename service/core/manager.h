@@ -105,9 +105,11 @@ typedef enum StartRight {
 void manager_start_rights(const StartRequest *req, unsigned *ret_required, unsigned *ret_optional);
 
 /* Applies to @req's config the rights @granted (StartRight flags; all of them for root):
- * raw or hashed kernel pointers, each data source's part (data_sources_apply_rights())
- * and linux.perf's scope. -EPERM, with the pid in
- * *ret_pid, when linux.perf names another user's process without START_RIGHT_MANAGE. */
+ * raw or hashed kernel pointers, each data source's part (data_sources_apply_rights(): the
+ * kernel events allowed, what the other sources show) and linux.perf's scope. Without
+ * START_RIGHT_MANAGE: -EKEYREJECTED when the config names a kernel event such a caller may
+ * not record, or keeps none (session_config_refusal_text() says which), and -EPERM, with
+ * the pid in *ret_pid, when linux.perf names another user's process. */
 int manager_grant_start_rights(StartRequest *req, unsigned granted, pid_t *ret_pid);
 
 /* Which rule or step refused a start, for the caller's message. */

@@ -21,6 +21,10 @@
  * whole group, so that a repeated "group/ *" costs one lookup, not a walk of the group. */
 #define CHOSEN_EVENT 1u
 #define CHOSEN_GROUP 2u
+/* And the event was named (by "group/name" or its bare name), not only through a glob. */
+#define CHOSEN_NAMED 4u
+/* dynamic_events lists one probe or synthetic event a line: a few hundred at most. */
+#define DYNAMIC_EVENTS_MAX (1024u * 1024u)
 
 typedef enum KeyKind { KEY_EVENT, KEY_GROUP, KEY_NAME, _KEY_MAX } KeyKind;
 
@@ -29,6 +33,7 @@ typedef struct EventEntry {
         uint32_t group_len;
         uint32_t len;
         uint32_t next_same_name;  /* the next event of this name in another group */
+        bool dynamic;             /* listed in dynamic_events: a probe or synthetic event */
 } EventEntry;
 
 struct EventIndex {
@@ -130,6 +135,7 @@ static int add_entry(EventIndex *idx, const char *group, size_t group_len, const
         e->group_len = (uint32_t) group_len;
         e->len = (uint32_t) (group_len + 1 + name_len);
         e->next_same_name = NO_ENTRY;
+        e->dynamic = false;
         idx->n_entries++;
         return 0;
 }
@@ -247,6 +253,32 @@ static int build_tables(EventIndex *idx) {
         return 0;
 }
 
+/* dynamic_events: one "<kind>:group/name ..." a line ("p:kprobes/open do_sys_open",
+ * "r16:grp/ev sym", "s:synthetic/lat u64 lat"), whatever group its maker chose, "sched"
+ * included. A kernel without the file has no such events. */
+static int mark_dynamic_events(EventIndex *idx) {
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        int r;
+
+        if (asprintf(&path, "%s/dynamic_events", idx->root) < 0)
+                return -ENOMEM;
+        r = read_full_file(path, DYNAMIC_EVENTS_MAX, &text, NULL);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        for (const char *line = text; *line;) {
+                const char *end = strchrnul(line, '\n'), *colon = memchr(line, ':', end - line);
+                size_t len = colon ? strcspn(colon + 1, " \n") : 0;
+                uint32_t i = len > 0 ? find(idx, KEY_EVENT, colon + 1, len) : NO_ENTRY;
+
+                if (i != NO_ENTRY)
+                        idx->entries[i].dynamic = true;
+                line = *end ? end + 1 : end;
+        }
+        return 0;
+}
+
 static int read_into(EventIndex *idx) {
         _cleanup_free_ char *path = NULL, *text = NULL;
         int r;
@@ -275,6 +307,9 @@ static int read_into(EventIndex *idx) {
         r = build_tables(idx);
         if (r < 0)
                 return log_debug_errno(r, "Event index: cannot build the lookup tables: %m");
+        r = mark_dynamic_events(idx);
+        if (r < 0)
+                return log_debug_errno(r, "Event index: cannot read %s/dynamic_events: %m", idx->root);
         return 0;
 }
 
@@ -361,7 +396,7 @@ void event_selection_done(EventSelection *sel) {
         *sel = (EventSelection) {};
 }
 
-static int choose(const EventIndex *idx, EventSelection *sel, uint32_t i) {
+static int choose(const EventIndex *idx, EventSelection *sel, uint32_t i, bool named) {
         if (!sel->chosen) {
                 sel->chosen = calloc(idx->n_entries, sizeof(uint8_t));
                 sel->order = calloc(idx->n_entries, sizeof(uint32_t));
@@ -376,6 +411,8 @@ static int choose(const EventIndex *idx, EventSelection *sel, uint32_t i) {
                 sel->chosen[i] |= CHOSEN_EVENT;
                 sel->order[sel->n_order++] = i;
         }
+        if (named)
+                sel->chosen[i] |= CHOSEN_NAMED;
         return 0;
 }
 
@@ -392,7 +429,7 @@ static int select_group(const EventIndex *idx, const char *group, size_t len, Ev
 
                 if (e->group_len != len || memcmp(e->event, group, len) != 0)
                         break;
-                r = choose(idx, sel, i);
+                r = choose(idx, sel, i, false);
                 if (r < 0)
                         return r;
         }
@@ -400,7 +437,7 @@ static int select_group(const EventIndex *idx, const char *group, size_t len, Ev
         return 1;
 }
 
-int event_index_select(const EventIndex *idx, const char *pattern, EventSelection *sel) {
+int event_index_select(const EventIndex *idx, const char *pattern, bool named, EventSelection *sel) {
         const char *slash = strchr(pattern, '/');
         size_t group_len;
         uint32_t i;
@@ -411,7 +448,7 @@ int event_index_select(const EventIndex *idx, const char *pattern, EventSelectio
                         return -EINVAL;
                 for (i = find(idx, KEY_NAME, pattern, strlen(pattern)); i != NO_ENTRY;
                      i = idx->entries[i].next_same_name, n++) {
-                        r = choose(idx, sel, i);
+                        r = choose(idx, sel, i, named);
                         if (r < 0)
                                 return r;
                 }
@@ -427,8 +464,18 @@ int event_index_select(const EventIndex *idx, const char *pattern, EventSelectio
         i = find(idx, KEY_EVENT, pattern, strlen(pattern));
         if (i == NO_ENTRY)
                 return 0;
-        r = choose(idx, sel, i);
+        r = choose(idx, sel, i, named);
         return r < 0 ? r : 1;
+}
+
+void event_selection_get(const EventSelection *sel, size_t k, EventSelected *ret) {
+        uint32_t i = sel->order[k];
+
+        *ret = (EventSelected) {
+                .event = sel->index->entries[i].event,
+                .named = sel->chosen[i] & CHOSEN_NAMED,
+                .dynamic = sel->index->entries[i].dynamic,
+        };
 }
 
 int event_selection_names(const EventSelection *sel, char ***ret) {

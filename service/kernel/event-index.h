@@ -51,10 +51,21 @@ typedef struct EventSelection {
 void event_selection_done(EventSelection *sel);
 
 /* Adds the events @pattern names ("group/name", "group/ *" or a bare "name", any group)
- * to @sel. Returns > 0 when events matched (already chosen ones count), 0 when none did,
- * -EINVAL for a pattern that is no plain event name, -ESTALE when the index was re-read
- * since the selection began. */
-int event_index_select(const EventIndex *idx, const char *pattern, EventSelection *sel);
+ * to @sel; with @named, a caller named them (a glob never names its events). Returns > 0
+ * when events matched (already chosen ones count), 0 when none did, -EINVAL for a pattern
+ * that is no plain event name, -ESTALE when the index was re-read since the selection
+ * began. */
+int event_index_select(const EventIndex *idx, const char *pattern, bool named, EventSelection *sel);
+
+/* The @k-th event of @sel (k < n_order), valid while the index is not re-read: whether a
+ * pattern of event_index_select() named it, and whether tracefs's dynamic_events lists it
+ * (a kprobe, uprobe, eprobe or synthetic event someone defined, in any group). */
+typedef struct EventSelected {
+        const char *event;
+        bool named;
+        bool dynamic;
+} EventSelected;
+void event_selection_get(const EventSelection *sel, size_t k, EventSelected *ret);
 
 /* The selection's names ("group/name"), in the order chosen; NULL for none. */
 int event_selection_names(const EventSelection *sel, char ***ret);

@@ -87,16 +87,33 @@ static void ftrace_teardown_instance(const SessionConfig *c, uint64_t session_id
                 kprobes_remove_session(session_id);
 }
 
+/* A caller without org.tracebus.manage records the events of config/session-config-access.c's
+ * table only: a named refused event, or none left, refuses the Start (-EKEYREJECTED). */
+static int ftrace_apply_rights(SessionConfig *c, void *section, uid_t owner_uid, bool manage) {
+        if (manage) {
+                session_config_forget_refused(c);
+                return 0;
+        }
+        return session_config_restrict_to_record_only(c);
+}
+
 const DataSourceOps ftrace_data_source = {
         .names = ftrace_source_names,
         .setup_instance = ftrace_setup_instance,
         .teardown_instance = ftrace_teardown_instance,
+        .apply_rights = ftrace_apply_rights,
         .visibility = {
-                .unprivileged = "the kernel's events the config names, from every process and CPU of the "
-                                "machine, with kernel addresses replaced by a keyed hash of that trace alone "
-                                "(as kptr_restrict would hide them), except those symbolize_ksyms names as "
-                                "functions; kprobes and the function graph ask polkit's org.tracebus.kprobes first",
-                .with_manage = "kernel addresses as the kernel wrote them (the Start asks whether the caller "
-                               "holds org.tracebus.manage)",
+                .unprivileged = "the kernel events of config/session-config-access.c's table the config names "
+                                "(scheduling, interrupts, timers, power, block I/O, writeback, syscalls, memory, "
+                                "network packets...: what /proc and sysfs show every user), from every process "
+                                "and CPU of the machine; never the kernel log, virtual machines, bus data or "
+                                "probes someone else defined (EventNotAllowed when named, a warning when a glob "
+                                "chose them); every pointer-sized number not known to hold no address (kernel "
+                                "addresses, page frames, user addresses) replaced by a keyed hash of that trace "
+                                "alone, as kptr_restrict would hide them, except the code addresses "
+                                "symbolize_ksyms names as functions; kprobes and the function graph ask polkit's "
+                                "org.tracebus.kprobes first",
+                .with_manage = "every kernel event, and its numbers as the kernel wrote them (the Start asks "
+                               "whether the caller holds org.tracebus.manage)",
         },
 };
