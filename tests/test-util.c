@@ -52,6 +52,20 @@ bool tb_wait_pid_gone(pid_t pid, guint timeout_ms) {
         return true;
 }
 
+/* ---- upstream Perfetto ---- */
+
+char *tb_perfetto_sdk_program(const char *name) {
+        const char *dir = g_getenv("TRACEBUS_PERFETTO_SDK");
+        g_autofree char *fallback = g_build_filename(g_getenv("TRACEBUS_SOURCE_DIR") ?: ".", "..", "shared",
+                                                     "perfetto", "sdk", NULL);
+        char *path = g_build_filename(dir ?: fallback, name, NULL);
+
+        if (access(path, X_OK) < 0)
+                g_error("upstream Perfetto's %s is not at %s (%m): it sits in ../shared/perfetto/sdk beside "
+                        "the source tree, or in $TRACEBUS_PERFETTO_SDK", name, path);
+        return path;
+}
+
 /* ---- users ---- */
 
 bool tb_user_lookup(const char *name, TbUser *ret, GError **error) {

@@ -42,6 +42,10 @@ guint64 tb_process_rss_kib(pid_t pid);
 /* Waits until pid is gone (or a zombie); false after timeout_ms. */
 bool tb_wait_pid_gone(pid_t pid, guint timeout_ms);
 
+/* An SDK example app of upstream Perfetto (../shared/perfetto/sdk beside the source
+ * tree, or $TRACEBUS_PERFETTO_SDK); fails the test when it is missing. */
+char *tb_perfetto_sdk_program(const char *name);
+
 /* ---- test users ---- */
 
 typedef struct {
