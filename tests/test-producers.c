@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli-util.h"
 #include "system-bus.h"
 #include "test-util.h"
 
@@ -26,24 +27,14 @@ static char *producer_socket(void) {
         return g_build_filename(tb_bus()->tmpdir, TB_PRODUCER_SOCKET, NULL);
 }
 
-/* An SDK app as @user, connecting to the test's producer socket. */
 static GPid spawn_app_as(const char *user, const char *program, TbUser *u) {
-        g_autofree char *path = tb_perfetto_sdk_program(program);
         g_autofree char *sock = producer_socket();
-        g_auto(GStrv) env = g_environ_setenv(g_get_environ(), "PERFETTO_PRODUCER_SOCK_NAME", sock, TRUE);
-        char *argv[] = { path, NULL };
-        g_autoptr(GError) error = NULL;
-        GPid pid = 0;
 
-        g_assert_true(tb_user_lookup(user, u, &error));
-        g_spawn_async("/", argv, env, G_SPAWN_DO_NOT_REAP_CHILD, (GSpawnChildSetupFunc) tb_user_become, u, &pid, &error);
-        g_assert_no_error(error);
-        return pid;
+        return tb_spawn_sdk_app(user, program, sock, u);
 }
 
 static void kill_app(GPid pid) {
-        (void) kill(pid, SIGKILL);
-        (void) waitpid(pid, NULL, 0);
+        tb_kill_child(pid);
 }
 
 /* ListProducers as @user (NULL: root), as busctl prints it. */
@@ -79,6 +70,30 @@ static bool wait_listed(const char *user, const char *const *needles) {
 #define SYSTEM_WIDE_SOURCE "\"track_event\""
 #define SHLIB_SOURCE "\"com.example.custom_data_source\""
 
+/* tracebus --query as @user shows @mine's process and data sources, not @theirs. */
+static void assert_query(const char *user, const char *mine, const char *theirs) {
+        g_auto(TbCommandResult) table = { 0 }, json = { 0 };
+
+        run_cli(user, &table, "--query", NULL);
+        assert_exit(&table, 0);
+        g_assert_nonnull(strstr(table.out, "PRODUCER PROCESSES CONNECTED:"));
+        g_assert_nonnull(strstr(table.out, "DATA SOURCES REGISTERED:"));
+        g_assert_nonnull(strstr(table.out, mine));
+        g_assert_null(strstr(table.out, theirs));
+        run_cli(user, &json, "--query", "--json", NULL);
+        assert_exit(&json, 0);
+        assert_json(json.out);
+        g_assert_nonnull(strstr(json.out, "\"producers\": [{\"id\": "));
+        g_assert_nonnull(strstr(json.out, mine));
+        g_assert_null(strstr(json.out, theirs));
+        if (g_str_equal(mine, "example_system_wide")) {
+                g_assert_nonnull(strstr(table.out, "rendering, network.debug, audio.latency"));
+                g_assert_nonnull(strstr(json.out, "{\"name\": \"track_event\", \"categories\": [\"rendering\", "
+                                                  "\"network.debug\", \"audio.latency\"]}"));
+        } else
+                g_assert_nonnull(strstr(json.out, "{\"name\": \"com.example.custom_data_source\", \"categories\": []}"));
+}
+
 /* Each user sees their own app and its data sources; the admin sees both. */
 static void case_listed_per_user(void) {
         g_auto(TbUser) user = { 0 }, other = { 0 };
@@ -102,6 +117,8 @@ static void case_listed_per_user(void) {
         g_assert_null(strstr(as_user, uid_other));
         g_assert_null(strstr(as_other, SYSTEM_WIDE_SOURCE));
         g_assert_null(strstr(as_other, uid_user));
+        assert_query("tbuser", "example_system_wide", "example_shlib_data_source");
+        assert_query("tbother", "example_shlib_data_source", "example_system_wide");
         kill_app(a);
         kill_app(b);
 }
