@@ -152,7 +152,7 @@ static void print_sources(const ProducerList *l) {
 
 void cli_print_producers(const ProducerList *l) {
         if (l->n == 0) {
-                printf("\nNo apps connected to the producer socket%s.\n", geteuid() == 0 ? "" : " of yours");
+                printf("\nNo apps%s connected to the producer socket.\n", geteuid() == 0 ? "" : " of yours");
                 return;
         }
         printf("\nPRODUCER PROCESSES CONNECTED:\n\n%-10s %-10s %-10s %s\n%-10s %-10s %-10s %s\n", "ID", "PID", "UID",
