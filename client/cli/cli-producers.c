@@ -142,10 +142,12 @@ static void print_sources(const ProducerList *l) {
 
                 for (size_t j = 0; j < p->n_sources; j++) {
                         _cleanup_free_ char *categories = strv_join(p->sources[j].categories, ", ");
-                        char producer[64];
+                        _cleanup_free_ char *producer = NULL;
 
-                        snprintf(producer, sizeof(producer), "%" PRIu64 " (%s)", p->id, p->name);
-                        printf("%-40s %-30s %s\n", p->sources[j].name, producer, strempty(categories));
+                        /* The whole name, however long: it is how the user tells apps apart. */
+                        if (asprintf(&producer, "%" PRIu64 " (%s)", p->id, p->name) < 0)
+                                producer = NULL;
+                        printf("%-40s %-30s %s\n", p->sources[j].name, strempty(producer), strempty(categories));
                 }
         }
 }
