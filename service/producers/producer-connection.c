@@ -13,7 +13,6 @@
 /* The longest producer name kept (the SDK sends argv[0]). */
 #define PRODUCER_NAME_MAX 256u
 
-
 static int producer_update_events(Producer *producer) {
         uint32_t events = EPOLLIN;
 
