@@ -16,6 +16,8 @@
 #include "log.h"
 #include "bus/manager-dbus.h"
 #include "core/manager.h"
+#include "producers/producers.h"
+#include "strv.h"
 #include "tracebus-bus.h"
 #include "kernel/tracefs-instance.h"
 #include "recorder/output-relay.h"
@@ -159,6 +161,43 @@ static int setup_process(void) {
         return 0;
 }
 
+/* The producer socket: the one systemd passes (tracebus-producer.socket, named
+ * "producer"), else the path in $PERFETTO_PRODUCER_SOCK_NAME bound here (the tests' private
+ * buses), else none. */
+static int producer_socket(int *ret_fd) {
+        _cleanup_strv_free_ char **names = NULL;
+        const char *path;
+        int n, r;
+
+        n = sd_listen_fds_with_names(true, &names);
+        if (n < 0)
+                return log_error_errno(n, "Failed to take the sockets systemd passed: %m");
+        for (int i = 0; i < n; i++)
+                if (names && names[i] && strcmp(names[i], "producer") == 0) {
+                        *ret_fd = SD_LISTEN_FDS_START + i;
+                        return 1;
+                }
+        path = getenv("PERFETTO_PRODUCER_SOCK_NAME");
+        if (!path || !*path)
+                return 0;
+        r = producers_bind_path(path, ret_fd);
+        if (r < 0)
+                return log_error_errno(r, "Failed to listen on the producer socket %s: %m", path);
+        return 1;
+}
+
+static int setup_producers(Manager *m) {
+        int fd = -EBADF, r;
+
+        r = producer_socket(&fd);
+        if (r <= 0)
+                return r;
+        r = manager_listen_producers(m, fd);
+        if (r < 0)
+                return log_error_errno(r, "Failed to serve the producer socket: %m");
+        return 0;
+}
+
 static int run(int argc, char *argv[]) {
         _cleanup_(manager_freep) Manager *m = NULL;
         /* Freed first: it answers the calls still waiting, then the sessions go. */
@@ -183,6 +222,9 @@ static int run(int argc, char *argv[]) {
         manager_setup_limits(m);
 
         check_tracefs();
+        r = setup_producers(m);
+        if (r < 0)
+                return r;
 
         /* Under the unit's WatchdogSec=, the loop itself sends systemd WATCHDOG=1, between
          * half and three quarters of the period after the last one, from its own iterations:

@@ -93,6 +93,7 @@ expect x "$bindir/tracebus"
 expect f "$unitdir/tracebusd.service"
 expect f "$unitdir/tracebus-capture@.service"
 expect f "$unitdir/tracebus-capture@.timer"
+expect f "$unitdir/tracebus-producer.socket"
 expect f "$servicesdir/org.tracebus.Tracebus1.service"
 expect f "$busconfdir/org.tracebus.Tracebus1.conf"
 expect f "$policydir/org.tracebus.policy"
@@ -132,11 +133,11 @@ fi
 # systemd-analyze verify checks that ExecStart= exists at its absolute path, which
 # is inside DESTDIR here: verify copies whose commands point into DESTDIR.
 mkdir "$tmp/units"
-for f in tracebusd.service tracebus-capture@.service tracebus-capture@.timer; do
+for f in tracebusd.service tracebus-capture@.service tracebus-capture@.timer tracebus-producer.socket; do
         [ -f "$dest$unitdir/$f" ] || continue
         sed "s|^ExecStart=$libexecdir/|ExecStart=$dest$libexecdir/|" "$dest$unitdir/$f" >"$tmp/units/$f"
 done
-for u in tracebusd.service tracebus-capture@nightly.service tracebus-capture@nightly.timer; do
+for u in tracebusd.service tracebus-capture@nightly.service tracebus-capture@nightly.timer tracebus-producer.socket; do
         # MANPATH: Documentation=man:tracebusd(8) must name an installed page.
         if MANPATH=$dest$mandir SYSTEMD_LOG_LEVEL=notice systemd-analyze verify "$tmp/units/$u" >"$tmp/verify.log" 2>&1 &&
            ! grep -q . "$tmp/verify.log"; then

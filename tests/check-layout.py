@@ -3,7 +3,7 @@
 """The layout doc/architecture.md promises, checked (data suite):
 
 - the folders point one way: in service/, a folder includes only from the folders below it,
-      main.c > bus/ > core/ > sources/ > recorder/ > config/ > kernel/ > unwind/
+      main.c > bus/ > core/ > producers/ > sources/ > recorder/ > config/ > kernel/ > unwind/
   (unwind/ is tracebus-unwind, a program of its own: the service includes only its
   protocol header) and one data source's folder (sources/NAME/) nothing of another's, only sources/ itself;
   in lib/, a part (ftrace/, trace/, deflate/, textproto/, producer/) includes only the public headers
@@ -90,7 +90,7 @@ def find_cycles(graph):
     return cycles
 
 
-SERVICE_RANKS = {'service': 7, 'service/bus': 6, 'service/core': 5, 'service/sources': 4,
+SERVICE_RANKS = {'service': 8, 'service/bus': 7, 'service/core': 6, 'service/producers': 5, 'service/sources': 4,
                  'service/recorder': 3, 'service/config': 2, 'service/kernel': 1, 'service/unwind': 0}
 LIB_PARTS = ('lib/ftrace', 'lib/trace', 'lib/deflate', 'lib/textproto', 'lib/producer')
 

@@ -13,6 +13,7 @@
  *   actions/  rules.d/  empty/               bind-mounted for polkitd
  *   state/                  STATE_DIRECTORY of tracebusd
  *   logs/{bus,polkitd,service}.log
+ *   producer.sock           the producer socket tracebusd binds ($PERFETTO_PRODUCER_SOCK_NAME)
  *
  * Test binaries bring the stack up once in main() and run each case in a
  * g_test_trap_subprocess() child, which finds the stack through environment
@@ -46,6 +47,9 @@
 /* A test that sets this environment variable to the text of a tracebusd.conf, before
  * tb_test_run(), gets it as TMP/config/tracebusd.conf. */
 #define TB_TEST_TRACEBUSD_CONF "TB_TEST_TRACEBUSD_CONF"
+
+/* The producer socket's name in the temporary directory. */
+#define TB_PRODUCER_SOCKET "producer.sock"
 
 typedef enum {
         TB_START_SERVICE = 1 << 0,     /* also start tracebusd and wait for its name */

@@ -3,7 +3,7 @@
  * Bus suite: D-Bus activation and the idle exit. The private bus activates the build
  * tree's tracebusd (TB_START_ACTIVATABLE) with a 1 s idle timeout; the cases check that
  * it exits when idle and comes back on the next call, that a call racing the exit is
- * answered, and that a detached session keeps it running.
+ * answered, and that a detached session or a connected SDK app keeps it running.
  *
  * The race is made deterministic with the notification socket: tracebusd sends
  * STOPPING=1 (a blocking datagram) after it has decided to exit and before it releases
@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "system-bus.h"
+#include "test-util.h"
 
 #define IDLE_TIMEOUT "1"
 #define note(...) g_printerr("# " __VA_ARGS__)
@@ -321,6 +322,58 @@ static void test_detached_session_keeps_service(void) {
         wait_pid_gone(pid, 5000);
 }
 
+/* ListProducers through the well-known name (activating the service when needed), as
+GVariant's text. */
+static char *list_producers(void) {
+        g_autoptr(GVariant) reply = NULL;
+        g_autoptr(GError) error = NULL;
+
+        reply = g_dbus_connection_call_sync(tb_bus()->conn, TB_BUS_NAME, TB_MANAGER_PATH, TB_MANAGER_IFACE,
+                                            "ListProducers", NULL, G_VARIANT_TYPE("(a(tsuua(sas)))"),
+                                            G_DBUS_CALL_FLAGS_NONE, 25000, NULL, &error);
+        g_assert_no_error(error);
+        return g_variant_print(reply, FALSE);
+}
+
+/* An SDK app started before the service is there (no socket yet) connects once the
+ * activated service binds the socket; while it is connected the service does not exit
+ * for idleness, and once it has gone the service does. */
+static void test_connected_app_keeps_service(void) {
+        g_autofree char *sock = g_build_filename(tb_bus()->tmpdir, TB_PRODUCER_SOCKET, NULL);
+        gint64 deadline = g_get_monotonic_time() + (gint64) tb_scaled_ms(20000) * 1000;
+        g_auto(TbUser) user = { 0 };
+        g_autoptr(GError) error = NULL;
+        bool listed = false;
+        GPid app;
+        pid_t pid;
+
+        wait_no_service();
+        app = tb_spawn_sdk_app("tbuser", "example_system_wide", sock, &user);
+        /* Its first connect fails: no service, no socket. */
+        g_usleep(500 * 1000);
+        g_assert_true(tb_pid_alive(app));
+        while (!listed && g_get_monotonic_time() < deadline) {
+                g_autofree char *text = list_producers();
+
+                listed = strstr(text, "'track_event'") && strstr(text, "'rendering'");
+                if (!listed)
+                        g_usleep(100 * 1000);
+        }
+        g_assert_true(listed);
+        pid = owner_pid(NULL);
+        note("app %d connected to pid %d\n", (int) app, (int) pid);
+
+        /* Four idle timeouts with no call at all: the app keeps it. */
+        g_usleep(4 * G_USEC_PER_SEC);
+        g_assert_true(tb_pid_alive(pid));
+        g_assert_cmpint(owner_pid(NULL), ==, pid);
+
+        tb_kill_child(app);
+        g_assert_true(tb_wait_for_name_gone(tb_bus()->conn, TB_BUS_NAME, 10000, &error));
+        g_assert_no_error(error);
+        wait_pid_gone(pid, 5000);
+}
+
 int main(int argc, char *argv[]) {
         g_test_init(&argc, &argv, NULL);
         tb_require_system_bus_environment();
@@ -331,5 +384,6 @@ int main(int argc, char *argv[]) {
         tb_test_add_isolated("/bus/activation/b-call-racing-idle-exit-is-answered", test_call_racing_idle_exit_is_answered);
         tb_test_add_isolated("/bus/activation/c-calls-at-the-exit-are-answered", test_calls_at_the_exit_are_answered);
         tb_test_add_isolated("/bus/activation/d-detached-session-keeps-service", test_detached_session_keeps_service);
+        tb_test_add_isolated("/bus/activation/e-connected-app-keeps-service", test_connected_app_keeps_service);
         return tb_test_run(TB_START_ACTIVATABLE);
 }

@@ -82,7 +82,7 @@ static void test_query(void) {
         /* tbadmin may list everyone's sessions, but --query shows only its own. */
         run_cli("tbadmin", &admin, "--query", "--json", NULL);
         assert_exit(&admin, 0);
-        g_assert_cmpstr(g_strstrip(admin.out), ==, "{\"sessions\": []}");
+        g_assert_cmpstr(g_strstrip(admin.out), ==, "{\"sessions\": [], \"producers\": []}");
         stop_all_of("tbuser");
         run_cli("tbuser", &empty, "--query", NULL);
         assert_exit(&empty, 0);

@@ -20,35 +20,12 @@
 #include <unistd.h>
 
 #include "producer-server.h"
+#include "test-util.h"
 #include "trace-reader.h"
 #include "trace.pb-c.h"
 
 #define CONNECT_TIMEOUT_MS 10000
 #define STEP_TIMEOUT_MS 15000
-
-static char *sdk_program(const char *name) {
-        const char *dir = g_getenv("TRACEBUS_PERFETTO_SDK");
-        g_autofree char *fallback = g_build_filename(g_getenv("TRACEBUS_SOURCE_DIR") ?: ".", "..", "shared",
-                                                     "perfetto", "sdk", NULL);
-        char *path = g_build_filename(dir ?: fallback, name, NULL);
-
-        if (access(path, X_OK) < 0)
-                g_error("upstream Perfetto's %s is not at %s (%m): it sits in ../shared/perfetto/sdk beside "
-                        "the source tree, or in $TRACEBUS_PERFETTO_SDK", name, path);
-        return path;
-}
-
-static char *perfetto_program(const char *name) {
-        const char *dir = g_getenv("TRACEBUS_PERFETTO_BIN");
-        g_autofree char *fallback = g_build_filename(g_getenv("TRACEBUS_SOURCE_DIR") ?: ".", "..", "shared",
-                                                     "perfetto", "bin", NULL);
-        char *path = g_build_filename(dir ?: fallback, name, NULL);
-
-        if (access(path, X_OK) < 0)
-                g_error("upstream Perfetto's %s is not at %s (%m): it sits in ../shared/perfetto/bin beside "
-                        "the source tree, or in $TRACEBUS_PERFETTO_BIN", name, path);
-        return path;
-}
 
 static bool registered(ProducerServer *s, gconstpointer name) {
         return s->initialized && s->has_async && producer_server_descriptor(s, name);
@@ -68,7 +45,7 @@ static int wait_exit(GPid pid) {
 /* The handshake every app goes through: connected, bound, initialized, the command stream
  * open, @name registered. */
 static ProducerServer *connect_app(const char *program, const char *name, GPid *ret_pid) {
-        g_autofree char *path = sdk_program(program);
+        g_autofree char *path = tb_perfetto_program("sdk", program);
         const char *argv[] = { path, NULL };
         ProducerServer *s = producer_server_new();
 
@@ -285,8 +262,8 @@ static GBytes *producer_part(const TraceRawPacket *p) {
 /* The custom data source's packets as traced records them, producer parts only. */
 static GPtrArray *record_with_traced(void) {
         g_autofree char *dir = g_dir_make_tmp("tb-traced-XXXXXX", NULL);
-        g_autofree char *traced = perfetto_program("traced"), *perfetto = perfetto_program("perfetto");
-        g_autofree char *app = sdk_program("example_shlib_data_source");
+        g_autofree char *traced = tb_perfetto_program("bin", "traced"), *perfetto = tb_perfetto_program("bin", "perfetto");
+        g_autofree char *app = tb_perfetto_program("sdk", "example_shlib_data_source");
         g_autofree char *cfg = g_build_filename(dir, "cfg.txt", NULL), *out = g_build_filename(dir, "out.pftrace", NULL);
         g_autofree char *psock = g_build_filename(dir, "p.sock", NULL), *csock = g_build_filename(dir, "c.sock", NULL);
         g_auto(GStrv) env = g_environ_setenv(g_environ_setenv(g_get_environ(), "PERFETTO_PRODUCER_SOCK_NAME", psock, TRUE),

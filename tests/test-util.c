@@ -52,6 +52,39 @@ bool tb_wait_pid_gone(pid_t pid, guint timeout_ms) {
         return true;
 }
 
+/* ---- upstream Perfetto ---- */
+
+char *tb_perfetto_program(const char *kind, const char *name) {
+        const char *dir = g_getenv(g_str_equal(kind, "sdk") ? "TRACEBUS_PERFETTO_SDK" : "TRACEBUS_PERFETTO_BIN");
+        g_autofree char *fallback = g_build_filename(g_getenv("TRACEBUS_SOURCE_DIR") ?: ".", "..", "shared",
+                                                     "perfetto", kind, NULL);
+        char *path = g_build_filename(dir ?: fallback, name, NULL);
+
+        if (access(path, X_OK) < 0)
+                g_error("upstream Perfetto's %s is not at %s (%m): it sits in ../shared/perfetto/%s beside "
+                        "the source tree, or in $TRACEBUS_PERFETTO_%s", name, path, kind,
+                        g_str_equal(kind, "sdk") ? "SDK" : "BIN");
+        return path;
+}
+
+GPid tb_spawn_sdk_app(const char *user, const char *program, const char *socket, TbUser *u) {
+        g_autofree char *path = tb_perfetto_program("sdk", program);
+        g_auto(GStrv) env = g_environ_setenv(g_get_environ(), "PERFETTO_PRODUCER_SOCK_NAME", socket, TRUE);
+        char *argv[] = { path, NULL };
+        g_autoptr(GError) error = NULL;
+        GPid pid = 0;
+
+        g_assert_true(tb_user_lookup(user, u, &error));
+        g_spawn_async("/", argv, env, G_SPAWN_DO_NOT_REAP_CHILD, (GSpawnChildSetupFunc) tb_user_become, u, &pid, &error);
+        g_assert_no_error(error);
+        return pid;
+}
+
+void tb_kill_child(GPid pid) {
+        (void) kill(pid, SIGKILL);
+        (void) waitpid(pid, NULL, 0);
+}
+
 /* ---- users ---- */
 
 bool tb_user_lookup(const char *name, TbUser *ret, GError **error) {

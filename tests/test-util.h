@@ -42,6 +42,7 @@ guint64 tb_process_rss_kib(pid_t pid);
 /* Waits until pid is gone (or a zombie); false after timeout_ms. */
 bool tb_wait_pid_gone(pid_t pid, guint timeout_ms);
 
+
 /* ---- test users ---- */
 
 typedef struct {
@@ -77,6 +78,19 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TbCommandResult, tb_command_result_clear)
 /* "exit 0", "exit 3", "signal 9", for messages. */
 char *tb_wait_status_to_string(int wait_status);
 bool tb_command_succeeded(const TbCommandResult *res);
+
+/* ---- upstream Perfetto's SDK apps ---- */
+
+/* A program of upstream Perfetto: @kind "sdk" for its SDK example apps (in
+ * ../shared/perfetto/sdk beside the source tree, or $TRACEBUS_PERFETTO_SDK), "bin" for
+ * its tools (../shared/perfetto/bin, or $TRACEBUS_PERFETTO_BIN); fails the test when it
+ * is missing. */
+char *tb_perfetto_program(const char *kind, const char *name);
+/* That app as @user (its credentials in *@u, which the caller clears after the app is
+ * gone), connecting to the producer socket @socket; it dies with the test. */
+GPid tb_spawn_sdk_app(const char *user, const char *program, const char *socket, TbUser *u);
+/* SIGKILL and reap a child. */
+void tb_kill_child(GPid pid);
 
 /* ---- a busy process pair the test knows ---- */
 

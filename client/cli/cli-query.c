@@ -240,28 +240,35 @@ static void print_json_session(const SessionInfo *i) {
         fputc('}', stdout);
 }
 
-static void print_json(const SessionList *l) {
+static void print_json(const SessionList *l, const ProducerList *producers) {
         printf("{\"sessions\": [");
         for (size_t n = 0; n < l->n; n++) {
                 if (n > 0)
                         fputs(", ", stdout);
                 print_json_session(&l->items[n]);
         }
-        printf("]}\n");
+        fputs("], ", stdout);
+        cli_print_producers_json(producers);
+        printf("}\n");
 }
 
 int run_query(const Args *a) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(session_list_done) SessionList l = {};
+        _cleanup_(producer_list_done) ProducerList producers = {};
 
         if (connect_or_fail(&bus) < 0 || load_own_sessions(bus, &l) < 0)
                 return EXIT_FAILURE;
         if (a->query_raw)
                 return cli_print_query_raw(l.items, l.n) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+        /* The sessions are shown even when the apps cannot be (said on stderr). */
+        (void) cli_load_producers(bus, &producers);
         if (a->json)
-                print_json(&l);
-        else
+                print_json(&l, &producers);
+        else {
                 print_table(&l, a->long_output);
+                cli_print_producers(&producers);
+        }
         return fflush(stdout) == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 

@@ -210,6 +210,34 @@ void cli_print_session_extras(const SessionInfo *i);
 /* --query --json: the same as members ", \"unique_session_name\": ..., \"warnings\": [...]". */
 void cli_print_session_extras_json(const SessionInfo *i);
 
+/* cli-producers.c: --query's apps connected to the producer socket (Manager.ListProducers). */
+typedef struct ProducerSourceInfo {
+        char *name;
+        char **categories;           /* track_event's; NULL for other data sources */
+} ProducerSourceInfo;
+
+typedef struct ProducerInfo {
+        uint64_t id;
+        char *name;                  /* what the app calls itself (its argv[0]) */
+        uid_t uid;
+        pid_t pid;
+        ProducerSourceInfo *sources;
+        size_t n_sources;
+} ProducerInfo;
+
+typedef struct ProducerList {
+        ProducerInfo *items;
+        size_t n;
+} ProducerList;
+
+void producer_list_done(ProducerList *l);
+/* The producers this caller may see: its own, everyone's for an admin. Prints why not. */
+int cli_load_producers(sd_bus *bus, ProducerList *ret);
+/* The tables perfetto --query prints: producers, then their data sources. */
+void cli_print_producers(const ProducerList *l);
+/* The same as one member, "\"producers\": [...]". */
+void cli_print_producers_json(const ProducerList *l);
+
 /* cli-profile.c: --profile[=HZ] [--pid PID] [--cmdline NAME], a linux.perf CPU profile. */
 /* Perfetto's CPU-profiling docs sample at 100 Hz. */
 #define CLI_PROFILE_DEFAULT_HZ 100u

@@ -83,6 +83,23 @@ int bus_request_new(sd_bus_message *message, BusRequest **ret) {
         return 0;
 }
 
+int bus_request_authorize_listing(BusContext *c, sd_bus_message *message,
+                                  void (*on_result)(BusRequest *req, int result)) {
+        _cleanup_(bus_request_freep) BusRequest *req = NULL;
+        int r;
+
+        r = bus_request_new(message, &req);
+        if (r < 0)
+                return r;
+        req->context = c;
+        /* Root, whom polkit always allows, is not asked. */
+        if (req->uid == 0) {
+                on_result(req, 1);
+                return 1;
+        }
+        return bus_request_authorize(c, &req, TB_ACTION_MANAGE, /* interactive= */ false, on_result);
+}
+
 /* A Start's Output: the caller's descriptor in the message, and the service's copy. */
 static unsigned bus_request_held_fds(const BusRequest *req) {
         return req->start.output_fd >= 0 ? 2 : 0;

@@ -79,6 +79,14 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(BusRequest *, bus_request_free);
 int bus_request_authorize(BusContext *c, BusRequest **reqp, const char *action, bool interactive,
                           void (*on_result)(BusRequest *req, int result));
 
+/* For a method that lists what the caller owns, and everyone's to holders of
+ * org.tracebus.manage: calls @on_result with polkit's answer (asked without a dialog), or
+ * at once with 1 for root. polkit is asked whatever others run, so the reply's latency
+ * says nothing about other users. Returns 1 (the reply comes from @on_result) or a
+ * negative errno. */
+int bus_request_authorize_listing(BusContext *c, sd_bus_message *message,
+                                  void (*on_result)(BusRequest *req, int result));
+
 /* From the callback of @req, whose polkit answer came: asks polkit about @actions
  * together, under the same caps (each action one call), and calls @on_results once
  * with all the answers. Returns 1 (the reply comes later, or TooManyPendingCalls was

@@ -7,6 +7,7 @@
 #include "manager-dbus.h"
 #include "manager-start-dbus.h"
 #include "manager-triggers-dbus.h"
+#include "producers-dbus.h"
 #include "session-dbus.h"
 #include "strv.h"
 #include "kernel/tracefs-instance.h"
@@ -106,20 +107,11 @@ static void on_list_result(BusRequest *req, int result) {
 }
 
 static int method_list_sessions(sd_bus_message *message, void *userdata, sd_bus_error *error) {
-        BusContext *c = ASSERT_PTR(userdata);
-        _cleanup_(bus_request_freep) BusRequest *req = NULL;
-        int r;
-
-        r = bus_request_new(message, &req);
-        if (r < 0)
-                return r;
         /* The way depends on the caller alone, never on what others run: were polkit asked
          * only when someone else has a session, the answer's latency would tell whether
-         * other users are tracing. Root, whom polkit always allows, is not asked. */
-        if (req->uid == 0)
-                return reply_session_list(c->manager, message, req->uid, true);
-        /* Listing never pops up an authentication dialog: without it, one's own sessions. */
-        return bus_request_authorize(c, &req, TB_ACTION_MANAGE, /* interactive= */ false, on_list_result);
+         * other users are tracing. Listing never pops up an authentication dialog: without
+         * it, one's own sessions. */
+        return bus_request_authorize_listing(ASSERT_PTR(userdata), message, on_list_result);
 }
 
 static int reply_strv(sd_bus_message *message, char **l) {
@@ -239,6 +231,10 @@ static const sd_bus_vtable manager_vtable[] = {
                                 SD_BUS_NO_ARGS,
                                 SD_BUS_RESULT("ao", sessions),
                                 method_list_sessions, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ListProducers",
+                                SD_BUS_NO_ARGS,
+                                SD_BUS_RESULT("a(tsuua(sas))", producers),
+                                method_list_producers, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("ActivateTriggers",
                                 SD_BUS_ARGS("as", names),
                                 SD_BUS_NO_RESULT,

@@ -44,6 +44,7 @@ Manager *manager_free(Manager *m) {
                 m->sessions = s->next;
                 session_free(s);
         }
+        producers_free(m->producers);
         manager_free_trace_dir(m);
         poller_free(m->poller);
         sd_event_unref(m->event);
@@ -162,7 +163,9 @@ void manager_add_session(Manager *m, Session *s) {
 }
 
 bool manager_is_idle(Manager *m) {
-        return !m->sessions && !m->pending_starts && !m->exiting;
+        /* Connected apps keep the service: they would activate it again at once, as the
+         * SDK reconnects whenever the socket answers. */
+        return !m->sessions && !m->pending_starts && !m->exiting && !(m->producers && m->producers->list);
 }
 
 void manager_shutdown(Manager *m) {

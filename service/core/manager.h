@@ -6,6 +6,7 @@
 #include <systemd/sd-event.h>
 
 #include "daemon-config.h"
+#include "producers/producers.h"
 #include "session.h"
 #include "worker.h"
 
@@ -48,6 +49,8 @@ struct Manager {
         /* Per UID with sessions writing into the trace directory: its quota, counted
          * as the sessions write. */
         TraceQuota *quotas;
+        /* The apps connected to the producer socket; NULL when the service has none. */
+        Producers *producers;
 };
 
 /* The manager with the default limits, its state directory and the event loop; logs
@@ -180,6 +183,14 @@ bool manager_is_idle(Manager *m);
 
 /* SIGTERM: finalizes every session (reason service-shutdown), then leaves the event loop. */
 void manager_shutdown(Manager *m);
+
+/* ---- the producer socket (manager-producers.c) ---- */
+
+/* Serves the producer socket @fd (listening; taken) with the limits set for this machine:
+ * call after manager_setup_limits(). */
+int manager_listen_producers(Manager *m, int fd);
+/* Whether a caller of @uid sees @producer: its own, or all with org.tracebus.manage. */
+bool manager_producer_visible(const Producer *producer, uid_t uid, bool may_manage);
 
 /* ---- the machine's resources (manager-limits.c) ---- */
 

@@ -8,7 +8,8 @@
 # package in it with apt-get, and checks, as root through nsenter and as users in
 # real logind sessions through "machinectl shell": D-Bus activation, recording, a
 # refusal, idle exit and re-activation, the capture timer's service and retention,
-# a detached session outliving the idle timeout, "systemctl stop" during a
+# a detached session outliving the idle timeout, the producer socket (socket activation
+# by an SDK app, which keeps the service while connected), "systemctl stop" during a
 # recording, a read-only tracefs, tracefs instances across pid namespaces, process
 # names in a container's trace, systemd-analyze verify and security; round 1's data
 # sources under the unit (sys_stats, process_stats, system_info, the journal as root
@@ -46,6 +47,9 @@ done
 mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
 # linux.perf's workload (tests/perf-target.c), built in the meson build directory.
 targets=${TRACEBUS_BUILD_DIR:-$src/build}/tests
+# The producer socket's client: upstream Perfetto's SDK example app.
+sdk=${TRACEBUS_PERFETTO_SDK:-$src/../shared/perfetto/sdk}
+[[ -x $sdk/example_system_wide ]] || skip "$sdk/example_system_wide is missing (upstream Perfetto's SDK apps)"
 for exe in perf-target-fp perf-target-nofp; do
         [[ -x $targets/$exe ]] || skip "$targets/$exe is not built (meson test builds it)"
 done
@@ -174,6 +178,11 @@ check "the bus knows the service right after installation (dbus's trigger reload
 
 check "D-Bus activation: ListSessions answers" tbx busctl call $M ListSessions
 check "tracebusd.service is active" test "$(svc ActiveState)" = active
+check "tracebus-producer.socket is enabled and listening after installation" \
+        test "$(tbx systemctl is-enabled tracebus-producer.socket)/$(tbx systemctl is-active tracebus-producer.socket)" = enabled/active
+check "the producer socket is /run/perfetto/traced-producer.sock, mode 0666" \
+        test "$(tbx stat -c %a /run/perfetto/traced-producer.sock)" = 666
+check "ListProducers answers" tbx busctl call $M ListProducers
 
 # --- the real sandbox, as the service sees it -------
 # The container's tracebusd, seen from the host: the pgrep match in the container's pid namespace.
@@ -472,6 +481,31 @@ idle_gone() { for _ in $(seq 60); do [[ $(svc ActiveState) == inactive ]] && ret
 check "idle exit: the service stops by itself after IdleTimeoutSec=4s" idle_gone
 check "re-activation: the next call starts it again" tbx busctl call $M ListSessions
 check "... as a new process" test "$(svc MainPID)" != "$pid1" -a "$(svc ActiveState)" = active
+
+# --- the producer socket: an SDK app starts the service and keeps it ----------------------
+# Upstream's example app runs on the host and reaches the container's socket through
+# /proc/PID/root; the service sees it as root.
+check "the service exits when idle before the app comes" idle_gone
+PERFETTO_PRODUCER_SOCK_NAME=/proc/$(leader)/root/run/perfetto/traced-producer.sock \
+        "$sdk/example_system_wide" >/dev/null 2>&1 &
+app=$!
+started() { for _ in $(seq 60); do [[ $(svc ActiveState) == active ]] && return 0; sleep 0.5; done; return 1; }
+check "an SDK app's connection to the producer socket starts the service" started
+app_listed() {
+        for _ in $(seq 40); do
+                tbx tracebus --query 2>/dev/null | grep -qE '^track_event +[0-9]+ .*rendering, network.debug' && return 0
+                sleep 0.5
+        done
+        tbx tracebus --query
+        return 1
+}
+check "tracebus --query lists the app's track_event and its categories" app_listed
+pid3=$(svc MainPID)
+sleep 9
+check "the service with an app connected outlives twice the idle timeout" \
+        test "$(svc MainPID)" = "$pid3" -a "$(svc ActiveState)" = active
+kill "$app"; wait "$app" 2>/dev/null || true
+check "once the app has gone, the service exits when idle" idle_gone
 
 # --- a detached session outlives the idle timeout ---------------------------------------
 out=$(asuser tbuser tracebus --no-ask-password --detach=k2 -t 60s -o /tmp/detached.pftrace sched/sched_switch)
