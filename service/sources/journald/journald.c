@@ -33,8 +33,6 @@
 #define JOURNALD_PERIOD_MS 200u
 #define JOURNALD_MAX_EXAMINED 20000u
 #define JOURNALD_MAX_PER_POLL 500u
-#define JOURNALD_MAX_FIELD 256u
-#define JOURNALD_MAX_MESSAGE 4096u
 #define JOURNALD_MAX_GROUPS 256
 /* journald's own Varlink socket (root only), and how long its answer may take. */
 #define JOURNALD_VARLINK "/run/systemd/journal/io.systemd.journal"
@@ -61,15 +59,9 @@ struct JournaldSource {
         uint64_t n_total, n_failed, n_over_limit;
 };
 
-/* The value of @field of the current entry, cut to @max bytes, malloc'd; NULL if none. */
-static char *entry_field(sd_journal *j, const char *field, size_t max) {
-        const void *data;
-        const char *eq;
-        size_t len;
+char *journald_field_value(const void *data, size_t len, size_t max) {
+        const char *eq = memchr(data, '=', len);
 
-        if (sd_journal_get_data(j, field, &data, &len) < 0)
-                return NULL;
-        eq = memchr(data, '=', len);
         if (!eq)
                 return NULL;
         eq++;
@@ -77,8 +69,7 @@ static char *entry_field(sd_journal *j, const char *field, size_t max) {
         return strndup(eq, MIN(len, max));
 }
 
-static bool entry_uint(sd_journal *j, const char *field, uint32_t *ret) {
-        _cleanup_free_ char *v = entry_field(j, field, 32);
+bool journald_uint_value(const char *v, uint32_t *ret) {
         char *end;
         unsigned long n;
 
@@ -89,6 +80,22 @@ static bool entry_uint(sd_journal *j, const char *field, uint32_t *ret) {
                 return false;
         *ret = (uint32_t) n;
         return true;
+}
+
+/* The value of @field of the current entry, cut to @max bytes, malloc'd; NULL if none. */
+static char *entry_field(sd_journal *j, const char *field, size_t max) {
+        const void *data;
+        size_t len;
+
+        if (sd_journal_get_data(j, field, &data, &len) < 0)
+                return NULL;
+        return journald_field_value(data, len, max);
+}
+
+static bool entry_uint(sd_journal *j, const char *field, uint32_t *ret) {
+        _cleanup_free_ char *v = entry_field(j, field, 32);
+
+        return journald_uint_value(v, ret);
 }
 
 /* Whether the caller in @s could read the current entry itself: its own processes'
@@ -150,9 +157,9 @@ static void event_done(JournalEvent *e) {
 
 /* Packs a packet of @e stamped @ts_ns on @clock_id (0: the trace's boot clock) and hands
  * it to the recorder. */
-static int submit(JournaldSource *s, Tracebus__SystemdJournaldEvent *e, uint64_t ts_ns, uint32_t clock_id) {
+int journald_event_pack(Tracebus__SystemdJournaldEvent *e, uint64_t ts_ns, uint32_t clock_id, uint8_t **ret,
+                        size_t *ret_len) {
         Tracebus__TracePacket packet = TRACEBUS__TRACE_PACKET__INIT;
-        _cleanup_free_ uint8_t *buf = NULL;
         size_t len;
 
         packet.has_timestamp = true;
@@ -161,10 +168,21 @@ static int submit(JournaldSource *s, Tracebus__SystemdJournaldEvent *e, uint64_t
         packet.timestamp_clock_id = clock_id;
         packet.journald_event = e;
         len = tracebus__trace_packet__get_packed_size(&packet);
-        buf = malloc(len);
-        if (!buf)
+        *ret = malloc(len);
+        if (!*ret)
                 return -ENOMEM;
-        len = tracebus__trace_packet__pack(&packet, buf);
+        *ret_len = tracebus__trace_packet__pack(&packet, *ret);
+        return 0;
+}
+
+static int submit(JournaldSource *s, Tracebus__SystemdJournaldEvent *e, uint64_t ts_ns, uint32_t clock_id) {
+        _cleanup_free_ uint8_t *buf = NULL;
+        size_t len;
+        int r;
+
+        r = journald_event_pack(e, ts_ns, clock_id, &buf, &len);
+        if (r < 0)
+                return r;
         return recorder_submit_packet(s->rec, TRACE_SEQUENCE_JOURNALD, s->target_buffer, /* meta= */ false, buf, len);
 }
 

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "journald-config.h"
@@ -30,3 +32,18 @@ void journald_stop(void *state);
 /* DataSourceOps.queue_final: one last read on the poller's thread (poller_call() under
  * @owner), the entries written since the last poll, at Stop. NULL: 0. */
 int journald_queue_final(void *state, const void *owner);
+
+/* An entry's field values are cut to this many bytes, MESSAGE to the second. */
+#define JOURNALD_MAX_FIELD 256u
+#define JOURNALD_MAX_MESSAGE 4096u
+
+/* The value of a field's data as sd_journal_get_data() gives it ("FIELD=value", @len
+ * bytes, not NUL-terminated), cut to @max bytes, malloc'd; NULL without a '='. */
+char *journald_field_value(const void *data, size_t len, size_t max);
+/* A field's value @v (NULL: none) as a number (_PID, _UID, PRIORITY): false unless it
+ * is one, in decimal, up to UINT32_MAX. */
+bool journald_uint_value(const char *v, uint32_t *ret);
+/* @e as a TracePacket at @ts_ns on @clock_id (0: the trace's boot clock), packed into
+ * *ret (malloc'd). */
+int journald_event_pack(Tracebus__SystemdJournaldEvent *e, uint64_t ts_ns, uint32_t clock_id, uint8_t **ret,
+                        size_t *ret_len);

@@ -59,6 +59,10 @@ typedef struct PerfScope {
 } PerfScope;
 
 PerfProc *perf_scope_lookup(PerfScope *s, pid_t pid);
+/* Adds the executable mappings of @text, a /proc/PID/maps, to @p's (PERF_MAX_MAPS at
+ * most); perf_maps_free() frees them. */
+void perf_maps_parse(PerfProc *p, const char *text);
+void perf_maps_free(PerfProc *p);
 /* The mapping of @pid's that holds @ip, reading its maps once per pass; NULL if none. */
 const PerfMap *perf_scope_mapping(PerfScope *s, PerfProc *p, uint64_t ip);
 void perf_scope_forget(PerfScope *s, pid_t pid);

@@ -150,7 +150,7 @@ PerfProc *perf_scope_lookup(PerfScope *s, pid_t pid) {
         return p;
 }
 
-static void free_maps(PerfProc *p) {
+void perf_maps_free(PerfProc *p) {
         for (size_t i = 0; i < p->n_maps; i++)
                 free(p->maps[i].path);
         p->maps = mfree(p->maps);
@@ -185,14 +185,7 @@ static uint64_t first_offset(const char *text, const PerfMap *m) {
         return m->pgoff;
 }
 
-static void read_maps(PerfProc *p) {
-        _cleanup_free_ char *text = NULL;
-        char path[64];
-
-        p->maps_read = true;
-        snprintf(path, sizeof(path), "/proc/%d/maps", (int) p->pid);
-        if (read_full_file(path, 4u * 1024u * 1024u, &text, NULL) < 0)
-                return;
+void perf_maps_parse(PerfProc *p, const char *text) {
         for (const char *l = text; l && *l && p->n_maps < PERF_MAX_MAPS; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
                 _cleanup_free_ char *line = strndup(l, strcspn(l, "\n"));
                 PerfMap m, *q;
@@ -210,6 +203,17 @@ static void read_maps(PerfProc *p) {
         }
 }
 
+static void read_maps(PerfProc *p) {
+        _cleanup_free_ char *text = NULL;
+        char path[64];
+
+        p->maps_read = true;
+        snprintf(path, sizeof(path), "/proc/%d/maps", (int) p->pid);
+        if (read_full_file(path, 4u * 1024u * 1024u, &text, NULL) < 0)
+                return;
+        perf_maps_parse(p, text);
+}
+
 const PerfMap *perf_scope_mapping(PerfScope *s, PerfProc *p, uint64_t ip) {
         if (!p->maps_read)
                 read_maps(p);
@@ -222,7 +226,7 @@ const PerfMap *perf_scope_mapping(PerfScope *s, PerfProc *p, uint64_t ip) {
 void perf_scope_forget(PerfScope *s, pid_t pid) {
         for (size_t i = 0; i < s->n_procs; i++)
                 if (s->procs[i].pid == pid) {
-                        free_maps(&s->procs[i]);
+                        perf_maps_free(&s->procs[i]);
                         s->procs[i] = s->procs[--s->n_procs];
                         return;
                 }
@@ -230,7 +234,7 @@ void perf_scope_forget(PerfScope *s, pid_t pid) {
 
 void perf_scope_new_pass(PerfScope *s) {
         for (size_t i = 0; i < s->n_procs; i++)
-                free_maps(&s->procs[i]);
+                perf_maps_free(&s->procs[i]);
         s->n_procs = 0;
 }
 
