@@ -59,7 +59,9 @@ struct JournaldSource {
         uint64_t n_total, n_failed, n_over_limit;
 };
 
-char *journald_field_value(const void *data, size_t len, size_t max) {
+/* The value of a field's data as sd_journal_get_data() gives it ("FIELD=value", @len
+ * bytes, not NUL-terminated), cut to @max bytes, malloc'd; NULL without a '='. */
+static char *field_value(const void *data, size_t len, size_t max) {
         const char *eq = memchr(data, '=', len);
 
         if (!eq)
@@ -69,7 +71,20 @@ char *journald_field_value(const void *data, size_t len, size_t max) {
         return strndup(eq, MIN(len, max));
 }
 
-bool journald_uint_value(const char *v, uint32_t *ret) {
+/* The value of @field, cut to @max bytes, malloc'd; NULL if none. */
+static char *field_of(JournaldGetData get, void *userdata, const char *field, size_t max) {
+        const void *data;
+        size_t len;
+
+        if (get(userdata, field, &data, &len) < 0)
+                return NULL;
+        return field_value(data, len, max);
+}
+
+/* The value of @field as a number (_PID, _UID, PRIORITY): false unless it is one, in
+ * decimal, up to UINT32_MAX. */
+static bool uint_of(JournaldGetData get, void *userdata, const char *field, uint32_t *ret) {
+        _cleanup_free_ char *v = field_of(get, userdata, field, 32);
         char *end;
         unsigned long n;
 
@@ -82,20 +97,17 @@ bool journald_uint_value(const char *v, uint32_t *ret) {
         return true;
 }
 
+static int journal_get_data(void *userdata, const char *field, const void **ret, size_t *ret_len) {
+        return sd_journal_get_data(userdata, field, ret, ret_len);
+}
+
 /* The value of @field of the current entry, cut to @max bytes, malloc'd; NULL if none. */
 static char *entry_field(sd_journal *j, const char *field, size_t max) {
-        const void *data;
-        size_t len;
-
-        if (sd_journal_get_data(j, field, &data, &len) < 0)
-                return NULL;
-        return journald_field_value(data, len, max);
+        return field_of(journal_get_data, j, field, max);
 }
 
 static bool entry_uint(sd_journal *j, const char *field, uint32_t *ret) {
-        _cleanup_free_ char *v = entry_field(j, field, 32);
-
-        return journald_uint_value(v, ret);
+        return uint_of(journal_get_data, j, field, ret);
 }
 
 /* Whether the caller in @s could read the current entry itself: its own processes'
@@ -126,26 +138,24 @@ static bool entry_wanted(JournaldSource *s, uint32_t *ret_prio) {
         return true;
 }
 
-static void event_fill(JournaldSource *s, JournalEvent *e, uint32_t prio) {
-        sd_journal *j = s->journal;
-
+void journald_event_fill(JournalEvent *e, uint32_t prio, JournaldGetData get, void *userdata) {
         tracebus__systemd_journald_event__init(e);
         e->has_prio = true;
         e->prio = prio;
-        e->has_pid = entry_uint(j, "_PID", &e->pid);
-        e->has_tid = entry_uint(j, "_TID", &e->tid);
-        e->has_uid = entry_uint(j, "_UID", &e->uid);
-        e->has_gid = entry_uint(j, "_GID", &e->gid);
-        e->message = entry_field(j, "MESSAGE", JOURNALD_MAX_MESSAGE);
-        e->tag = entry_field(j, "SYSLOG_IDENTIFIER", JOURNALD_MAX_FIELD);
-        e->comm = entry_field(j, "_COMM", JOURNALD_MAX_FIELD);
-        e->exe = entry_field(j, "_EXE", JOURNALD_MAX_FIELD);
-        e->systemd_unit = entry_field(j, "_SYSTEMD_UNIT", JOURNALD_MAX_FIELD);
-        e->hostname = entry_field(j, "_HOSTNAME", JOURNALD_MAX_FIELD);
-        e->transport = entry_field(j, "_TRANSPORT", JOURNALD_MAX_FIELD);
+        e->has_pid = uint_of(get, userdata, "_PID", &e->pid);
+        e->has_tid = uint_of(get, userdata, "_TID", &e->tid);
+        e->has_uid = uint_of(get, userdata, "_UID", &e->uid);
+        e->has_gid = uint_of(get, userdata, "_GID", &e->gid);
+        e->message = field_of(get, userdata, "MESSAGE", JOURNALD_MAX_MESSAGE);
+        e->tag = field_of(get, userdata, "SYSLOG_IDENTIFIER", JOURNALD_MAX_FIELD);
+        e->comm = field_of(get, userdata, "_COMM", JOURNALD_MAX_FIELD);
+        e->exe = field_of(get, userdata, "_EXE", JOURNALD_MAX_FIELD);
+        e->systemd_unit = field_of(get, userdata, "_SYSTEMD_UNIT", JOURNALD_MAX_FIELD);
+        e->hostname = field_of(get, userdata, "_HOSTNAME", JOURNALD_MAX_FIELD);
+        e->transport = field_of(get, userdata, "_TRANSPORT", JOURNALD_MAX_FIELD);
 }
 
-static void event_done(JournalEvent *e) {
+void journald_event_done(JournalEvent *e) {
         free(e->message);
         free(e->tag);
         free(e->comm);
@@ -260,9 +270,9 @@ static void write_entry(JournaldSource *s, uint32_t prio) {
                 s->n_failed++;   /* no time on this boot's clock to put it at */
                 return;
         }
-        event_fill(s, &e, prio);
+        journald_event_fill(&e, prio, journal_get_data, s->journal);
         r = submit(s, &e, usec * 1000, TRACEBUS__BUILTIN_CLOCK__BUILTIN_CLOCK_MONOTONIC);
-        event_done(&e);
+        journald_event_done(&e);
         if (r < 0)
                 s->n_failed++;
         else

@@ -37,12 +37,13 @@ int journald_queue_final(void *state, const void *owner);
 #define JOURNALD_MAX_FIELD 256u
 #define JOURNALD_MAX_MESSAGE 4096u
 
-/* The value of a field's data as sd_journal_get_data() gives it ("FIELD=value", @len
- * bytes, not NUL-terminated), cut to @max bytes, malloc'd; NULL without a '='. */
-char *journald_field_value(const void *data, size_t len, size_t max);
-/* A field's value @v (NULL: none) as a number (_PID, _UID, PRIORITY): false unless it
- * is one, in decimal, up to UINT32_MAX. */
-bool journald_uint_value(const char *v, uint32_t *ret);
+/* How an entry's fields are got: sd_journal_get_data()'s contract ("FIELD=value",
+ * @ret_len bytes, not NUL-terminated; negative if the entry has no such field). */
+typedef int (*JournaldGetData)(void *userdata, const char *field, const void **ret, size_t *ret_len);
+/* The event of an entry of priority @prio, its fields got through @get: the numbers
+ * that are numbers, the strings cut to the caps. journald_event_done() frees them. */
+void journald_event_fill(Tracebus__SystemdJournaldEvent *e, uint32_t prio, JournaldGetData get, void *userdata);
+void journald_event_done(Tracebus__SystemdJournaldEvent *e);
 /* @e as a TracePacket at @ts_ns on @clock_id (0: the trace's boot clock), packed into
  * *ret (malloc'd). */
 int journald_event_pack(Tracebus__SystemdJournaldEvent *e, uint64_t ts_ns, uint32_t clock_id, uint8_t **ret,

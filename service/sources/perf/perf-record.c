@@ -13,15 +13,10 @@ const struct perf_event_header *perf_ring_next(const uint8_t *data, size_t ring_
 
         if (*tail + sizeof(hdr) > head)
                 return NULL;
-        /* The kernel keeps headers 8-byte aligned, so one never straddles the end; a
-         * record of a size that is not would misplace the next one: copied in two then. */
-        if (first >= sizeof(hdr))
-                memcpy(&hdr, data + off, sizeof(hdr));
-        else {
-                memcpy(&hdr, data + off, first);
-                memcpy((uint8_t *) &hdr + first, data, sizeof(hdr) - first);
-        }
-        if (hdr.size < sizeof(hdr) || hdr.size > ring_bytes || *tail + hdr.size > head)
+        /* The kernel keeps records 8-byte aligned (so a header never straddles the end):
+         * a size that is not a multiple of 8, or larger than the ring, is not a record. */
+        memcpy(&hdr, data + off, sizeof(hdr));
+        if (hdr.size < sizeof(hdr) || hdr.size % 8 != 0 || hdr.size > ring_bytes || *tail + hdr.size > head)
                 return NULL;
         *tail += hdr.size;
         if (hdr.size <= first)

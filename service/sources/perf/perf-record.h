@@ -33,8 +33,9 @@ typedef struct PerfRecord {
 } PerfRecord;
 
 /* The next whole record of the ring's data area @data (@ring_bytes, a multiple of 8)
- * between *@tail and @head, moving *@tail past it; copied into @copy when it wraps
- * around the end of the area. NULL when no whole, sane record is left. */
+ * between *@tail (a multiple of 8, as the kernel keeps it) and @head, moving *@tail
+ * past it; copied into @copy when it wraps around the end of the area. NULL when no
+ * whole, sane record is left. */
 const struct perf_event_header *perf_ring_next(const uint8_t *data, size_t ring_bytes, uint64_t *tail, uint64_t head,
                                                uint8_t copy[static PERF_RECORD_MAX_BYTES]);
 
