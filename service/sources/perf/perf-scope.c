@@ -173,16 +173,54 @@ static int parse_map_line(const char *line, PerfMap *ret) {
         return ret->path ? 1 : -ENOMEM;
 }
 
-/* start_offset: the offset of the file's first mapping (of any permission). */
-static uint64_t first_offset(const char *text, const PerfMap *m) {
-        unsigned long long off, inode;
-        unsigned maj, min;
+/* The file of a mapping: its device and inode. */
+static int compare_file(uint64_t dev_a, uint64_t inode_a, uint64_t dev_b, uint64_t inode_b) {
+        if (dev_a != dev_b)
+                return dev_a < dev_b ? -1 : 1;
+        return inode_a < inode_b ? -1 : inode_a > inode_b;
+}
 
-        for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
-                if (sscanf(l, "%*x-%*x %*s %llx %x:%x %llu", &off, &maj, &min, &inode) == 4 && inode == m->inode &&
-                    (((uint64_t) maj << 32) | min) == m->dev)
-                        return off;
-        return m->pgoff;
+static int compare_maps_by_file(const void *a, const void *b) {
+        const PerfMap *x = a, *y = b;
+
+        return compare_file(x->dev, x->inode, y->dev, y->inode);
+}
+
+/* The first of @p's mappings (sorted by file) of the file @dev, @inode; n_maps if none. */
+static size_t first_of_file(const PerfProc *p, uint64_t dev, uint64_t inode) {
+        size_t lo = 0, hi = p->n_maps;
+
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (compare_file(p->maps[mid].dev, p->maps[mid].inode, dev, inode) < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo;
+}
+
+/* start_offset of each mapping of a file: the offset of the file's first mapping in
+ * @text, of any permission. One pass over the lines, each file looked up among the
+ * mappings sorted by file: a maps of many mappings costs no more than it is long. */
+static void set_start_offsets(PerfProc *p, const char *text) {
+        qsort(p->maps, p->n_maps, sizeof(*p->maps), compare_maps_by_file);
+        for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+                unsigned long long off, inode;
+                unsigned maj, min;
+                uint64_t dev;
+
+                if (sscanf(l, "%*x-%*x %*s %llx %x:%x %llu", &off, &maj, &min, &inode) != 4 || inode == 0)
+                        continue;
+                dev = ((uint64_t) maj << 32) | min;
+                for (size_t i = first_of_file(p, dev, inode);
+                     i < p->n_maps && p->maps[i].dev == dev && p->maps[i].inode == inode && !p->maps[i].has_start_offset;
+                     i++) {
+                        p->maps[i].start_offset = off;
+                        p->maps[i].has_start_offset = true;
+                }
+        }
 }
 
 void perf_maps_parse(PerfProc *p, const char *text) {
@@ -192,15 +230,16 @@ void perf_maps_parse(PerfProc *p, const char *text) {
 
                 if (!line || parse_map_line(line, &m) <= 0)
                         continue;
-                m.start_offset = m.inode ? first_offset(text, &m) : m.pgoff;
+                m.start_offset = m.pgoff;
                 q = reallocarray(p->maps, p->n_maps + 1, sizeof(*q));
                 if (!q) {
                         free(m.path);
-                        return;
+                        break;
                 }
                 p->maps = q;
                 p->maps[p->n_maps++] = m;
         }
+        set_start_offsets(p, text);
 }
 
 static void read_maps(PerfProc *p) {
