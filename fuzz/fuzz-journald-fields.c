@@ -3,12 +3,16 @@
  * libFuzzer target: a journal entry's fields, as sd_journal_get_data() hands them
  * ("FIELD=value", any bytes), made into the SystemdJournaldEvent packet by
  * journald_event_fill() and journald_event_pack() as for an entry of the journal, then
- * read back and its strings checked against the caps.
+ * read back and its strings checked against the caps. The entry is also judged by
+ * journald_entry_visible(), the rule for a caller who may not read the whole journal:
+ * an entry it lets through must be of the caller's uid and not an audit record.
  *
- * The input: a priority byte, then fields, each a length byte and that many bytes (the
- * first field of a name wins, as sd_journal_get_data() returns the first).
+ * The input: a byte of the priority (its low 3 bits) and the caller's uid (the rest),
+ * then fields, each a length byte and that many bytes (the first field of a name wins,
+ * as sd_journal_get_data() returns the first).
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +51,12 @@ static void check_cap(const char *s, size_t max) {
                 abort();
 }
 
+/* What the visibility rule let through, as the event says it. */
+static void check_visible(const Tracebus__SystemdJournaldEvent *e, uid_t uid) {
+        if (!e->has_uid || e->uid != uid || (e->transport && strcmp(e->transport, "audit") == 0))
+                abort();
+}
+
 static void check_packet(const uint8_t *buf, size_t len) {
         Tracebus__TracePacket *back = tracebus__trace_packet__unpack(NULL, len, buf);
         const Tracebus__SystemdJournaldEvent *e;
@@ -70,10 +80,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         uint8_t *buf = NULL;
         size_t len = 0;
         uint32_t prio;
+        uid_t uid;
+        bool visible;
 
         if (size < 1)
                 return 0;
         prio = data[0] % 8;
+        uid = data[0] >> 3;
         data++;
         size--;
         while (size > 0 && entry.n < MAX_FIELDS) {
@@ -83,7 +96,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 data += 1 + flen;
                 size -= 1 + flen;
         }
+        visible = journald_entry_visible(uid, get_data, &entry);
         journald_event_fill(&e, prio, get_data, &entry);
+        if (visible)
+                check_visible(&e, uid);
         if (journald_event_pack(&e, 1000, 0, &buf, &len) < 0)
                 abort();
         check_packet(buf, len);

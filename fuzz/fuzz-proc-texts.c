@@ -2,7 +2,7 @@
 /*
  * libFuzzer target: the service's parsers of /proc texts, each on arbitrary bytes.
  * The kernel writes these files, but a process chooses much of what they say about it
- * (its comm, argv, the paths it maps, how many mappings), and a container's /proc may
+ * (its comm, argv, its uids), and a container's /proc may
  * be another kernel's. The first byte picks the parser; the rest is the text, ending
  * at its first NUL (what the readers see), except for cmdline, whose NULs are its own:
  *
@@ -10,7 +10,7 @@
  *   1 /proc/PID/cmdline, proc_cmdline_parse()
  *   2 /proc/PID/stat, proc_stat_start_ticks()
  *   3 status, smaps_rollup and stat, NUL-separated, process_stats_parse_texts()
- *   4 /proc/PID/maps, perf_maps_parse() (linux.perf's mappings)
+ *   4 /proc/self/mountinfo, proc_mount_hide_parse() (whether /proc hides processes)
  *   5-11 /proc/meminfo, vmstat, stat, buddyinfo, diskstats, pressure/<r>, slabinfo
  *        (linux.sys_stats)
  */
@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "perf-local.h"
 #include "process-scan-local.h"
 #include "process-stats.h"
+#include "process-view.h"
 #include "sys-stats.h"
 
 static char *text_of(const uint8_t *data, size_t size) {
@@ -52,9 +52,9 @@ static void fuzz_process_stats(char *text, size_t size) {
         /* The three texts, split at the first two NULs of the input's @size bytes. */
         char *smaps = memchr(text, 0, size);
         char *stat = smaps ? memchr(smaps + 1, 0, size - (size_t) (smaps - text) - 1) : NULL;
-        long uid;
+        long owner;
 
-        (void) process_stats_parse_texts(text, smaps ? smaps + 1 : NULL, stat ? stat + 1 : NULL, &uid);
+        (void) process_stats_parse_texts(text, smaps ? smaps + 1 : NULL, stat ? stat + 1 : NULL, &owner);
 }
 
 static void fuzz_sys_stats(uint8_t which, char *text) {
@@ -100,9 +100,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         } else if (which == 3)
                 fuzz_process_stats(text, size);
         else if (which == 4) {
-                PerfProc p = { .pid = 1 };
-                perf_maps_parse(&p, text);
-                perf_maps_free(&p);
+                ProcMountHide hide;
+                proc_mount_hide_parse(text, &hide);
         } else
                 fuzz_sys_stats(which, text);
         free(text);

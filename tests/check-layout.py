@@ -3,9 +3,10 @@
 """The layout doc/architecture.md promises, checked (data suite):
 
 - the folders point one way: in service/, a folder includes only from the folders below it,
-      main.c > bus/ > core/ > sources/ > recorder/ > config/ > kernel/
-  and one data source's folder (sources/NAME/) nothing of another's, only sources/ itself;
-  in lib/, a part (ftrace/, trace/, deflate/, textproto/) includes only the public headers
+      main.c > bus/ > core/ > sources/ > recorder/ > config/ > kernel/ > unwind/
+  (unwind/ is tracebus-unwind, a program of its own: the service includes only its
+  protocol header) and one data source's folder (sources/NAME/) nothing of another's, only sources/ itself;
+  in lib/, a part (ftrace/, trace/, deflate/, textproto/, producer/) includes only the public headers
   (lib/include/) and lib/basic/; lib/ includes nothing of service/ or client/, the service
   nothing of client/, the clients nothing of service/;
 - no include circle between modules (a module is NAME.c with NAME.h / NAME-local.h);
@@ -90,8 +91,8 @@ def find_cycles(graph):
 
 
 SERVICE_RANKS = {'service': 7, 'service/bus': 6, 'service/core': 5, 'service/sources': 4,
-                 'service/recorder': 3, 'service/config': 2, 'service/kernel': 1}
-LIB_PARTS = ('lib/ftrace', 'lib/trace', 'lib/deflate', 'lib/textproto')
+                 'service/recorder': 3, 'service/config': 2, 'service/kernel': 1, 'service/unwind': 0}
+LIB_PARTS = ('lib/ftrace', 'lib/trace', 'lib/deflate', 'lib/textproto', 'lib/producer')
 
 
 def service_folder(path):

@@ -6,12 +6,16 @@
  * frame pointers and perf-target-nofp without, so a profile of each shows what
  * frame-pointer callchains and DWARF unwinding recover.
  *
- *   perf-target [SECONDS]
+ *   perf-target [SECONDS [nodump]]
  *
+ * With "nodump" it makes itself non-dumpable (PR_SET_DUMPABLE 0) first: its owner may no
+ * longer ptrace it, nor read its /proc/PID/maps.
  * It prints "ready PID" on stdout once it spins, so a test knows when to sample.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -73,6 +77,8 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "usage: %s [SECONDS (0-3600]]\n", argv[0]);
                 return 2;
         }
+        if (argc > 2 && strcmp(argv[2], "nodump") == 0 && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+                return 1;
         printf("ready %d\n", (int) getpid());
         fflush(stdout);
         r = tb_fa(seconds);

@@ -273,7 +273,7 @@ static void test_failed_capture_leaves_nothing(void) {
         g_assert_nonnull(strstr(bad_name.err, "not a capture name"));
 }
 
-/* helper "rotate": RotateEvery= in NAME.conf: the capture is chunks NAME-STAMP.pftrace.N,
+/* RotateEvery= in NAME.conf: the capture is chunks NAME-STAMP.pftrace.N,
  * each a trace of its own, and KeepTraces counts a capture once, all its chunks. */
 static void test_rotated_capture(void) {
         static const char rotating_config[] =

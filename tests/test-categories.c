@@ -69,7 +69,7 @@ static void test_table(void) {
         g_assert_false(tb_category_lookup("cpu_profile")->default_on);
 }
 
-/* CPU profile (helper "perfclients"): linux.perf in a buffer of its own, after the events'
+/* CPU profile: linux.perf in a buffer of its own, after the events'
  * and the counters', in the shape of Perfetto's CPU-profiling docs. */
 static void test_config_profile(void) {
         const char *const ids[] = { "sched", "cpu_profile", NULL }, *const only[] = { "cpu_profile", NULL };

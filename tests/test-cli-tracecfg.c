@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Bus suite: TraceConfig's own fields and the perfetto options around them
- * (issue 22 items 5 and 6), through the tracebus CLI against the real service:
+ * Bus suite: TraceConfig's own fields and the perfetto options around them,
+ * through the tracebus CLI against the real service:
  * unique_session_name, builtin_data_sources, trace_uuid, snapshot_interval_ms,
  * cmd_trace_start_delay, --notify-fd, --query and --query-raw, and perfetto's
  * Android-only options. Each effect is read back from the trace by the
@@ -339,7 +339,7 @@ static void test_android_only(void) {
                 assert_stderr_has(&res, options[i][0]);
                 assert_stderr_has(&res, "not supported off Android");
         }
-        /* --clone and --clone-by-name work (helper "clone": tests/test-clone.c). */
+        /* --clone and --clone-by-name work (tests/test-clone.c). */
 }
 
 int main(int argc, char **argv) {

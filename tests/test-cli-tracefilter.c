@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Bus suite: TraceConfig.trace_filter (issue 22 item 5) through the tracebus CLI
+ * Bus suite: TraceConfig.trace_filter through the tracebus CLI
  * against the real service. A filter that keeps every TracePacket field but
  * process_tree gives a trace without process descriptions, compressed or not, whose
  * ftrace events are all there; a bad bytecode is refused at Start, naming trace_filter.

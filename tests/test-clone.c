@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Bus suite (helper "clone", issue 23 item 1): snapshots of a running session, against
+ * Bus suite: snapshots of a running session, against
  * the real service, polkitd and tracefs. Session.Clone through the command line
  * (tracebus --clone, --clone-by-name, --clone-key) as the test users; the snapshots read
  * back with libtracebus's reader (tests/recorder.h, tests/trace-file.h).

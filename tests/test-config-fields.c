@@ -209,7 +209,7 @@ static void test_corpus(void) {
         g_assert_cmpuint(n, >=, 8);
 
         /* The corpus sets every field of TraceConfig and of the configs of the data
-         * sources tracebus records (and of linux.perf, parsed here for issue 24). */
+         * sources tracebus records (and of linux.perf, parsed here too). */
         for (size_t i = 0; i < G_N_ELEMENTS(covered); i++)
                 for (unsigned f = 0; f < covered[i]->n_fields; f++) {
                         g_autofree char *key = g_strdup_printf("%s.%s", rule_name(covered[i]), covered[i]->fields[f].name);

@@ -111,7 +111,7 @@ static void test_output_timeout(void) {
         g_assert_cmpuint(c.limits.output_timeout_usec, ==, UINT64_MAX);
 }
 
-/* CloneMinIntervalSec= (helper "clone"): 5 s by default, a time span or 0, never infinity. */
+/* CloneMinIntervalSec=: 5 s by default, a time span or 0, never infinity. */
 static void test_clone_interval(void) {
         DaemonConfig c;
 
@@ -190,7 +190,7 @@ static void test_load_missing_dir(void) {
         g_assert_cmpuint(c.idle_timeout_usec, ==, d.idle_timeout_usec);
 }
 
-/* The [Limits] keys of the fair limits (issue 20): pending calls, descriptors, buffers. */
+/* The [Limits] keys of the fair limits: pending calls, descriptors, buffers. */
 static void test_fair_limit_keys(void) {
         DaemonConfig c;
 

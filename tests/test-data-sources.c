@@ -78,13 +78,47 @@ static void test_registry(void) {
         g_assert_cmpstr(ftrace_data_source.names[0], ==, "linux.ftrace");
         g_assert_null(ftrace_data_source.load);
         g_assert_nonnull(ftrace_data_source.teardown_instance);
-        /* Only linux.ftrace (raw kernel addresses) and linux.perf ask more of polkit than
-         * Start's own action. */
-        g_assert_nonnull(ftrace_data_source.visibility.with_manage);
-        g_assert_nonnull(perf_data_source.visibility.with_manage);
-        g_assert_null(process_stats_data_source.visibility.with_manage);
-        g_assert_null(sys_stats_data_source.visibility.with_manage);
-        g_assert_null(journald_data_source.visibility.with_manage);
+        /* Every source keeps something to org.tracebus.manage, and learns whether the
+         * owner holds it: through apply_rights, linux.perf through its scope, linux.ftrace
+         * through the config's kernel_pointers_raw. */
+        for (size_t i = 0; i < data_sources_count(); i++) {
+                const DataSourceOps *ops = data_source_nth(i);
+
+                g_assert_nonnull(ops->visibility.with_manage);
+                if (ops != &ftrace_data_source && ops != &perf_data_source)
+                        g_assert_nonnull(ops->apply_rights);
+        }
+}
+
+/* What each source leaves to org.tracebus.manage, applied once polkit answered. */
+static void test_apply_rights(void) {
+        SysStatsSelection sel = { .period_ms[SYS_STATS_SLAB] = 100, .period_ms[SYS_STATS_MEMINFO] = 100 };
+        JournaldSection journal = {};
+        SessionConfig c = {};
+
+        /* Record-only: root's /proc/slabinfo is skipped, and said so; the rest records. */
+        g_assert_cmpint(sys_stats_data_source.apply_rights(&c, &sel, 1000, false), ==, 0);
+        g_assert_cmpuint(sel.period_ms[SYS_STATS_SLAB], ==, 0);
+        g_assert_cmpuint(sel.period_ms[SYS_STATS_MEMINFO], ==, 100);
+        g_assert_true(warned(&c, "linux.sys_stats slab_period_ms: /proc/slabinfo is readable by root only"));
+        g_assert_cmpint(journald_data_source.apply_rights(&c, &journal, 1000, false), ==, 0);
+        g_assert_false(journal.manage);
+        g_assert_cmpint(data_sources_apply_rights(&c, 1000, false), ==, 0);
+        g_assert_cmpuint(c.process_tree.owner_uid, ==, 1000);
+        g_assert_false(c.process_tree.owner_sees_all);
+        session_config_done(&c);
+
+        /* With manage: everything, no warning. */
+        c = (SessionConfig) {};
+        sel.period_ms[SYS_STATS_SLAB] = 100;
+        g_assert_cmpint(sys_stats_data_source.apply_rights(&c, &sel, 1000, true), ==, 0);
+        g_assert_cmpuint(sel.period_ms[SYS_STATS_SLAB], ==, 100);
+        g_assert_null(c.warnings);
+        g_assert_cmpint(journald_data_source.apply_rights(&c, &journal, 1000, true), ==, 0);
+        g_assert_true(journal.manage);
+        g_assert_cmpint(data_sources_apply_rights(&c, 1000, true), ==, 0);
+        g_assert_true(c.process_tree.owner_sees_all);
+        session_config_done(&c);
 }
 
 static void test_lookup(void) {
@@ -178,6 +212,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/data-sources/registry", test_registry);
         g_test_add_func("/data-sources/lookup", test_lookup);
         g_test_add_func("/data-sources/load", test_load);
+        g_test_add_func("/data-sources/apply-rights", test_apply_rights);
         g_test_add_func("/data-sources/load-error", test_load_error);
         g_test_add_func("/data-sources/setup-without-events", test_setup_without_events);
         return g_test_run();

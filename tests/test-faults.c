@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Bus suite: faults around the service (issue 7, item 4). The bus activates the build
+ * Bus suite: faults around the service. The bus activates the build
  * tree's tracebusd (TB_START_ACTIVATABLE), so that a killed service comes back on the
  * next call, as under systemd.
  *

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Bus suite: FtraceConfig's symbolize_ksyms, enable_function_graph and kprobe_events
- * (issue 22), against the real service, polkitd and tracefs.
+ * Bus suite: FtraceConfig's symbolize_ksyms, enable_function_graph and kprobe_events,
+ * against the real service, polkitd and tracefs.
  *
  *   ksyms      three sessions record the workqueue events at once: root without
  *              symbolize_ksyms (raw addresses: the truth, named here from

@@ -412,7 +412,7 @@ static void test_challenge(void) {
         test_refused("tbchallenge", "challenge");
 }
 
-/* Helper "clone": Save Snapshot while recording: the snapshot is a recording of its own,
+/* Save Snapshot while recording: the snapshot is a recording of its own,
  * a trace with events that loads alone, and the recording goes on to its Stop. */
 static void test_snapshot(void) {
         g_auto(AppHome) h = { 0 };

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Bus suite, hostile resources (issue 20): a user who spawns processes must not grow
+ * Bus suite, hostile resources: a user who spawns processes must not grow
  * the service's memory without end. A ring session with a small buffer records while
  * a storm of N short-lived processes runs, then a storm of 3N more: what the service
  * keeps of the processes it described is bounded (service/kernel/process-scan-table.c), so

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Bus suite: fair limits per user (issue 20, item 2). Each case runs a tracebusd of
+ * Bus suite: fair limits per user. Each case runs a tracebusd of
  * its own, with a tracebusd.conf of its own, on the harness's bus and polkitd, and
  * ends it with SIGTERM:
  *

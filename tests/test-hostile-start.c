@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Bus suite: a Start costs the service a bounded amount of work before polkit is asked
- * (issue 20, item 1), and ListEvents is for those who may record.
+ * Bus suite: a Start costs the service a bounded amount of work before polkit is asked,
+ * and ListEvents is for those who may record.
  *
  *  - latency: tbuser's IsDetached, timed quiet, then while tbother (refused by polkit)
  *    sends hostile Starts one after the other, 20 ms apart (4,096 bare event names; a BinaryConfig of 80

@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Bus suite, linux.systemd_journald (issue 21): journal entries written during a session
+ * Bus suite, linux.systemd_journald: journal entries written during a session
  * as Perfetto v58's SystemdJournaldEvent, one packet per entry on the monotonic clock, read
  * back field by field, and the one stats packet at the end. tbuser's session sees its
- * own entries and not tbother's; root's sees both, filtered by its config (min_prio,
- * filter_identifiers). When this machine runs no journald (a container without systemd),
+ * own entries, not tbother's, nor root's from inside tbuser's session
+ * (_SYSTEMD_OWNER_UID, as sudo's are); root's sees them all, filtered by its config
+ * (min_prio, filter_identifiers); tbadmin's (org.tracebus.manage) sees them all too. When this machine runs no journald (a container without systemd),
  * the test starts systemd-journald itself for its duration, and removes what it made.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pwd.h>
+#include <stdlib.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -86,6 +89,109 @@ static void log_as(const char *user, const char *message, int prio) {
         }
         g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
         g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* The cgroup hierarchies that say whose session a process is in: the unified one, and
+ * the named systemd one of a hybrid or legacy machine. */
+static GPtrArray *session_cgroup_roots(void) {
+        GPtrArray *roots = g_ptr_array_new_with_free_func(g_free);
+        g_autofree char *mountinfo = NULL;
+        g_auto(GStrv) lines = NULL;
+
+        g_assert_true(g_file_get_contents("/proc/self/mountinfo", &mountinfo, NULL, NULL));
+        lines = g_strsplit(mountinfo, "\n", -1);
+        for (guint i = 0; lines[i]; i++) {
+                g_auto(GStrv) f = g_strsplit(lines[i], " ", -1);
+
+                if (g_strv_length(f) > 4 && (strstr(lines[i], " - cgroup2 ") ||
+                                             (strstr(lines[i], " - cgroup ") && strstr(lines[i], "name=systemd"))))
+                        g_ptr_array_add(roots, g_strdup(f[4]));
+        }
+        g_assert_cmpuint(roots->len, >, 0);
+        return roots;
+}
+
+/* Moves @pid into user-UID.slice/tbjtest-PID.scope of @user in every such hierarchy,
+ * as a process of root's inside the user's login session is (sudo, su): journald then
+ * gives its entries _SYSTEMD_OWNER_UID=UID. The directories it made go to @made. */
+static void move_into_user_slice(pid_t pid, const char *user, GPtrArray *made) {
+        g_autoptr(GPtrArray) roots = session_cgroup_roots();
+        uid_t uid = getpwnam(user)->pw_uid;
+
+        for (guint i = 0; i < roots->len; i++) {
+                const char *root = g_ptr_array_index(roots, i);
+                g_autofree char *slice = g_strdup_printf("%s/user.slice", root);
+                g_autofree char *user_slice = g_strdup_printf("%s/user-%u.slice", slice, (unsigned) uid);
+                g_autofree char *scope = g_strdup_printf("%s/tbjtest-%d.scope", user_slice, (int) getpid());
+                g_autofree char *procs = g_strconcat(scope, "/cgroup.procs", NULL);
+                g_autofree char *value = g_strdup_printf("%d\n", (int) pid);
+                const char *dirs[] = { slice, user_slice, scope };
+                int fd;
+
+                for (size_t d = 0; d < G_N_ELEMENTS(dirs); d++)
+                        if (mkdir(dirs[d], 0755) == 0)
+                                g_ptr_array_add(made, g_strdup(dirs[d]));
+                /* Shortfalls, not assertions: the caller removes what was made. */
+                fd = open(procs, O_WRONLY | O_CLOEXEC);
+                expect(fd >= 0 && write(fd, value, strlen(value)) == (ssize_t) strlen(value),
+                       "cannot move pid %d into %s: %s", (int) pid, scope, g_strerror(errno));
+                if (fd >= 0)
+                        close(fd);
+        }
+}
+
+/* Logs @message at @prio as root from inside @user's session (see move_into_user_slice()),
+ * from a child named "tbjlog". */
+static void log_as_root_in_session_of(const char *user, const char *message, int prio) {
+        g_autoptr(GPtrArray) made = g_ptr_array_new_with_free_func(g_free);
+        int go[2];
+        pid_t pid;
+        int status;
+        char c = 1;
+
+        g_assert_cmpint(pipe(go), ==, 0);
+        fflush(NULL);
+        pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0) {
+                close(go[1]);
+                (void) prctl(PR_SET_NAME, "tbjlog");
+                if (read(go[0], &c, 1) != 1)
+                        _exit(2);
+                if (sd_journal_send("MESSAGE=%s", message, "PRIORITY=%d", prio, "SYSLOG_IDENTIFIER=" TAG, NULL) < 0)
+                        _exit(3);
+                usleep(200 * 1000);   /* alive while journald reads its cgroup */
+                _exit(0);
+        }
+        close(go[0]);
+        move_into_user_slice(pid, user, made);
+        g_assert_cmpint(write(go[1], &c, 1), ==, 1);
+        close(go[1]);
+        g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+        g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        for (guint i = made->len; i > 0; i--)
+                (void) rmdir(g_ptr_array_index(made, i - 1));
+}
+
+/* The _UID and _SYSTEMD_OWNER_UID journald gave the entry @message (-1: none). */
+static void journal_uids_of(const char *message, long *ret_uid, long *ret_owner) {
+        g_autofree char *match = g_strconcat("MESSAGE=", message, NULL);
+        const char *const fields[] = { "_UID", "_SYSTEMD_OWNER_UID" };
+        long *rets[] = { ret_uid, ret_owner };
+        sd_journal *j = NULL;
+
+        *ret_uid = *ret_owner = -1;
+        g_assert_cmpint(sd_journal_open(&j, SD_JOURNAL_LOCAL_ONLY), >=, 0);
+        g_assert_cmpint(sd_journal_add_match(j, match, 0), >=, 0);
+        if (sd_journal_next(j) > 0)
+                for (size_t i = 0; i < G_N_ELEMENTS(fields); i++) {
+                        const void *data;
+                        size_t len;
+
+                        if (sd_journal_get_data(j, fields[i], &data, &len) >= 0)
+                                *rets[i] = strtol((const char *) data + strlen(fields[i]) + 1, NULL, 10);
+                }
+        sd_journal_close(j);
 }
 
 typedef struct {
@@ -175,20 +281,24 @@ static void test_journald(void) {
         g_autofree char *mine = g_strdup_printf("tbjournal-mine-%d", (int) getpid());
         g_autofree char *other = g_strdup_printf("tbjournal-other-%d", (int) getpid());
         g_autofree char *debug = g_strdup_printf("tbjournal-debug-%d", (int) getpid());
-        g_auto(Trace) tu = { 0 }, tr = { 0 };
-        g_auto(Rec) ru = { 0 }, rr = { 0 };
-        Journal ju = { 0 }, jr = { 0 };
+        g_autofree char *in_session = g_strdup_printf("tbjournal-root-in-session-%d", (int) getpid());
+        g_auto(Trace) tu = { 0 }, tr = { 0 }, ta = { 0 };
+        g_auto(Rec) ru = { 0 }, rr = { 0 }, ra = { 0 };
+        Journal ju = { 0 }, jr = { 0 }, ja = { 0 };
         guint64 t0, t1;
+        long uid, owner;
 
         journald_ensure();
         rec_start(&ru, "tbuser", "journald-user.pftrace", cfg_user);
         rec_start(&rr, "root", "journald-root.pftrace", cfg_root);
+        rec_start(&ra, "tbadmin", "journald-admin.pftrace", cfg_user);
         tb_sleep_scaled(300);
         t0 = now_ns(CLOCK_MONOTONIC);
         log_as("tbuser", mine, 4);
         log_as("tbother", other, 4);
         log_as("tbuser", debug, 7);
         t1 = now_ns(CLOCK_MONOTONIC);
+        log_as_root_in_session_of("tbuser", in_session, 4);
         tb_sleep_scaled(1000);
         {
                 g_autofree char *wu = rec_get(&ru, "Warnings"), *wr = rec_get(&rr, "Warnings");
@@ -200,6 +310,11 @@ static void test_journald(void) {
         }
         load(&ru, &tu, &ju);
         load(&rr, &tr, &jr);
+        load(&ra, &ta, &ja);
+        /* journald took root's entry for one of tbuser's session, as it does sudo's. */
+        journal_uids_of(in_session, &uid, &owner);
+        expect(uid == 0 && owner == (long) getpwnam("tbuser")->pw_uid, "root's entry in tbuser's session has _UID "
+               "%ld and _SYSTEMD_OWNER_UID %ld, not 0 and tbuser's", uid, owner);
 
         note("tbuser's trace: %u journal entries; root's: %u\n", ju.events->len, jr.events->len);
         expect(find(&ju, mine) != NULL, "tbuser's own entry is not in its trace");
@@ -207,6 +322,8 @@ static void test_journald(void) {
                 check_fields(find(&ju, mine), t0, t1);
         expect(find(&ju, debug) != NULL, "tbuser's debug entry is not in its trace (min_prio unset: all)");
         expect(find(&ju, other) == NULL, "tbother's entry is in tbuser's trace");
+        /* journalctl shows tbuser only its own processes' entries, not root's in its session. */
+        expect(find(&ju, in_session) == NULL, "root's entry from tbuser's session is in tbuser's trace");
         for (guint i = 0; i < ju.events->len; i++) {
                 const Tracebus__SystemdJournaldEvent *e =
                         ((const Tracebus__TracePacket *) g_ptr_array_index(ju.events, i))->journald_event;
@@ -214,7 +331,11 @@ static void test_journald(void) {
                 expect(e->has_uid && e->uid == getpwnam("tbuser")->pw_uid, "tbuser's trace has an entry of uid %u: %s",
                        e->uid, e->message);
         }
-        expect(find(&jr, mine) && find(&jr, other), "root's trace lacks tbuser's or tbother's entry");
+        expect(find(&jr, mine) && find(&jr, other) && find(&jr, in_session),
+               "root's trace lacks tbuser's, tbother's or root's entry");
+        /* A holder of org.tracebus.manage reads the whole journal. */
+        expect(find(&ja, mine) && find(&ja, other) && find(&ja, in_session),
+               "tbadmin's (org.tracebus.manage) trace lacks tbuser's, tbother's or root's entry");
         expect(!find(&jr, debug), "root's trace has a priority 7 entry with min_prio 5");
         for (guint i = 0; i < jr.events->len; i++) {
                 const Tracebus__SystemdJournaldEvent *e =
@@ -225,11 +346,12 @@ static void test_journald(void) {
         }
         g_ptr_array_unref(ju.events);
         g_ptr_array_unref(jr.events);
+        g_ptr_array_unref(ja.events);
         journald_done();
         verdict();
 }
 
-/* The entries of the last poll period are read at Stop (helper "pollshare"): a marker
+/* The entries of the last poll period are read at Stop: a marker
  * logged right before Stop is in the trace, every time. Root's session; the test itself
  * logs, so that nothing waits between the entry and the Stop. */
 static void test_journald_last_entries(void) {

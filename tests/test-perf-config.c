@@ -3,9 +3,8 @@
  * linux.perf's PerfEventConfig as the service loads it (service/sources/perf/perf-config.c)
  * and what a caller may sample (perf_scope_authorize(), service/sources/perf/perf-scope.c): defaults,
  * a frequency over the kernel's cap, counters this machine lacks, ring sizes, the
- * tracepoint timebase (against a fake tracefs root), the legacy flat fields, the
- * refusal of another user's process without org.tracebus.manage, and the executable
- * mappings read from /proc/PID/maps (perf_maps_parse()).
+ * tracepoint timebase (against a fake tracefs root), the legacy flat fields, and the
+ * refusal of another user's process without org.tracebus.manage.
  */
 #include <stdio.h>
 #include <string.h>
@@ -167,41 +166,6 @@ static void test_legacy_and_authorize(void) {
         session_config_done(&c);
 }
 
-/* Each executable mapping of a file, its start_offset that of the file's first line
- * (of any permission, wherever it is), anonymous ones their own; the rest left out. */
-static void test_maps_start_offset(void) {
-        static const char text[] =
-                "7f0000000000-7f0000001000 r-xp 00003000 08:01 77 /usr/lib/b.so\n"
-                "55d000000000-55d000002000 r--p 00000000 08:01 12 /usr/bin/a\n"
-                "55d000002000-55d000005000 r-xp 00002000 08:01 12 /usr/bin/a\n"
-                "55d000005000-55d000006000 rw-p 00005000 08:01 12 /usr/bin/a\n"
-                "7f0000100000-7f0000101000 r--p 00001000 08:02 77 /other-disk/c.so\n"
-                "7f0000101000-7f0000102000 r-xp 00002000 08:02 77 /other-disk/c.so\n"
-                "7f0000200000-7f0000201000 rwxp 00000040 00:00 0 \n"
-                "not a line at all\n";
-        PerfProc p = { .pid = 1 };
-        struct { uint64_t start, start_offset; const char *path; } want[] = {
-                { 0x7f0000000000, 0x3000, "/usr/lib/b.so" },
-                { 0x55d000002000, 0, "/usr/bin/a" },
-                { 0x7f0000101000, 0x1000, "/other-disk/c.so" },
-                { 0x7f0000200000, 0x40, "" },
-        };
-
-        perf_maps_parse(&p, text);
-        g_assert_cmpuint(p.n_maps, ==, G_N_ELEMENTS(want));
-        for (size_t i = 0; i < G_N_ELEMENTS(want); i++) {
-                const PerfMap *m = NULL;
-
-                for (size_t k = 0; k < p.n_maps; k++)
-                        if (p.maps[k].start == want[i].start)
-                                m = &p.maps[k];
-                g_assert_nonnull(m);
-                g_assert_cmpuint(m->start_offset, ==, want[i].start_offset);
-                g_assert_cmpstr(m->path, ==, want[i].path);
-        }
-        perf_maps_free(&p);
-}
-
 int main(int argc, char **argv) {
         g_autoptr(GError) error = NULL;
         g_autofree char *events = NULL, *id = NULL, *avail = NULL;
@@ -222,7 +186,6 @@ int main(int argc, char **argv) {
         g_test_add_func("/perf-config/sizes", test_sizes_and_skipped);
         g_test_add_func("/perf-config/tracepoint", test_tracepoint);
         g_test_add_func("/perf-config/legacy-authorize", test_legacy_and_authorize);
-        g_test_add_func("/perf-config/maps-start-offset", test_maps_start_offset);
         r = g_test_run();
         (void) g_unlink(id);
         (void) g_unlink(avail);

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * service/sources/perf/perf-unwind.c against real samples of this very thread: the kernel's
- * frame-pointer callchains and libdw's DWARF unwinding of the copied stacks name
- * the test's own call chain in order; anonymous code and unmapped addresses give
- * unnamed frames; a stripped library is named from its separate debug file found
- * by build id or .gnu_debuglink; the memory cap leaves files out and says so.
+ * service/unwind/perf-unwind.c (tracebus-unwind's core) against real samples of this very
+ * thread: the kernel's frame-pointer callchains and libdw's DWARF unwinding of the copied
+ * stacks name the test's own call chain in order; anonymous code and unmapped addresses
+ * give unnamed frames; a stripped library is named from its separate debug file found by
+ * build id, never through its .gnu_debuglink (a file, FIFO or symlink next to it); the
+ * memory cap leaves files out and says so.
  */
 #include <dlfcn.h>
 #include <glib.h>
@@ -17,6 +18,7 @@
 #include <linux/seccomp.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -371,8 +373,32 @@ static void *load(const char *path, uintptr_t *entry, uintptr_t *hidden) {
         return h;
 }
 
-/* A stripped library: its static function is named only once the debug file is found,
- * by build id in a debug dir or by its .gnu_debuglink next to it. */
+/* Names @hidden of the library at @path in a child with a deadline: a debug file
+ * lookup that waits on a FIFO kills the child rather than the test. */
+static bool names_hidden_in_child(const char *path) {
+        pid_t pid = fork();
+        int status;
+
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0) {
+                const char *entry_name, *hidden_name;
+                uintptr_t entry, hidden;
+                g_autoptr(GString) build_id = g_string_new(NULL);
+
+                alarm(20);
+                (void) load(path, &entry, &hidden);
+                name_library(NULL, entry, hidden, &entry_name, &hidden_name, build_id);
+                _exit(g_strcmp0(entry_name, "perf_debug_lib_entry") != 0 ? 3 : hidden_name ? 1 : 0);
+        }
+        g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+        g_assert_true(WIFEXITED(status));      /* not killed by the alarm: no wait on the FIFO */
+        g_assert_cmpint(WEXITSTATUS(status), !=, 3);
+        return WEXITSTATUS(status) == 1;
+}
+
+/* A stripped library: its static function is named only once the debug file is found
+ * by build id in a debug dir. A .gnu_debuglink is never followed: a file, a FIFO or a
+ * symlink of that name next to the binary is the binary's owner's to choose. */
 static void test_debug_file(void) {
         g_autofree char *objcopy = g_find_program_in_path("objcopy");
         g_autofree char *lib = g_build_filename(g_getenv("TRACEBUS_BUILD_DIR"), "tests", "perf-debug-lib.so", NULL);
@@ -409,11 +435,28 @@ static void test_debug_file(void) {
         g_assert_cmpstr(hidden_name, ==, "perf_debug_lib_hidden");
         dlclose(h);
 
+        /* lib.debug, the debuglink's name, is right next to linked.so. */
         h = load(linked, &entry, &hidden);
         name_library(NULL, entry, hidden, &entry_name, &hidden_name, build_id);
         g_assert_cmpstr(entry_name, ==, "perf_debug_lib_entry");
-        g_assert_cmpstr(hidden_name, ==, "perf_debug_lib_hidden");
+        g_assert_null(hidden_name);
         dlclose(h);
+
+        /* The debuglink's name a FIFO, then a symlink to the real debug file. */
+        g_autofree char *fifo_dir = g_build_filename(tmp, "fifo", NULL);
+        g_autofree char *fifo_lib = g_build_filename(fifo_dir, "linked.so", NULL);
+        g_autofree char *fifo = g_build_filename(fifo_dir, "lib.debug", NULL);
+        g_autofree char *link_dir = g_build_filename(tmp, "symlink", NULL);
+        g_autofree char *link_lib = g_build_filename(link_dir, "linked.so", NULL);
+        g_autofree char *link = g_build_filename(link_dir, "lib.debug", NULL);
+        g_assert_cmpint(g_mkdir(fifo_dir, 0755), ==, 0);
+        g_assert_cmpint(g_mkdir(link_dir, 0755), ==, 0);
+        run((const char *const[]) { "cp", linked, fifo_lib, NULL });
+        run((const char *const[]) { "cp", linked, link_lib, NULL });
+        g_assert_cmpint(mkfifo(fifo, 0644), ==, 0);
+        g_assert_cmpint(symlink(debug, link), ==, 0);
+        g_assert_false(names_hidden_in_child(fifo_lib));
+        g_assert_false(names_hidden_in_child(link_lib));
         run((const char *const[]) { "rm", "-rf", tmp, NULL });
 }
 

@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Bus suite, linux.perf (issue 24): the real service samples tests/perf-target (main ->
+ * Bus suite, linux.perf: the real service samples tests/perf-target (main ->
  * tb_fa -> tb_fb -> tb_fc -> tb_spin, built with frame pointers) and the trace holds
  * PerfSamples whose interned callstacks name, through each frame's mapping and rel_pc
  * (symbolized here with nm), the chain in order; the packets read field by field, also
  * through protoc against protos/ (Perfetto v58's numbers). tbuser samples only its own
  * processes: a scope naming tbother's process is refused (ProcessNotYours), a
  * system-wide session shows none of tbother's samples, and kernel frames need
- * org.tracebus.manage (tbadmin), whose session shows them named from kallsyms.
+ * org.tracebus.manage (tbadmin), whose session shows them named from kallsyms. The
+ * frames are named by tracebus-unwind as the caller: tbuser's processes it may not
+ * ptrace (non-dumpable, running a binary it may not read) are not sampled, a debuglink
+ * next to a binary is never followed (a FIFO, a symlink to a root-only file), and
+ * tracebusd itself never maps elfutils.
  */
 #include <grp.h>
 #include <pwd.h>
@@ -15,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,9 +34,8 @@
 
 static const char *const chain[CHAIN_LEN] = { "main", "tb_fa", "tb_fb", "tb_fc", "tb_spin" };
 
-/* perf-target-fp as @user for @seconds; its pid once it spins. */
-static pid_t spawn_target_exe(const char *user, const char *name, const char *seconds) {
-        g_autofree char *exe = g_build_filename(tb_bus()->build_dir, "tests", name, NULL);
+/* The program @exe as @user for @seconds (with @extra, NULL: none); its pid once it spins. */
+static pid_t spawn_program(const char *user, const char *exe, const char *seconds, const char *extra) {
         struct passwd *pw = getpwnam(user);
         char line[64] = "";
         int fds[2];
@@ -47,7 +51,7 @@ static pid_t spawn_target_exe(const char *user, const char *name, const char *se
                 dup2(fds[1], STDOUT_FILENO);
                 if (setgroups(0, NULL) < 0 || setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0)
                         _exit(2);
-                execl(exe, exe, seconds, (char *) NULL);
+                execl(exe, exe, seconds, extra, (char *) NULL);
                 _exit(127);
         }
         close(fds[1]);
@@ -55,6 +59,13 @@ static pid_t spawn_target_exe(const char *user, const char *name, const char *se
         close(fds[0]);
         g_assert_true(g_str_has_prefix(line, "ready "));
         return pid;
+}
+
+/* tests/@name as @user for @seconds. */
+static pid_t spawn_target_exe(const char *user, const char *name, const char *seconds) {
+        g_autofree char *exe = g_build_filename(tb_bus()->build_dir, "tests", name, NULL);
+
+        return spawn_program(user, exe, seconds, NULL);
 }
 
 static pid_t spawn_target(const char *user, const char *seconds) {
@@ -183,7 +194,7 @@ static GPtrArray *frame_names(const Perf *p, const Tracebus__PerfSample *ps, GAr
                 if (g_str_equal(path, "[kernel.kallsyms]"))
                         g_ptr_array_add(names, g_strdup_printf("k:%s", n ?: "?"));
                 else if (g_str_equal(path, exe)) {
-                        /* The service names the frame (perf-unwind.c): as nm does at its rel_pc. */
+                        /* tracebus-unwind names the frame: as nm does at its rel_pc. */
                         const char *by_nm = symbolize(syms, f->rel_pc);
 
                         expect(n && g_strcmp0(n, by_nm) == 0, "frame at rel_pc 0x%" G_GINT64_MODIFIER "x named %s, "
@@ -332,12 +343,12 @@ static void profile_chain(const char *name, const char *unwind, bool by_cmdline)
         perf_clear(&p);
 }
 
-/* The first case of the service's life: libdw is loaded by the first session that names
- * user frames (libdw-dlopen.c), not before. */
+/* The service parses no ELF or DWARF itself: user frames are named by tracebus-unwind,
+ * run as the caller, and tracebusd maps neither libdw nor libelf, before or after. */
 static void test_perf_own_process(void) {
-        expect(!service_maps("/libdw"), "tracebusd maps libdw before any session named user frames");
+        expect(!service_maps("/libdw") && !service_maps("/libelf"), "tracebusd maps elfutils before any session");
         profile_chain("perf-target-fp", "UNWIND_FRAME_POINTER", false);
-        expect(service_maps("/libdw"), "tracebusd named user frames without libdw mapped");
+        expect(!service_maps("/libdw") && !service_maps("/libelf"), "tracebusd mapped elfutils to name user frames");
         verdict();
 }
 
@@ -545,12 +556,176 @@ static void test_perf_tracepoint(void) {
         verdict();
 }
 
+/* Frames of @p whose mapping is @path and that have a name. */
+static guint named_frames_of(const Perf *p, const char *path) {
+        GHashTableIter it;
+        gpointer v;
+        guint n = 0;
+
+        g_hash_table_iter_init(&it, p->frames);
+        while (g_hash_table_iter_next(&it, NULL, &v)) {
+                const Tracebus__Frame *f = v;
+
+                n += g_strcmp0(mapping_path(p, f->mapping_id), path) == 0 &&
+                     g_hash_table_lookup(p->names, GSIZE_TO_POINTER(f->function_name_id)) != NULL;
+        }
+        return n;
+}
+
+static void run_tool(const char *const *argv) {
+        g_autoptr(GError) error = NULL;
+        int status;
+
+        g_assert_true(g_spawn_sync(NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, NULL, NULL, &status,
+                                   &error));
+        g_assert_no_error(error);
+        g_assert_true(g_spawn_check_wait_status(status, NULL));
+}
+
+/* A directory of the test's, owned by @user (NULL: root's), 0755. */
+static char *test_dir(const char *name, const char *user) {
+        g_autofree char *dir = g_build_filename(tb_bus()->tmpdir, name, NULL);
+
+        g_assert_cmpint(mkdir(dir, 0755), ==, 0);
+        g_assert_cmpint(chmod(dir, 0755), ==, 0);
+        if (user)
+                g_assert_cmpint(chown(dir, getpwnam(user)->pw_uid, getpwnam(user)->pw_gid), ==, 0);
+        return g_steal_pointer(&dir);
+}
+
+/* tbuser's processes it may not ptrace: a root-owned 0711 copy of perf-target that
+ * tbuser may run but not read, and its own perf-target made non-dumpable. tbuser's
+ * system-wide session names none of the first's functions and samples neither, and
+ * says how many samples it dropped; its own ordinary process is still profiled. */
+static void test_perf_not_ptraceable(void) {
+        g_autofree char *src = g_build_filename(tb_bus()->build_dir, "tests", "perf-target-fp", NULL);
+        g_autofree char *dir = test_dir("perf-0711", NULL);
+        g_autofree char *exe = g_build_filename(dir, "perf-target-0711", NULL);
+        g_autofree char *cfg = perf_config("", false, 1000);
+        g_autoptr(GHashTable) st = NULL;
+        g_auto(Trace) t = { 0 };
+        g_auto(Rec) r = { 0 };
+        Perf p = { 0 };
+        pid_t unreadable, nodump, mine;
+        const char *warnings;
+
+        run_tool((const char *const[]) { "cp", src, exe, NULL });
+        g_assert_cmpint(chmod(exe, 0711), ==, 0);
+        unreadable = spawn_program("tbuser", exe, "30", NULL);
+        nodump = spawn_program("tbuser", src, "30", "nodump");
+        mine = spawn_target("tbuser", "30");
+        rec_start(&r, "tbuser", "perf-not-ptraceable.pftrace", cfg);
+        g_usleep(1500 * 1000);
+        st = rec_stop(&r);
+        trace_load(r.out, false, &t);
+        perf_collect(&t, &p);
+        stop_target(unreadable);
+        stop_target(nodump);
+        stop_target(mine);
+
+        warnings = g_hash_table_lookup(st, "Warnings");
+        note("not ptraceable: %u samples of the 0711 binary, %u of the non-dumpable one, %u of its own; "
+             "%u named frames of the 0711 binary\n", count_pid(&p, unreadable), count_pid(&p, nodump),
+             count_pid(&p, mine), named_frames_of(&p, exe));
+        expect(named_frames_of(&p, exe) == 0, "tbuser's trace names functions of a binary it may not read");
+        expect(count_pid(&p, unreadable) == 0, "tbuser's trace has samples of a process it may not ptrace");
+        expect(count_pid(&p, nodump) == 0, "tbuser's trace has samples of its non-dumpable process");
+        expect(count_pid(&p, mine) > 0, "tbuser's own process is not profiled");
+        expect(warnings && strstr(warnings, "may not ptrace were dropped"),
+               "Stop's Warnings do not say samples were dropped: %s", warnings);
+        perf_clear(&p);
+        verdict();
+}
+
+/* perf-target stripped, with a .gnu_debuglink whose name next to it, in a directory of
+ * tbuser's, is @kind: "fifo" a FIFO, "symlink" a link to the real debug file, which
+ * only root may read. Its path. */
+static char *hostile_target(const char *kind) {
+        g_autofree char *src = g_build_filename(tb_bus()->build_dir, "tests", "perf-target-fp", NULL);
+        g_autofree char *name = g_strdup_printf("perf-hostile-%s", kind);
+        g_autofree char *dir = test_dir(name, "tbuser");
+        g_autofree char *exe = g_build_filename(dir, "perf-target-h", NULL);
+        g_autofree char *debug = g_build_filename(dir, "perf-target-h.debug", NULL);
+        g_autofree char *hidden = g_strdup_printf("%s/%s-root.debug", tb_bus()->tmpdir, name);
+        struct passwd *pw = getpwnam("tbuser");
+
+        run_tool((const char *const[]) { "objcopy", "--only-keep-debug", src, debug, NULL });
+        run_tool((const char *const[]) { "objcopy", "--strip-all", "--add-gnu-debuglink", debug, src, exe, NULL });
+        g_assert_cmpint(chown(exe, pw->pw_uid, pw->pw_gid), ==, 0);
+        run_tool((const char *const[]) { "mv", debug, hidden, NULL });
+        g_assert_cmpint(chmod(hidden, 0600), ==, 0);
+        if (g_str_equal(kind, "fifo"))
+                g_assert_cmpint(mkfifo(debug, 0644), ==, 0);
+        else
+                g_assert_cmpint(symlink(hidden, debug), ==, 0);
+        g_assert_cmpint(lchown(debug, pw->pw_uid, pw->pw_gid), ==, 0);
+        return g_steal_pointer(&exe);
+}
+
+/* Stop of a session of tbuser's processes, in microseconds; its trace into @p. */
+static gint64 timed_session(const char *name, Trace *t, Perf *p) {
+        g_autofree char *cfg = perf_config("", false, 1000);
+        g_autoptr(GHashTable) st = NULL;
+        g_auto(Rec) r = { 0 };
+        gint64 start;
+
+        rec_start(&r, "tbuser", name, cfg);
+        g_usleep(1500 * 1000);
+        start = g_get_monotonic_time();
+        st = rec_stop(&r);
+        start = g_get_monotonic_time() - start;
+        trace_load(r.out, false, t);
+        perf_collect(t, p);
+        return start;
+}
+
+/* A stripped binary whose debuglink names a FIFO or a symlink to a root-only file: no
+ * debuglink is followed, so Stop takes as long as an ordinary session's, other users'
+ * calls are answered meanwhile, and the root-only debug file names nothing. */
+static void test_perf_hostile_debuglink(void) {
+        g_autofree char *fifo_exe = hostile_target("fifo"), *link_exe = hostile_target("symlink");
+        g_auto(Trace) tn = { 0 }, th = { 0 };
+        Perf pn = { 0 }, ph = { 0 };
+        ClientSpec spec = { .user = "tbother", .op = OP_HOLD_NAME, .output_fd = -1 };
+        g_autofree char *name = NULL, *list = NULL, *err = NULL;
+        pid_t mine = spawn_target("tbuser", "30"), fifo, link;
+        gint64 normal, hostile;
+        Client c;
+
+        normal = timed_session("perf-debuglink-normal.pftrace", &tn, &pn);
+        fifo = spawn_program("tbuser", fifo_exe, "30", NULL);
+        link = spawn_program("tbuser", link_exe, "30", NULL);
+        client_spawn(&spec, &c);
+        name = client_expect(&c, 'N', 10000, NULL);
+        hostile = timed_session("perf-debuglink-hostile.pftrace", &th, &ph);
+        list = client_cmd(&c, "list", 'L', &err);
+        client_finish(&c, 5000);
+        stop_target(mine);
+        stop_target(fifo);
+        stop_target(link);
+
+        note("Stop: %" G_GINT64_FORMAT " us ordinary, %" G_GINT64_FORMAT " us with the hostile debuglinks; samples "
+             "%u and %u; named frames %u and %u\n", normal, hostile, count_pid(&ph, fifo), count_pid(&ph, link),
+             named_frames_of(&ph, fifo_exe), named_frames_of(&ph, link_exe));
+        expect(hostile <= 10 * MAX(normal, (gint64) 1), "Stop took %" G_GINT64_FORMAT " us, an ordinary one %"
+               G_GINT64_FORMAT " us", hostile, normal);
+        expect(name && list, "tbother's ListSessions was not answered: %s", err);
+        expect(count_pid(&ph, fifo) > 0 && count_pid(&ph, link) > 0, "the stripped programs were not profiled");
+        expect(named_frames_of(&ph, link_exe) == 0, "a root-only debug file named tbuser's frames");
+        expect(named_frames_of(&ph, fifo_exe) == 0, "a stripped binary's frames have names");
+        perf_clear(&pn);
+        perf_clear(&ph);
+        verdict();
+}
+
 RECORDER_WRAP(test_perf_tracepoint)
 RECORDER_WRAP(test_perf_own_process)
 RECORDER_WRAP(test_perf_docs_config)
 RECORDER_WRAP(test_perf_memory_cap)
 RECORDER_WRAP(test_perf_scope)
 RECORDER_WRAP(test_perf_dwarf)
+RECORDER_WRAP(test_perf_not_ptraceable)
+RECORDER_WRAP(test_perf_hostile_debuglink)
 
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
@@ -562,5 +737,7 @@ int main(int argc, char **argv) {
         RECORDER_CASE("perf-memory-cap", test_perf_memory_cap);
         RECORDER_CASE("perf-docs-config", test_perf_docs_config);
         RECORDER_CASE("perf-tracepoint", test_perf_tracepoint);
+        RECORDER_CASE("perf-not-ptraceable", test_perf_not_ptraceable);
+        RECORDER_CASE("perf-hostile-debuglink", test_perf_hostile_debuglink);
         return tb_test_run(TB_START_SERVICE);
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The GTK preview's CPU profile (client/gtk/preview-profile.c, helper "perfclients"), on a
+/* The GTK preview's CPU profile (client/gtk/preview-profile.c), on a
  * trace written here with libtracebus's writer: PerfSample packets (TracePacket 66) and
  * InternedData's function_names, mapping_paths, mappings, frames and callstacks, as
  * Perfetto v58 numbers them, on two sequences that reuse the same iids. The messages

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The /proc scan that names processes and threads in the trace, checked against this
- * very process: its pid, its argv, and a thread with a name the test gives it. */
+ * very process: its pid, its argv, and a thread with a name the test gives it; what
+ * another user may see of it (kernel/process-view.h). */
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <pthread.h>
@@ -499,6 +500,86 @@ static void test_born_chain(void) {
         process_tree_builder_free(b);
 }
 
+/* What another user sees of this process (root's, or the test user's): its pid, parent
+ * and comm, no argv, uid or start time; its threads by name. Unless /proc hides other
+ * users' processes (hidepid=), when it is not there at all. Its owner sees it whole. */
+static void test_view_of_others(void) {
+        g_autofree char *mountinfo = NULL, *comm = NULL;
+        uid_t other = getuid() == 65534 ? 65533 : 65534;
+        const Tracebus__ProcessTree__Process *self;
+        const Tracebus__ProcessTree *tree;
+        ProcessTreeBuilder *b = NULL;
+        pthread_t thread = start_named_thread();
+        ProcMountHide hide;
+
+        g_assert_true(g_file_get_contents("/proc/self/mountinfo", &mountinfo, NULL, NULL));
+        proc_mount_hide_parse(mountinfo, &hide);
+        g_assert_true(g_file_get_contents("/proc/self/comm", &comm, NULL, NULL));
+        g_strchomp(comm);
+
+        g_assert_cmpint(process_tree_builder_new(&b), ==, 0);
+        process_tree_builder_set_options(b, /* record_age= */ true, /* skip_main_thread= */ false);
+        process_tree_builder_set_view(b, process_view_make(other, /* all= */ false));
+        g_assert_cmpint(process_tree_builder_add_all(b), ==, 0);
+        tree = process_tree_builder_tree(b);
+        self = find_process(tree, getpid());
+        if (hide.hidepid != 0) {
+                g_assert_null(self);
+                g_assert_null(find_thread(tree, thread_tid));
+        } else {
+                g_assert_nonnull(self);
+                g_assert_cmpint(self->ppid, ==, getppid());
+                g_assert_false(self->has_uid);
+                g_assert_false(self->has_process_start_from_boot);
+                g_assert_cmpuint(self->n_cmdline, ==, 1);
+                g_assert_true(self->cmdline_is_comm);
+                g_assert_cmpstr(self->cmdline[0], ==, comm);
+                g_assert_nonnull(find_thread(tree, thread_tid));
+                g_assert_cmpstr(find_thread(tree, thread_tid)->name, ==, "tb-scan-test");
+        }
+        process_tree_builder_free(b);
+
+        g_assert_cmpint(process_tree_builder_new(&b), ==, 0);
+        process_tree_builder_set_view(b, process_view_make(getuid(), /* all= */ false));
+        g_assert_cmpint(process_tree_builder_add_thread(b, thread_tid), ==, 1);
+        self = find_process(process_tree_builder_tree(b), getpid());
+        g_assert_nonnull(self);
+        g_assert_true(self->has_uid);
+        g_assert_cmpstr(self->cmdline[0], ==, argv0);
+        g_assert_false(self->cmdline_is_comm);
+        process_tree_builder_free(b);
+        stop_named_thread(thread);
+}
+
+/* /proc's hidepid= and gid= as mountinfo shows them, old numbers and new names; the
+ * mount on top counts; other mounts of proc (a container's /proc elsewhere) do not. */
+static void test_proc_mount_hide(void) {
+        ProcMountHide h;
+
+        proc_mount_hide_parse("22 1 0:21 / /sys rw,nosuid - sysfs sysfs rw\n"
+                              "23 1 0:22 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw\n", &h);
+        g_assert_cmpuint(h.hidepid, ==, 0);
+        g_assert_false(h.has_gid);
+        proc_mount_hide_parse("23 1 0:22 / /proc rw,relatime shared:12 - proc proc rw,hidepid=invisible,gid=27", &h);
+        g_assert_cmpuint(h.hidepid, ==, 2);
+        g_assert_true(h.has_gid);
+        g_assert_cmpuint(h.gid, ==, 27);
+        proc_mount_hide_parse("23 1 0:22 / /proc rw - proc proc rw,hidepid=2\n"
+                              "90 23 0:40 / /proc rw - proc proc rw,hidepid=ptraceable\n", &h);
+        g_assert_cmpuint(h.hidepid, ==, 4);
+        g_assert_false(h.has_gid);
+        proc_mount_hide_parse("23 1 0:22 / /proc rw - proc proc rw,hidepid=noaccess\n"
+                              "91 1 0:41 / /srv/ct/proc rw - proc proc rw\n"
+                              "92 1 0:42 / /proc rw - tmpfs none rw\n", &h);
+        g_assert_cmpuint(h.hidepid, ==, 1);
+        proc_mount_hide_parse("23 1 0:22 / /proc rw - proc proc rw,hidepid=something-new", &h);
+        g_assert_cmpuint(h.hidepid, ==, 2);
+
+        g_assert_cmpint(process_status_owner("Name:\tx\nUid:\t1000\t1000\t1000\t1000\n"), ==, 1000);
+        g_assert_cmpint(process_status_owner("Name:\tsu\nUid:\t1000\t0\t0\t0\n"), ==, -1);
+        g_assert_cmpint(process_status_owner("Name:\tx\n"), ==, -1);
+}
+
 int main(int argc, char **argv) {
         argv0 = argv[0];
         g_test_init(&argc, &argv, NULL);
@@ -511,5 +592,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/process-scan/long-cmdline", test_long_cmdline);
         g_test_add_func("/process-scan/single-thread", test_scan_single_thread);
         g_test_add_func("/process-scan/born-chain", test_born_chain);
+        g_test_add_func("/process-scan/view-of-others", test_view_of_others);
+        g_test_add_func("/process-scan/proc-mount-hide", test_proc_mount_hide);
         return g_test_run();
 }

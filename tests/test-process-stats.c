@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Bus suite, linux.process_stats (issue 21): ProcessStats every proc_stats_poll_ms, as
+ * Bus suite, linux.process_stats: ProcessStats every proc_stats_poll_ms, as
  * Perfetto v58's protos define them, read back field by field. A child of the test, run
  * as tbuser (the session's owner), allocates 64 MiB and spins while the session records:
  * its vm_rss_kb and rss_anon_kb must grow by about that much, its runtime_user_mode
@@ -9,9 +9,11 @@
  * processes (root's) must have no smaps_rollup values: another user's.
  * Sessions at the same period share one walk of /proc a period (the very same sample
  * times), each with its own fields, smaps_rollup rule and cache; another period walks
- * on its own; each session takes a final sample of its own at Stop.
+ * on its own; each session takes a final sample of its own at Stop. Another user's
+ * process is named, not described, for a caller without org.tracebus.manage.
  */
 #include <fcntl.h>
+#include <grp.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -321,8 +323,129 @@ static void test_shared_walks(void) {
         verdict();
 }
 
+/* A shell of @user's whose command line carries @marker, looping until killed. */
+static pid_t marked_process_as(const char *user, const char *marker) {
+        struct passwd *pw = getpwnam(user);
+        pid_t pid;
+
+        g_assert_nonnull(pw);
+        fflush(NULL);
+        pid = fork();
+        g_assert_cmpint(pid, >=, 0);
+        if (pid == 0) {
+                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (setgroups(0, NULL) < 0 || setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0)
+                        _exit(2);
+                execl("/bin/sh", "sh", "-c", "while :; do sleep 0.1; done", marker, (char *) NULL);
+                _exit(127);
+        }
+        return pid;
+}
+
+/* Whether /proc is mounted hidepid= here: other users' processes are then hidden. */
+static bool proc_hides_pids(void) {
+        g_autofree char *mountinfo = NULL;
+        g_auto(GStrv) lines = NULL;
+        bool hides = false;
+
+        g_assert_true(g_file_get_contents("/proc/self/mountinfo", &mountinfo, NULL, NULL));
+        lines = g_strsplit(mountinfo, "\n", -1);
+        for (guint i = 0; lines[i]; i++) {
+                g_auto(GStrv) f = g_strsplit(lines[i], " ", -1);
+
+                if (g_strv_length(f) > 4 && g_str_equal(f[4], "/proc") && strstr(lines[i], " - proc "))
+                        hides = strstr(lines[i], "hidepid=") && !strstr(lines[i], "hidepid=0") &&
+                                !strstr(lines[i], "hidepid=off");
+        }
+        return hides;
+}
+
+typedef struct {
+        const Tracebus__ProcessTree__Process *mine, *other;
+        bool marker_anywhere, mine_stats, other_stats;
+} Others;
+
+static void others_collect(const Trace *t, pid_t mine, pid_t other, const char *marker, Described *d, Others *o) {
+        described_collect(t, d);
+        o->mine = g_hash_table_lookup(d->processes, GINT_TO_POINTER(mine));
+        o->other = g_hash_table_lookup(d->processes, GINT_TO_POINTER(other));
+        o->marker_anywhere = memmem(t->data, t->len, marker, strlen(marker)) != NULL;
+        for (guint i = 0; i < t->pkts->len; i++) {
+                const Tracebus__ProcessStats *ps = PKT(t, i)->p->process_stats;
+
+                for (size_t j = 0; ps && j < ps->n_processes; j++) {
+                        o->mine_stats |= ps->processes[j]->pid == mine && ps->processes[j]->has_vm_rss_kb;
+                        o->other_stats |= ps->processes[j]->pid == other && ps->processes[j]->has_vm_rss_kb;
+                }
+        }
+}
+
+static bool cmdline_has(const Tracebus__ProcessTree__Process *p, const char *marker) {
+        for (size_t i = 0; p && i < p->n_cmdline; i++)
+                if (strstr(p->cmdline[i], marker))
+                        return true;
+        return false;
+}
+
+/* Another user's process (tbother's shell, its command line marked): a caller with
+ * org.tracebus.record only (tbuser) has it by pid, parent and comm, without command line
+ * or uid, and its memory counters (any user reads /proc/PID/status), or nothing of it
+ * when /proc is mounted hidepid=; its own process whole. A holder of org.tracebus.manage
+ * (tbadmin) has both whole. */
+static void test_others_processes(void) {
+        const char *const events[] = { "sched/sched_switch", NULL };
+        g_autofree char *ftrace = ftrace_config("", events, NULL);
+        g_autofree char *cfg = g_strconcat(ftrace, "data_sources { config { name: \"linux.process_stats\" "
+                                           "process_stats_config { proc_stats_poll_ms: 100 } } }\n", NULL);
+        g_autofree char *other_marker = g_strdup_printf("tbsecret-other-%d", (int) getpid());
+        g_autofree char *mine_marker = g_strdup_printf("tbsecret-mine-%d", (int) getpid());
+        pid_t other = marked_process_as("tbother", other_marker), mine = marked_process_as("tbuser", mine_marker);
+        g_autoptr(GHashTable) st1 = NULL, st2 = NULL;
+        g_auto(Described) du = { 0 }, da = { 0 };
+        g_auto(Trace) tu = { 0 }, ta = { 0 };
+        g_auto(Rec) ru = { 0 }, ra = { 0 };
+        Others u = { 0 }, a = { 0 };
+        bool hidden = proc_hides_pids();
+
+        tb_sleep_scaled(100);   /* both have exec'd their shell */
+        rec_start(&ru, "tbuser", "process-others-user.pftrace", cfg);
+        rec_start(&ra, "tbadmin", "process-others-admin.pftrace", cfg);
+        tb_sleep_scaled(500);
+        st1 = rec_stop(&ru);
+        st2 = rec_stop(&ra);
+        kill_reap(other);
+        kill_reap(mine);
+        trace_load(ru.out, false, &tu);
+        trace_load(ra.out, false, &ta);
+        check_trace(&tu, &(CheckOpts) { .closed = true });
+        check_trace(&ta, &(CheckOpts) { .closed = true });
+        others_collect(&tu, mine, other, other_marker, &du, &u);
+        others_collect(&ta, mine, other, other_marker, &da, &a);
+        note("others' processes (/proc %s): tbuser's trace has tbother's %s, its command line %s; tbadmin's %s\n",
+             hidden ? "hides them" : "shows them", u.other ? "process" : "nothing",
+             u.marker_anywhere ? "somewhere" : "nowhere", a.other && cmdline_has(a.other, other_marker) ? "whole" : "not");
+        expect(!u.marker_anywhere, "tbother's command line (%s) is in tbuser's trace", other_marker);
+        expect(u.mine && cmdline_has(u.mine, mine_marker) && u.mine->has_uid && u.mine->uid == (int32_t)
+               getpwnam("tbuser")->pw_uid, "tbuser's own process is not whole in its trace");
+        expect(u.mine_stats, "tbuser's trace lacks its own process's memory counters");
+        if (hidden)
+                expect(!u.other && !u.other_stats, "/proc hides tbother's process, yet tbuser's trace has it");
+        else {
+                expect(u.other && u.other->cmdline_is_comm && u.other->n_cmdline == 1 &&
+                       g_strcmp0(u.other->cmdline[0], "sh") == 0 && !u.other->has_uid &&
+                       u.other->ppid == getpid(), "tbother's process is not in tbuser's trace by pid, parent "
+                       "and comm alone");
+                expect(u.other_stats, "tbuser's trace lacks tbother's memory counters, which /proc shows it");
+        }
+        expect(a.other && cmdline_has(a.other, other_marker) && a.other->has_uid,
+               "tbadmin (org.tracebus.manage) lacks tbother's whole process");
+        expect(a.mine && cmdline_has(a.mine, mine_marker), "tbadmin lacks tbuser's whole process");
+        verdict();
+}
+
 RECORDER_WRAP(test_process_stats)
 RECORDER_WRAP(test_shared_walks)
+RECORDER_WRAP(test_others_processes)
 
 /* Perfetto's memory-counters page gives a config of linux.process_stats alone: no
  * ftrace instance, no ftrace parser. It records, and the service lives on. */
@@ -357,5 +480,6 @@ int main(int argc, char **argv) {
         RECORDER_CASE("process-stats", test_process_stats);
         RECORDER_CASE("process-stats-only", test_process_stats_only);
         RECORDER_CASE("process-stats-shared-walks", test_shared_walks);
+        RECORDER_CASE("process-stats-others", test_others_processes);
         return tb_test_run(TB_START_SERVICE);
 }

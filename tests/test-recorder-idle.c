@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Bus suite, the recorder (tests/recorder.h says what every piece checks), part 08
- * (helper "idle", issue 25): an idle session's worker sleeps until a buffer passes its
+ * Bus suite, the recorder (tests/recorder.h says what every piece checks), part 08:
+ * an idle session's worker sleeps until a buffer passes its
  * watermark instead of waking every drain period; Stop's final drain, reading the CPUs
  * on several threads at once, keeps every marker the kernel held.
  */

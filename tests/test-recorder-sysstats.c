@@ -9,7 +9,9 @@
  * for the same counters at the same period share one read (the same sample times),
  * each filtered to its own counters, each with a final sample of its own at Stop. What
  * this machine lacks (a battery, cpufreq, thermal zones...) is a named warning both in
- * the session's Warnings property and in the trace (an instant on the service's track).
+ * the session's Warnings property and in the trace (an instant on the service's track);
+ * so are the slab counters of /proc/slabinfo, root's, for a caller without
+ * org.tracebus.manage.
  *
  * Some configs carry a tiny ftrace source (sched/sched_process_exit) beside the pollers;
  * Perfetto's memory-counters config runs as its page writes it, without one.
@@ -386,10 +388,49 @@ static void test_shared_read(void) {
         verdict();
 }
 
+/* /proc/slabinfo is root's alone: a caller with org.tracebus.record only (tbuser) gets no
+ * slab counters, and a warning saying why, while the rest of its sys_stats records; one
+ * with org.tracebus.manage (tbadmin) gets them, without that warning. */
+static void test_slab_rights(void) {
+        const char *cfg = TINY_FTRACE
+                "data_sources { config { name: \"linux.sys_stats\" sys_stats_config { meminfo_period_ms: 100\n"
+                "  slab_period_ms: 100 } } }\n";
+        const char *why = "slab_period_ms: /proc/slabinfo is readable by root only";
+        g_auto(Trace) tu = { 0 }, ta = { 0 };
+        g_auto(Rec) ru = { 0 }, ra = { 0 };
+        g_auto(SysSummary) su = { 0 }, sa = { 0 };
+        g_autoptr(GHashTable) st1 = NULL, st2 = NULL;
+        g_autofree char *wu = NULL, *wa = NULL;
+
+        g_assert_true(exists("/proc/slabinfo"));   /* the test runs as root, who reads it */
+        rec_start(&ru, "tbuser", "sys-stats-slab-user.pftrace", cfg);
+        rec_start(&ra, "tbadmin", "sys-stats-slab-admin.pftrace", cfg);
+        g_usleep(1000 * 1000);
+        wu = rec_get(&ru, "Warnings");
+        wa = rec_get(&ra, "Warnings");
+        st1 = rec_stop(&ru);
+        st2 = rec_stop(&ra);
+        trace_load(ru.out, false, &tu);
+        trace_load(ra.out, false, &ta);
+        check_trace(&tu, &(CheckOpts) { .closed = true });
+        check_trace(&ta, &(CheckOpts) { .closed = true });
+        summarize(&tu, &su);
+        summarize(&ta, &sa);
+        note("slab rights: tbuser %u slab samples of %u packets, tbadmin %u of %u\n", su.slab, su.n_packets, sa.slab,
+             sa.n_packets);
+        expect(su.slab == 0, "tbuser (record only) got %u samples of root's /proc/slabinfo", su.slab);
+        expect(su.meminfo >= 5, "tbuser's meminfo stopped with the slab counters: %u samples", su.meminfo);
+        expect_warning(wu, &tu, why);
+        expect(sa.slab >= 5, "tbadmin (org.tracebus.manage) got only %u slab samples", sa.slab);
+        expect(!wa || !strstr(wa, why), "tbadmin is told the slab counters are skipped: %s", wa);
+        verdict();
+}
+
 RECORDER_WRAP(test_every_group)
 RECORDER_WRAP(test_cpufreq_doc_config)
 RECORDER_WRAP(test_memory_doc_config)
 RECORDER_WRAP(test_shared_read)
+RECORDER_WRAP(test_slab_rights)
 
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
@@ -398,5 +439,6 @@ int main(int argc, char **argv) {
         RECORDER_CASE("08-sys-stats-cpufreq-doc-config", test_cpufreq_doc_config);
         RECORDER_CASE("08-sys-stats-memory-doc-config", test_memory_doc_config);
         RECORDER_CASE("08-sys-stats-shared-read", test_shared_read);
+        RECORDER_CASE("08-sys-stats-slab-rights", test_slab_rights);
         return tb_test_run(TB_START_SERVICE);
 }

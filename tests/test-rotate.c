@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Bus suite (helper "rotate", issue 23 item 3): a trace written as chunks FILE.0,
+ * Bus suite: a trace written as chunks FILE.0,
  * FILE.1, ..., by time and by size, through the CLI's -o (Session.SetNextOutput and
  * Rotated) and into the service's trace directory (busctl). Each chunk is read alone
  * with the project's reader: its first packet is the clock snapshot, it has the system

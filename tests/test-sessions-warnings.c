@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Bus suite: the warnings channel and Perfetto's tolerance against the real service
- * (helper "warn"). A config naming an event this kernel lacks records the rest, and the
+ * Bus suite: the warnings channel and Perfetto's tolerance against the real service.
+ * A config naming an event this kernel lacks records the rest, and the
  * warning is in all three places: Start's reply and the Warnings property (busctl as
  * tbuser, the property as root), the CLI's stderr once, and the trace (FtraceStats'
  * unknown_ftrace_events at the start, where trace_processor counts its

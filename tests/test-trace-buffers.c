@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Unit suite: TraceConfig.buffers as configured (issue 21, items 4 and 5). The writer's
+/* Unit suite: TraceConfig.buffers as configured. The writer's
  * data buffers, each with its own size and fill policy, a small one never evicted by a
  * large ftrace stream; where each data source writes (target_buffer, target_buffer_name);
  * a recorder without ftrace (no tracefs instance) writing what other threads submit into
  * their buffers, with TraceStats per buffer read back field by field; a ring's flush
- * through the writer's stage (issue 25). */
+ * through the writer's stage. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>

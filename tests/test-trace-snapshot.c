@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Unit suite (helper "clone"): a snapshot of a running writer (lib/trace/trace-writer-snapshot.c).
+/* Unit suite: a snapshot of a running writer (lib/trace/trace-writer-snapshot.c).
  * The snapshot shares the ring's packets while the live writer goes on overwriting them;
  * written out, it holds its own header, the live metadata, the ring's packets as they were
  * when it was taken, in order, and its trailer; the live writer loses nothing by it. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Bus suite: trigger_config and Manager.ActivateTriggers (issue 23 item 2), through the
+ * Bus suite: trigger_config and Manager.ActivateTriggers, through the
  * tracebus CLI against the real service. START_TRACING arms a session that records only
  * from its trigger; STOP_TRACING ends one stop_delay_ms after it; trigger_timeout_ms ends
  * one that saw none; CLONE_SNAPSHOT writes FILE.N and goes on; another user's triggers reach nothing of yours (unless the sender

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Unit suite: the warnings channel and Perfetto's tolerance (helper "warn"). The atrace
+/* Unit suite: the warnings channel and Perfetto's tolerance. The atrace
  * category table; session_config_load() against a tracefs tree made here (events this
  * kernel lacks are skipped with a warning each and listed for FtraceStats, categories
  * enable their events, a config left with nothing is refused); recorder_warn() from

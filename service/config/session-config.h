@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "config.pb-c.h"
 #include "ftrace-parser.h"
@@ -63,6 +64,12 @@ typedef struct SessionProcessTree {
         bool skip_main_thread;         /* skip_main_thread_message */
         bool initial_dump_off;         /* quirk DISABLE_INITIAL_DUMP: no scan at start */
         bool on_demand_off;            /* quirk DISABLE_ON_DEMAND: no scan of new pids */
+        /* Whose trace it is, set once polkit answered (sources/process/): its owner's
+         * processes are described whole, and so are the others' for root and the holders
+         * of org.tracebus.manage (owner_sees_all); else by pid, parent and comm, and not
+         * at all past /proc's hidepid= (kernel/process-view.h). */
+        uid_t owner_uid;
+        bool owner_sees_all;
 } SessionProcessTree;
 
 /* One data source's validated section (sources/data-source.h; linux.ftrace has none): the

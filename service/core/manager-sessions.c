@@ -63,11 +63,17 @@ void manager_start_rights(const StartRequest *req, unsigned *ret_required, unsig
 
 int manager_grant_start_rights(StartRequest *req, unsigned granted, pid_t *ret_pid) {
         bool manage = req->uid == 0 || (granted & START_RIGHT_MANAGE);
+        int r;
 
         /* Raw kernel addresses for root and the holders of org.tracebus.manage, as
          * kptr_restrict=1 shows them only to the privileged; the others' traces hold
          * them hashed. */
         req->config.kernel_pointers_raw = manage;
+        /* Each data source narrows its part to what the owner may read
+         * (DataSourceOps.apply_rights); linux.perf's scope may refuse the start. */
+        r = data_sources_apply_rights(&req->config, req->uid, manage);
+        if (r < 0)
+                return r;
         return perf_scope_authorize(&req->config, req->uid, manage, ret_pid);
 }
 

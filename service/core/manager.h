@@ -93,8 +93,10 @@ void start_request_done(StartRequest *req);
 typedef enum StartRight {
         /* kprobes or function tracing, which patch kernel code: refused without it. */
         START_RIGHT_KPROBES = 1 << 0,
-        /* Raw kernel pointers, and linux.perf's kernel frames and other users' processes:
-         * without it, hashed pointers, user frames only, the caller's processes only. */
+        /* Raw kernel pointers, linux.perf's kernel frames and other users' processes,
+         * and what each data source keeps to it (DataSourceOps.apply_rights: slabinfo,
+         * other users' command lines, the whole journal): without it, hashed pointers,
+         * user frames only, the caller's processes only, what the caller could read. */
         START_RIGHT_MANAGE  = 1 << 1,
 } StartRight;
 
@@ -103,7 +105,8 @@ typedef enum StartRight {
 void manager_start_rights(const StartRequest *req, unsigned *ret_required, unsigned *ret_optional);
 
 /* Applies to @req's config the rights @granted (StartRight flags; all of them for root):
- * raw or hashed kernel pointers, and linux.perf's scope. -EPERM, with the pid in
+ * raw or hashed kernel pointers, each data source's part (data_sources_apply_rights())
+ * and linux.perf's scope. -EPERM, with the pid in
  * *ret_pid, when linux.perf names another user's process without START_RIGHT_MANAGE. */
 int manager_grant_start_rights(StartRequest *req, unsigned granted, pid_t *ret_pid);
 

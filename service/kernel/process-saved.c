@@ -241,7 +241,13 @@ static int describe_saved_thread(ProcessTreeBuilder *b, pid_t tid, const SavedTa
 
         if (!pid_table_has_room(&b->threads))
                 return 0;
-        r = proc_status(b, s->tgid, &st) >= 0 ? add_process(b, s->tgid, &st) : add_gone_process(b, s->tgid);
+        if (proc_status(b, s->tgid, &st) >= 0) {
+                /* Its process lives on where /proc may hide it from the trace's owner. */
+                if (status_sight(b, &st) == PROCESS_SIGHT_NONE)
+                        return 0;
+                r = add_process(b, s->tgid, &st);
+        } else
+                r = add_gone_process(b, s->tgid);
         if (r < 0)
                 return r;
         return add_comm_thread(b, tid, s->tgid, s->comm);

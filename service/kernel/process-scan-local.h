@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "process-scan.h"
+#include "process-view.h"
 
 /* A pid the trace describes (pid 0, the idle task, never is: 0 marks a free entry). */
 typedef struct PidEntry {
@@ -73,6 +74,7 @@ struct ProcessTreeBuilder {
         uint64_t saved_reload_ns;  /* the wait before the next read, doubling */
         int32_t *pending;          /* gone threads the saved tables read before did not know */
         size_t n_pending, pending_allocated;
+        ProcessView view;          /* how much of each process the trace's owner may see */
         bool record_age;           /* linux.process_stats record_process_age */
         bool skip_main_thread;     /* linux.process_stats skip_main_thread_message */
         uint64_t ns_per_tick;      /* of /proc/PID/stat's times */
@@ -85,11 +87,14 @@ struct ProcessTreeBuilder {
 /* What the tree needs from /proc/PID/status. */
 typedef struct ProcStatus {
         long tgid, ppid, uid;
+        long owner;               /* process_status_owner(): -1 when the uids differ */
         long threads;             /* the process's thread count; 0 when status had none */
         bool has_mm;              /* an address space: a kernel thread or a zombie has none */
         char name[16];            /* the task's comm; "" when it must be read from comm */
 } ProcStatus;
 
+/* How much the trace's owner may see of the process whose status is @st. */
+ProcessSight status_sight(ProcessTreeBuilder *b, const ProcStatus *st);
 /* Records @pid as described (thread @tid of @tgid when @tgid > 0). */
 int note_described(PidTable *t, int32_t pid, int32_t tgid);
 int append_entry(void ***array, size_t *n, size_t *allocated, void *entry);

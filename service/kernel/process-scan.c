@@ -101,6 +101,7 @@ int process_tree_builder_new(ProcessTreeBuilder **ret) {
         if (!b)
                 return -ENOMEM;
         tracebus__process_tree__init(&b->tree);
+        b->view = process_view_make(0, /* all= */ true);
         process_tree_builder_set_limits(b, PROCESS_TREE_DEFAULT_MAX_ENTRIES, PROCESS_TREE_WRITE);
         b->tracefs_root = trace_instance_tracefs_root();
         b->proc_foreign = proc_pids_foreign();
@@ -117,6 +118,14 @@ void process_tree_builder_set_options(ProcessTreeBuilder *b, bool record_age, bo
         b->record_age = record_age;
         b->skip_main_thread = skip_main_thread;
         b->ns_per_tick = hz > 0 ? 1000000000ull / (uint64_t) hz : 10000000ull;
+}
+
+void process_tree_builder_set_view(ProcessTreeBuilder *b, ProcessView view) {
+        b->view = view;
+}
+
+ProcessSight status_sight(ProcessTreeBuilder *b, const ProcStatus *st) {
+        return process_view_sight(&b->view, st->owner);
 }
 
 void process_tree_builder_set_tracefs(ProcessTreeBuilder *b, const char *tracefs_root) {
@@ -251,6 +260,7 @@ int proc_status_parse(const char *status, ProcStatus *ret) {
                 .tgid = strtol(tgid, NULL, 10),
                 .ppid = strtol(ppid, NULL, 10),
                 .uid = uid ? strtol(uid, NULL, 10) : 0,
+                .owner = process_status_owner(status),
                 .threads = threads ? strtol(threads, NULL, 10) : 0,
                 /* The kernel prints the Vm lines only for a task with an address space. */
                 .has_mm = status_field(status, "VmSize") != NULL,
@@ -289,6 +299,16 @@ static int read_comm(pid_t pid, pid_t tid, const char *known, char **ret) {
         return 0;
 }
 
+/* The process's comm in place of its command line, marked as such. */
+static int fill_comm(Tracebus__ProcessTree__Process *p, pid_t pid, const char *comm) {
+        p->cmdline = calloc(1, sizeof(char *));
+        if (!p->cmdline || read_comm(pid, pid, comm, &p->cmdline[0]) < 0)
+                return -ENOENT;
+        p->n_cmdline = 1;
+        p->has_cmdline_is_comm = p->cmdline_is_comm = true;
+        return 0;
+}
+
 /* argv from /proc/PID/cmdline; kernel threads have none: then their comm, marked as such.
  * A task without an address space (@has_mm false: a kernel thread or a zombie) has an
  * empty cmdline, which is not read: most of a machine's processes are kernel threads. */
@@ -305,12 +325,7 @@ static int fill_cmdline(Tracebus__ProcessTree__Process *p, pid_t pid, const char
                 if (r < 0 || p->n_cmdline > 0)
                         return r;
         }
-        p->cmdline = calloc(1, sizeof(char *));
-        if (!p->cmdline || read_comm(pid, pid, comm, &p->cmdline[0]) < 0)
-                return -ENOENT;
-        p->n_cmdline = 1;
-        p->has_cmdline_is_comm = p->cmdline_is_comm = true;
-        return 0;
+        return fill_comm(p, pid, comm);
 }
 
 int proc_cmdline_parse(Tracebus__ProcessTree__Process *p, char *raw, size_t len) {
@@ -367,10 +382,14 @@ bool proc_stat_start_ticks(const char *stat, unsigned long long *ret) {
                            ret) == 1;
 }
 
-/* Process @pid, whose status is @known if the caller read it already (NULL: read here). */
+/* Process @pid, whose status is @known if the caller read it already (NULL: read here):
+ * whole, or by its pid, parent and comm alone when it is another user's and the trace's
+ * owner may not see more of it; not at all when /proc hides it from the owner. */
 int add_process(ProcessTreeBuilder *b, pid_t pid, const ProcStatus *known) {
         Tracebus__ProcessTree__Process *p;
+        ProcessSight sight;
         ProcStatus st;
+        int r;
 
         if (pid <= 0 || seen(&b->processes, pid) || !pid_table_has_room(&b->processes))
                 return 0;
@@ -378,18 +397,26 @@ int add_process(ProcessTreeBuilder *b, pid_t pid, const ProcStatus *known) {
                 st = *known;
         else if (proc_status(b, pid, &st) < 0)
                 return 0;  /* gone already */
+        sight = status_sight(b, &st);
+        if (sight == PROCESS_SIGHT_NONE)
+                return 0;
 
         p = calloc(1, sizeof(*p));
         if (!p)
                 return -ENOMEM;
         tracebus__process_tree__process__init(p);
-        p->has_pid = p->has_ppid = p->has_uid = true;
+        p->has_pid = p->has_ppid = true;
         p->pid = pid;
         p->ppid = (int32_t) st.ppid;
-        p->uid = (int32_t) st.uid;
-        if (b->record_age)
-                fill_start_time(b, p, pid);
-        if (fill_cmdline(p, pid, st.name, st.has_mm) < 0) {
+        if (sight == PROCESS_SIGHT_WHOLE) {
+                p->has_uid = true;
+                p->uid = (int32_t) st.uid;
+                if (b->record_age)
+                        fill_start_time(b, p, pid);
+                r = fill_cmdline(p, pid, st.name, st.has_mm);
+        } else
+                r = fill_comm(p, pid, st.name);
+        if (r < 0) {
                 process_description_free(p, /* thread= */ false);
                 return 0;
         }
@@ -464,6 +491,8 @@ int process_tree_builder_add_thread(ProcessTreeBuilder *b, pid_t tid) {
                 return 0;
         if (proc_status(b, tid, &st) < 0)
                 return add_gone_thread(b, tid);
+        if (status_sight(b, &st) == PROCESS_SIGHT_NONE)
+                return 0;
         /* A process's main thread: its status is the process's. */
         added = add_process(b, (pid_t) st.tgid, st.tgid == tid ? &st : NULL);
         if (added < 0)
@@ -477,7 +506,7 @@ int process_tree_builder_add_thread(ProcessTreeBuilder *b, pid_t tid) {
 int process_tree_builder_redescribe_thread(ProcessTreeBuilder *b, pid_t tid) {
         ProcStatus st;
 
-        if (tid <= 0 || proc_status(b, tid, &st) < 0)
+        if (tid <= 0 || proc_status(b, tid, &st) < 0 || status_sight(b, &st) == PROCESS_SIGHT_NONE)
                 return 0;
         return add_thread_of(b, (pid_t) st.tgid, tid, /* again= */ true, st.name);
 }
@@ -534,7 +563,8 @@ int process_tree_builder_add_all(ProcessTreeBuilder *b) {
                 ProcStatus st;
                 pid_t pid;
 
-                if (!parse_pid(de->d_name, &pid) || proc_status(b, pid, &st) < 0)
+                if (!parse_pid(de->d_name, &pid) || proc_status(b, pid, &st) < 0 ||
+                    status_sight(b, &st) == PROCESS_SIGHT_NONE)
                         continue;
                 r = add_process(b, pid, &st);
                 if (r < 0)

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "ftrace-parser.h"
+#include "process-view.h"
 #include "trace.pb-c.h"
 
 /*
@@ -51,6 +52,10 @@ uint64_t process_tree_builder_n_evicted(const ProcessTreeBuilder *b);
 /* linux.process_stats's options: each process's start time (record_process_age), and no
  * Thread entry for a process's main thread (skip_main_thread_message). */
 void process_tree_builder_set_options(ProcessTreeBuilder *b, bool record_age, bool skip_main_thread);
+
+/* Whose trace it is: what of each process it may describe (process-view.h). Without it,
+ * every process whole, as the service sees them. */
+void process_tree_builder_set_view(ProcessTreeBuilder *b, ProcessView view);
 
 /* Where tracefs is: threads gone from /proc before we looked are then described from the
  * kernel's saved_tgids and saved_cmdlines (the instance records tgids for that). */

@@ -50,6 +50,7 @@ struct Recorder {
         size_t splice_size;
 
         ProcessTreeBuilder *processes;
+        ProcessView process_view;     /* what of each process the session's owner may see */
         bool initial_dump, on_demand;  /* linux.process_stats's quirks, both on by default */
         FtraceTaskNote *task_notes;   /* worker: the task notes of all CPUs in one pass */
         size_t task_notes_allocated;

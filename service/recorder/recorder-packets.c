@@ -500,6 +500,7 @@ static int append_snapshot_processes(Recorder *rec, TraceWriter *w) {
         if (r < 0)
                 return r;
         process_tree_builder_set_limits(b, PROCESS_TREE_DEFAULT_MAX_ENTRIES, PROCESS_TREE_WRITE);
+        process_tree_builder_set_view(b, rec->process_view);
         r = process_tree_builder_add_all(b);
         if (r >= 0 && process_tree_builder_n_entries(b) > 0) {
                 tree = *process_tree_builder_tree(b);

@@ -207,6 +207,7 @@ static int renew_process_tree(Recorder *rec) {
                 return r;
         process_tree_builder_set_limits(b, rec->max_process_entries, PROCESS_TREE_WRITE);
         process_tree_builder_set_options(b, rec->process_age, rec->process_skip_main);
+        process_tree_builder_set_view(b, rec->process_view);
         process_tree_builder_free(rec->processes);
         rec->processes = b;
         return recorder_describe_all_processes(rec);

@@ -171,7 +171,8 @@ static int recorder_apply_ftrace_options(Recorder *rec, const SessionConfig *con
 }
 
 /* The process descriptions: how many are kept, and which are kept when the buffer
- * wraps or fills, follow the writer's mode; linux.process_stats' options. */
+ * wraps or fills, follow the writer's mode; linux.process_stats' options; what of each
+ * process the session's owner may see. */
 static int setup_process_tree(Recorder *rec, const SessionConfig *config) {
         int r = process_tree_builder_new(&rec->processes);
         if (r < 0)
@@ -182,6 +183,8 @@ static int setup_process_tree(Recorder *rec, const SessionConfig *config) {
                                                                                 PROCESS_TREE_KEEP_FIRST);
         process_tree_builder_set_options(rec->processes, config->process_tree.age,
                                          config->process_tree.skip_main_thread);
+        rec->process_view = process_view_make(config->process_tree.owner_uid, config->process_tree.owner_sees_all);
+        process_tree_builder_set_view(rec->processes, rec->process_view);
         rec->initial_dump = !config->process_tree.initial_dump_off;
         rec->on_demand = !config->process_tree.on_demand_off;
         return 0;

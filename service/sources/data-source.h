@@ -84,6 +84,13 @@ typedef struct DataSourceOps {
         /* Undoes what setup_instance made outside the instance (global to the machine),
          * after the instance is removed; for a session it may have run for in part. */
         void (*teardown_instance)(const SessionConfig *c, uint64_t session_id);
+        /* Once polkit answered, before the session is made: narrows @section (NULL when
+         * the config has none of its data sources) and @c to what the session's owner
+         * @owner_uid may have; @manage: the owner is root or holds org.tracebus.manage.
+         * What it leaves out of what the config asked is a warning in @c. NULL: the
+         * source shows everyone the same, or applies its rule elsewhere (linux.perf's
+         * scope, perf_scope_authorize()). */
+        int (*apply_rights)(SessionConfig *c, void *section, uid_t owner_uid, bool manage);
         DataSourceVisibility visibility;
 } DataSourceOps;
 
@@ -114,6 +121,10 @@ int data_source_warn_repeats(const char *const *names, const Tracebus__TraceConf
  * session_config_done(). */
 int data_sources_load(const Tracebus__TraceConfig *tc, const char *tracefs_root, SessionConfig *c,
                       char **ret_error);
+
+/* Every source's apply_rights, in the registry's order: the rights of the session's owner
+ * applied to @c (manager_grant_start_rights()). The first failure is returned. */
+int data_sources_apply_rights(SessionConfig *c, uid_t owner_uid, bool manage);
 
 /* Every source's setup_instance for a session being made, in the registry's order; the
  * first failure is returned. */

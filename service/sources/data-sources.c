@@ -99,6 +99,19 @@ int data_sources_load(const Tracebus__TraceConfig *tc, const char *tracefs_root,
         return 0;
 }
 
+int data_sources_apply_rights(SessionConfig *c, uid_t owner_uid, bool manage) {
+        for (size_t i = 0; i < ELEMENTSOF(registry); i++) {
+                int r;
+
+                if (!registry[i]->apply_rights)
+                        continue;
+                r = registry[i]->apply_rights(c, c->sections[i].data, owner_uid, manage);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 int data_sources_setup_instance(DataSourceInstance *si) {
         for (size_t i = 0; i < ELEMENTSOF(registry); i++) {
                 int r;

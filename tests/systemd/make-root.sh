@@ -14,7 +14,7 @@ set -eu
 # What tracebus's package needs at run time, and what the test drives it with:
 # systemd as PID 1 with logind (libpam-systemd) and machined (systemd-container, for
 # "machinectl shell" into a real session), the system bus, polkitd; libdw1 and libelf1
-# for linux.perf's unwinding (issue 24): the root has no apt lists to fetch them later.
+# for linux.perf's unwinding: the root has no apt lists to fetch them later.
 packages=systemd,systemd-sysv,dbus,polkitd,libpam-systemd,systemd-container,libprotobuf-c1,libtracefs1,libtraceevent1,procps,passwd,login,util-linux,ca-certificates,libdw1,libelf1
 
 here=$(cd "$(dirname "$0")" && pwd)

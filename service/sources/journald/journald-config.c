@@ -106,6 +106,14 @@ int journald_load(const Tracebus__TraceConfig *tc, const char *tracefs_root, Ses
         return 0;
 }
 
+int journald_apply_rights(SessionConfig *c, void *section, uid_t owner_uid, bool manage) {
+        JournaldSection *j = section;
+
+        if (j)
+                j->manage = manage;
+        return 0;
+}
+
 void journald_section_free(void *section) {
         JournaldSection *j = section;
 

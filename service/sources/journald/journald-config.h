@@ -13,6 +13,7 @@ typedef struct JournaldSection {
         char **identifiers;            /* only these SYSLOG_IDENTIFIERs, when not NULL */
         char **units;                  /* only these _SYSTEMD_UNITs, when not NULL */
         uint32_t target_buffer;
+        bool manage;                   /* the owner is root or holds org.tracebus.manage */
 } JournaldSection;
 
 /* The data source names it serves: linux.systemd_journald, linux.journald. */
@@ -23,6 +24,9 @@ extern const char *const journald_source_names[];
  * journal (a warning). A second one is skipped with a warning. */
 int journald_load(const Tracebus__TraceConfig *tc, const char *tracefs_root, SessionConfig *c, void **ret,
                   char **ret_error);
+/* DataSourceOps.apply_rights: whether the session's owner holds org.tracebus.manage
+ * (@manage), which reads the whole journal. */
+int journald_apply_rights(SessionConfig *c, void *section, uid_t owner_uid, bool manage);
 /* DataSourceOps.free_section. */
 void journald_section_free(void *section);
 DEFINE_TRIVIAL_CLEANUP_FUNC_VOID(JournaldSection *, journald_section_free);

@@ -9,9 +9,12 @@ const DataSourceOps journald_data_source = {
         .start = journald_start,
         .queue_final = journald_queue_final,
         .stop = journald_stop,
+        .apply_rights = journald_apply_rights,
         .visibility = {
-                .unprivileged = "the entries the session's owner could read with journalctl: its own (_UID or "
-                                "_SYSTEMD_OWNER_UID is its uid), or the whole journal for root and the members "
-                                "of the groups adm and systemd-journal",
+                .unprivileged = "the entries the caller could read with journalctl: those of its own processes "
+                                "(_UID is its uid), never audit records nor root's entries from its session; the "
+                                "whole journal for the members of the groups adm and systemd-journal",
+                .with_manage = "the whole journal (journald_apply_rights() is given whether the caller holds "
+                               "org.tracebus.manage)",
         },
 };

@@ -12,9 +12,7 @@
  * JOURNALD_MAX_FIELD bytes (MESSAGE to JOURNALD_MAX_MESSAGE).
  */
 #include <errno.h>
-#include <grp.h>
 #include <inttypes.h>
-#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -29,11 +27,11 @@
 #include "strv.h"
 #include "time-util.h"
 #include "trace-writer.h"
+#include "user-util.h"
 
 #define JOURNALD_PERIOD_MS 200u
 #define JOURNALD_MAX_EXAMINED 20000u
 #define JOURNALD_MAX_PER_POLL 500u
-#define JOURNALD_MAX_GROUPS 256
 /* journald's own Varlink socket (root only), and how long its answer may take. */
 #define JOURNALD_VARLINK "/run/systemd/journal/io.systemd.journal"
 #define JOURNALD_SYNC_TIMEOUT_USEC (500 * 1000)
@@ -45,6 +43,7 @@ struct JournaldSource {
         PollerEntry *entry;
         Recorder *rec;
         uid_t uid;
+        bool manage;                   /* the owner is root or holds org.tracebus.manage */
         bool opened, all;              /* all: the caller may read every entry */
         sd_journal *journal;
         uint64_t start_usec;           /* CLOCK_REALTIME: entries from here on */
@@ -110,15 +109,23 @@ static bool entry_uint(sd_journal *j, const char *field, uint32_t *ret) {
         return uint_of(journal_get_data, j, field, ret);
 }
 
-/* Whether the caller in @s could read the current entry itself: its own processes'
- * (_UID) and its user units' (_SYSTEMD_OWNER_UID), unless it may read them all. */
-static bool entry_visible(JournaldSource *s) {
+bool journald_entry_visible(uid_t uid, JournaldGetData get, void *userdata) {
+        _cleanup_free_ char *transport = NULL;
         uint32_t v;
 
-        if (s->all)
-                return true;
-        return (entry_uint(s->journal, "_UID", &v) && v == s->uid) ||
-               (entry_uint(s->journal, "_SYSTEMD_OWNER_UID", &v) && v == s->uid);
+        if (!uint_of(get, userdata, "_UID", &v) || v != uid)
+                return false;
+        transport = field_of(get, userdata, "_TRANSPORT", JOURNALD_MAX_FIELD);
+        return !transport || strcmp(transport, "audit") != 0;
+}
+
+/* Whether the caller in @s could read the current entry itself, unless it may read them
+ * all: journald writes an entry of a process of the caller's uid (_UID) into the caller's
+ * own journal file, which journalctl shows it. Not a root process's in its session
+ * (_SYSTEMD_OWNER_UID: sudo, su, sshd), nor an audit record, whose _UID says whom it is
+ * about: those go to the system journal. */
+static bool entry_visible(JournaldSource *s) {
+        return s->all || journald_entry_visible(s->uid, journal_get_data, s->journal);
 }
 
 /* The config's filters: PRIORITY up to min_prio, and the identifiers and units named. */
@@ -196,32 +203,12 @@ static int submit(JournaldSource *s, Tracebus__SystemdJournaldEvent *e, uint64_t
         return recorder_submit_packet(s->rec, TRACE_SEQUENCE_JOURNALD, s->target_buffer, /* meta= */ false, buf, len);
 }
 
-/* Whether the user @uid may read the whole journal: root, or a member of adm or
- * systemd-journal (the groups journalctl's files are readable by). */
-static bool may_read_all(uid_t uid) {
-        static const char *const groups[] = { "adm", "systemd-journal" };
-        struct passwd pw, *p = NULL;
-        gid_t gids[JOURNALD_MAX_GROUPS];
-        int n = JOURNALD_MAX_GROUPS;
-        char buf[4096];
-
-        if (uid == 0)
-                return true;
-        if (getpwuid_r(uid, &pw, buf, sizeof(buf), &p) != 0 || !p)
-                return false;
-        if (getgrouplist(p->pw_name, p->pw_gid, gids, &n) < 0)
-                n = JOURNALD_MAX_GROUPS;   /* more groups than that: the first ones are enough */
-        for (size_t g = 0; g < ELEMENTSOF(groups); g++) {
-                struct group gr, *grp = NULL;
-                char gbuf[4096];
-
-                if (getgrnam_r(groups[g], &gr, gbuf, sizeof(gbuf), &grp) != 0 || !grp)
-                        continue;
-                for (int i = 0; i < n; i++)
-                        if (gids[i] == grp->gr_gid)
-                                return true;
-        }
-        return false;
+/* Whether the owner of @s may read the whole journal: root and the holders of
+ * org.tracebus.manage, and the members of adm or systemd-journal (the groups journalctl's
+ * files are readable by). */
+static bool may_read_all(const JournaldSource *s) {
+        return s->manage || s->uid == 0 || user_in_group_named(s->uid, "adm") ||
+               user_in_group_named(s->uid, "systemd-journal");
 }
 
 /* On the pollers' thread, at the first poll. */
@@ -229,7 +216,7 @@ static void journal_open(JournaldSource *s) {
         int r;
 
         s->opened = true;
-        s->all = may_read_all(s->uid);
+        s->all = may_read_all(s);
         r = sd_journal_open(&s->journal, SD_JOURNAL_LOCAL_ONLY);
         if (r >= 0)
                 r = sd_journal_seek_realtime_usec(s->journal, s->start_usec);
@@ -240,9 +227,9 @@ static void journal_open(JournaldSource *s) {
                 sd_journal_close(s->journal);
                 s->journal = NULL;
         } else if (!s->all)
-                (void) recorder_warn(s->rec, "linux.systemd_journald: only the entries of your own processes and user "
-                                     "units are recorded (the whole journal is for root and the groups adm and "
-                                     "systemd-journal)");
+                (void) recorder_warn(s->rec, "linux.systemd_journald: only the entries of your own processes are "
+                                     "recorded, as journalctl shows you (the whole journal is for root, the groups "
+                                     "adm and systemd-journal and the holders of org.tracebus.manage)");
 }
 
 /* More entries in a period than JOURNALD_MAX_PER_POLL: not written, counted, said once. */
@@ -324,6 +311,7 @@ int journald_start(const DataSourceContext *ctx, void *data, void **ret) {
         s->poller = poller;
         s->rec = ctx->recorder;
         s->uid = ctx->owner_uid;
+        s->manage = section->manage;
         s->start_usec = now_usec(CLOCK_REALTIME);
         s->min_prio = section->min_prio;
         s->target_buffer = section->target_buffer;

@@ -13,8 +13,9 @@
 /*
  * linux.systemd_journald: the journal entries written during the session, read with
  * sd-journal on the pollers' thread, as Perfetto v58's SystemdJournaldEvent. Only entries the
- * caller could read itself: its own (_UID or _SYSTEMD_OWNER_UID is the caller's), or all
- * of them for root and the members of the journal-reading groups (adm, systemd-journal).
+ * caller could read itself: its own processes' (_UID is the caller's, audit records
+ * excepted), or all of them for root, the holders of org.tracebus.manage and the members
+ * of the journal-reading groups (adm, systemd-journal).
  */
 
 typedef struct JournaldSource JournaldSource;
@@ -40,6 +41,11 @@ int journald_queue_final(void *state, const void *owner);
 /* How an entry's fields are got: sd_journal_get_data()'s contract ("FIELD=value",
  * @ret_len bytes, not NUL-terminated; negative if the entry has no such field). */
 typedef int (*JournaldGetData)(void *userdata, const char *field, const void **ret, size_t *ret_len);
+/* Whether a caller of @uid (without the right to read the whole journal) could read the
+ * entry whose fields @get gives: journald writes an entry of a process of the caller's
+ * uid (_UID) into the caller's own journal file; an audit record, whose _UID says whom it
+ * is about, goes to the system journal. */
+bool journald_entry_visible(uid_t uid, JournaldGetData get, void *userdata);
 /* The event of an entry of priority @prio, its fields got through @get: the numbers
  * that are numbers, the strings cut to the caps. journald_event_done() frees them. */
 void journald_event_fill(Tracebus__SystemdJournaldEvent *e, uint32_t prio, JournaldGetData get, void *userdata);

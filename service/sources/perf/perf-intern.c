@@ -4,8 +4,9 @@
  * path, build id and function name is written once per trace with an iid, and samples
  * name their callstack by iid. New entries of a read pass go out as one InternedData
  * packet in the trace's metadata (never overwritten by a ring buffer), before the pass's
- * samples. Kernel frames are named from kallsyms (ksyms-cache.c); user frames carry
- * their mapping and rel_pc, for trace_processor to symbolize.
+ * samples. Kernel frames are named from kallsyms (ksyms-cache.c); user frames by
+ * tracebus-unwind, which runs as the session owner (perf-helper.c), with their mapping,
+ * rel_pc and build id, for trace_processor to symbolize the unnamed ones.
  */
 #include <linux/perf_event.h>
 #include <stddef.h>
@@ -15,7 +16,7 @@
 #include "kernel/ksyms-cache.h"
 #include "log.h"
 #include "perf-local.h"
-#include "perf-unwind.h"
+#include "perf-helper.h"
 
 #define KERNEL_MAPPING_START UINT64_C(0xffff800000000000)
 #define KERNEL_MAPPING_PATH "[kernel.kallsyms]"
@@ -144,25 +145,8 @@ static uint64_t intern_string(PerfIntern *in, U64Map *map, PerfPending *list, co
         return iid;
 }
 
-/* The build id's iid of the file of @m (0: none), read once per file (device, inode). */
-static uint64_t intern_build_id(PerfIntern *in, pid_t pid, const PerfMap *m) {
-        uint64_t key = perf_hash(perf_hash(0, "B", 1), &m->dev, sizeof(m->dev)), iid;
-        uint8_t id[64];
-        size_t n;
-
-        key = perf_hash(key, &m->inode, sizeof(m->inode));
-        if (u64map_get(&in->build_ids, key, &iid))
-                return iid;
-        n = m->inode ? perf_read_build_id(pid, m, id) : 0;
-        iid = 0;
-        /* As traced_perf writes it: the raw bytes (trace_processor shows them in hex). */
-        if (n > 0)
-                iid = intern_string(in, &in->build_ids, &in->p_build_ids, id, n);
-        (void) u64map_put(&in->build_ids, key, iid);
-        return iid;
-}
-
-static uint64_t intern_mapping_with(PerfIntern *in, pid_t pid, const PerfMap *m, const uint8_t *build_id,
+/* As traced_perf writes a build id: the raw bytes (trace_processor shows them in hex). */
+static uint64_t intern_mapping_with(PerfIntern *in, const PerfMap *m, const uint8_t *build_id,
                                     size_t build_id_len, uint64_t load_bias) {
         uint64_t key = perf_hash(0, m, offsetof(PerfMap, path)), iid, path_iid;
         Tracebus__Mapping *mp;
@@ -188,16 +172,15 @@ static uint64_t intern_mapping_with(PerfIntern *in, pid_t pid, const PerfMap *m,
         mp->end = m->end;
         mp->exact_offset = m->pgoff;
         mp->start_offset = m->start_offset;
-        mp->build_id = build_id_len > 0 ? intern_string(in, &in->build_ids, &in->p_build_ids, build_id, build_id_len)
-                                         : intern_build_id(in, pid, m);
+        mp->build_id = build_id_len > 0 ? intern_string(in, &in->build_ids, &in->p_build_ids, build_id, build_id_len) : 0;
         mp->has_build_id = mp->build_id != 0;
         mp->load_bias = load_bias;
         mp->has_load_bias = load_bias != 0;
         return iid;
 }
 
-static uint64_t intern_mapping(PerfIntern *in, pid_t pid, const PerfMap *m) {
-        return intern_mapping_with(in, pid, m, NULL, 0, 0);
+static uint64_t intern_mapping(PerfIntern *in, const PerfMap *m) {
+        return intern_mapping_with(in, m, NULL, 0, 0);
 }
 
 static uint64_t intern_frame(PerfIntern *in, uint64_t mapping_iid, uint64_t rel_pc, uint64_t name_iid) {
@@ -226,7 +209,7 @@ static uint64_t intern_frame(PerfIntern *in, uint64_t mapping_iid, uint64_t rel_
 static uint64_t kernel_frame(PerfIntern *in, uint64_t ip) {
         static const PerfMap kernel = { .start = KERNEL_MAPPING_START, .end = UINT64_MAX,
                                             .path = (char *) KERNEL_MAPPING_PATH };
-        uint64_t mapping = intern_mapping(in, 0, &kernel), name = 0;
+        uint64_t mapping = intern_mapping(in, &kernel), name = 0;
         ssize_t sym = in->ksyms && ip >= KERNEL_MAPPING_START ? ksyms_lookup(in->ksyms, ip) : -1;
 
         if (mapping == 0 || ip < KERNEL_MAPPING_START)
@@ -238,54 +221,19 @@ static uint64_t kernel_frame(PerfIntern *in, uint64_t ip) {
         return intern_frame(in, mapping, ip - KERNEL_MAPPING_START, name);
 }
 
-static void unwind_procs_clear(PerfIntern *in) {
-        for (size_t i = 0; i < in->n_unwind_procs; i++)
-                perf_process_free(in->unwind_procs[i]);
-        in->n_unwind_procs = 0;
-        u64map_done(&in->unwind_index);
-}
-
-/* perf-unwind.c's process @pid: made once, kept until it execs (or the table fills:
- * then all are dropped, which a long system-wide session of short processes needs). */
-static PerfProcess *unwind_process(PerfIntern *in, pid_t pid) {
-        uint64_t index;
-
-        if (!in->unwinder)
-                return NULL;
-        if (u64map_get(&in->unwind_index, (uint64_t) pid, &index))
-                return index ? in->unwind_procs[index - 1] : NULL;
-        if (in->n_unwind_procs >= PERF_MAX_UNWIND_PROCS)
-                unwind_procs_clear(in);
-        if (!in->unwind_procs && !(in->unwind_procs = calloc(PERF_MAX_UNWIND_PROCS, sizeof(PerfProcess *))))
-                return NULL;
-        if (perf_process_new(in->unwinder, pid, &in->unwind_procs[in->n_unwind_procs]) < 0) {
-                (void) u64map_put(&in->unwind_index, (uint64_t) pid, 0);
-                return NULL;
-        }
-        (void) u64map_put(&in->unwind_index, (uint64_t) pid, ++in->n_unwind_procs);
-        return in->unwind_procs[in->n_unwind_procs - 1];
-}
-
 void perf_intern_forget(PerfIntern *in, pid_t pid) {
-        uint64_t index;
-
-        if (u64map_get(&in->unwind_index, (uint64_t) pid, &index) && index > 0) {
-                PerfProcess *pp = in->unwind_procs[index - 1];
-
-                if (perf_process_reload_maps(pp) < 0)
-                        (void) u64map_put(&in->unwind_index, (uint64_t) pid, 0);
-        }
+        /* The helper reads its maps again with its next request. */
+        (void) u64map_put(&in->exec_pids, (uint64_t) pid, 1);
 }
 
-/* A frame named by perf-unwind.c: its mapping (with the build id it read), the ELF's
- * address as rel_pc, the function. 0 when it has no mapping. */
-static uint64_t named_frame(PerfIntern *in, pid_t pid, const PerfFrame *f) {
-        const PerfMapping *um = f->mapping;
-        PerfMap m = { .start = um->start, .end = um->end, .pgoff = um->pgoff, .start_offset = um->pgoff,
-                      .path = (char *) um->path };
+/* A frame the helper named: its mapping (with the build id it read), the ELF's address
+ * as rel_pc, the function. */
+static uint64_t named_frame(PerfIntern *in, const UnwindFrame *f) {
+        PerfMap m = { .start = f->start, .end = f->end, .pgoff = f->pgoff, .start_offset = f->pgoff,
+                      .path = (char *) f->path };
         uint64_t mapping, name = 0;
 
-        mapping = intern_mapping_with(in, pid, &m, um->build_id, um->build_id_len, um->load_bias);
+        mapping = intern_mapping_with(in, &m, f->build_id, f->build_id_len, f->load_bias);
         if (mapping == 0)
                 return 0;
         if (f->function)
@@ -293,56 +241,51 @@ static uint64_t named_frame(PerfIntern *in, pid_t pid, const PerfFrame *f) {
         return intern_frame(in, mapping, f->rel_pc, name);
 }
 
-/* A user address as a frame of its mapping, named by perf-unwind.c when it can; else
- * rel_pc is the offset into the file (for the common ELF whose p_vaddr equals
- * p_offset, load_bias 0). */
-static uint64_t user_frame(PerfIntern *in, PerfScope *scope, PerfProc *p, uint64_t ip, bool return_address) {
-        PerfProcess *pp = unwind_process(in, p->pid);
-        const PerfMap *m;
-        uint64_t mapping;
-        PerfFrame f;
-
-        if (pp && perf_symbolize(pp, ip, return_address, &f) >= 0 && f.mapping)
-                return named_frame(in, p->pid, &f);
-        /* A pc outside the maps read: mapped since (dlopen, JIT). Read again, once a pass. */
-        if (pp && !p->unwind_reloaded) {
-                p->unwind_reloaded = true;
-                if (perf_process_reload_maps(pp) >= 0 && perf_symbolize(pp, ip, return_address, &f) >= 0 && f.mapping)
-                        return named_frame(in, p->pid, &f);
-        }
-        m = perf_scope_mapping(scope, p, ip);
-
-        if (!m || (mapping = intern_mapping(in, p->pid, m)) == 0)
-                return 0;
-        return intern_frame(in, mapping, ip - m->start + m->pgoff, 0);
+static void note_reply_flags(PerfIntern *in, uint32_t flags) {
+        in->helper_memory_cap = in->helper_memory_cap || (flags & UNWIND_REPLY_MEMORY_CAP);
+        in->helper_files_denied = in->helper_files_denied || (flags & UNWIND_REPLY_FILES_DENIED);
 }
 
-/* UNWIND_DWARF: the user frames from the copied stack (perf-unwind-dwarf.c), leaf
- * first, into @frames; how many. 0 when there is no copy or it unwinds to nothing. */
-static size_t dwarf_frames(PerfIntern *in, PerfProc *p, const PerfStack *st, uint64_t *frames, size_t max) {
-        PerfFrame unwound[PERF_MAX_FRAMES];
-        PerfProcess *pp;
+/* The user frames of @st from the helper, leaf first, into @frames: how many, or
+ * -EACCES (the owner may not ptrace the process), -ENOTCONN (no helper). */
+static int user_frames(PerfIntern *in, PerfProc *p, const PerfStack *st, const uint64_t *ips, size_t n_ips,
+                       uint64_t *frames, size_t max) {
+        UnwindFrame named[UNWIND_MAX_FRAMES];
+        UnwindReplyFixed reply;
+        UnwindRequest req = {
+                .pid = p->pid, .tid = st->tid, .ips = ips, .n_ips = n_ips,
+                .regs = st->regs, .regs_mask = st->regs ? st->regs_mask : 0,
+                .stack = st->regs ? st->stack : NULL, .stack_len = st->regs ? st->stack_len : 0,
+        };
+        uint64_t was_exec;
         size_t n = 0, n_frames = 0;
+        int r;
 
-        if (!st->regs || !p || !(pp = unwind_process(in, p->pid)))
-                return 0;
-        if (perf_unwind_dwarf(pp, st->regs, st->regs_mask, st->stack, st->stack_len, unwound,
-                              MIN(max, (size_t) PERF_MAX_FRAMES), &n) < 0)
-                return 0;
+        if (u64map_get(&in->exec_pids, (uint64_t) p->pid, &was_exec) && was_exec) {
+                req.flags |= UNWIND_FLAG_EXEC;
+                (void) u64map_put(&in->exec_pids, (uint64_t) p->pid, 0);
+        }
+        r = perf_helper_unwind(in->helper, &req, &reply, named, MIN(max, (size_t) UNWIND_MAX_FRAMES), &n);
+        if (r < 0)
+                return r == -E2BIG ? 0 : r;
+        note_reply_flags(in, reply.flags);
+        if (reply.status == UNWIND_STATUS_DENIED)
+                return in->manage ? 0 : -EACCES;
         for (size_t i = 0; i < n; i++) {
-                uint64_t f = unwound[i].mapping ? named_frame(in, p->pid, &unwound[i]) : 0;
+                uint64_t f = named_frame(in, &named[i]);
 
                 if (f != 0)
                         frames[n_frames++] = f;
         }
-        return n_frames;
+        return (int) n_frames;
 }
 
-/* The frames of @st, leaf first: the kernel's callchain, whose user part DWARF
- * unwinding replaces when it found more. */
-static size_t collect_frames(PerfIntern *in, PerfScope *scope, PerfProc *p, const PerfStack *st, uint64_t *frames) {
-        uint64_t context = PERF_CONTEXT_USER, user[PERF_MAX_FRAMES];
-        size_t n_frames = 0, n_user = 0, n_dwarf;
+/* The frames of @st, leaf first: the kernel's part of the callchain named from kallsyms,
+ * the user's by the helper (from the callchain, or unwound with DWARF). */
+static int collect_frames(PerfIntern *in, PerfProc *p, const PerfStack *st, uint64_t *frames) {
+        uint64_t context = PERF_CONTEXT_USER, user_ips[PERF_MAX_FRAMES];
+        size_t n_frames = 0, n_user = 0;
+        int r;
 
         for (size_t i = 0; i < st->n_ips && n_frames + n_user < PERF_MAX_FRAMES; i++) {
                 uint64_t f;
@@ -353,25 +296,20 @@ static size_t collect_frames(PerfIntern *in, PerfScope *scope, PerfProc *p, cons
                 }
                 if (context == PERF_CONTEXT_KERNEL && (f = kernel_frame(in, st->ips[i])) != 0)
                         frames[n_frames++] = f;
-                /* The first user entry is where the sample hit; the others are return addresses. */
-                else if (context == PERF_CONTEXT_USER && p && (f = user_frame(in, scope, p, st->ips[i], n_user > 0)) != 0)
-                        user[n_user++] = f;
+                else if (context == PERF_CONTEXT_USER)
+                        user_ips[n_user++] = st->ips[i];
         }
-        n_dwarf = dwarf_frames(in, p, st, frames + n_frames, PERF_MAX_FRAMES - n_frames);
-        if (n_dwarf > n_user)
-                return n_frames + n_dwarf;
-        memcpy(frames + n_frames, user, n_user * sizeof(uint64_t));
-        return n_frames + n_user;
+        if (!p || !in->helper || (n_user == 0 && !st->regs))
+                return (int) n_frames;
+        r = user_frames(in, p, st, user_ips, n_user, frames + n_frames, PERF_MAX_FRAMES - n_frames);
+        return r < 0 ? r : (int) n_frames + r;
 }
 
-uint64_t perf_intern_callstack(PerfIntern *in, PerfScope *scope, PerfProc *p, const PerfStack *st) {
-        uint64_t frames[PERF_MAX_FRAMES], key = 0, iid;
-        size_t n_frames;
+/* The iid of the callstack of @frames (leaf first; reversed in place); 0: none. */
+static uint64_t intern_callstack(PerfIntern *in, uint64_t *frames, size_t n_frames) {
+        uint64_t key, iid;
         Tracebus__Callstack *cs;
 
-        if (in->full)
-                return 0;
-        n_frames = collect_frames(in, scope, p, st, frames);
         /* Root first, as Callstack.frame_ids are. */
         if (n_frames == 0)
                 return 0;
@@ -398,6 +336,20 @@ uint64_t perf_intern_callstack(PerfIntern *in, PerfScope *scope, PerfProc *p, co
         cs->iid = iid = ++in->next_iid;
         in->bytes += n_frames * sizeof(uint64_t);
         return iid;
+}
+
+int perf_intern_callstack(PerfIntern *in, PerfProc *p, const PerfStack *st, uint64_t *ret_iid) {
+        uint64_t frames[PERF_MAX_FRAMES];
+        int r;
+
+        *ret_iid = 0;
+        if (in->full)
+                return 0;
+        r = collect_frames(in, p, st, frames);
+        if (r < 0)
+                return r;
+        *ret_iid = intern_callstack(in, frames, (size_t) r);
+        return 0;
 }
 
 /* Pointers to the @n items of @size bytes at @items, as protobuf-c's repeated fields. */
@@ -486,8 +438,6 @@ void perf_intern_done(PerfIntern *in) {
         u64map_done(&in->build_ids);
         if (in->ksyms)
                 ksyms_cache_put(TAKE_PTR(in->ksyms));
-        unwind_procs_clear(in);
-        free(in->unwind_procs);
-        perf_unwinder_free(in->unwinder);
+        u64map_done(&in->exec_pids);
         *in = (PerfIntern) {};
 }

@@ -28,7 +28,7 @@ uint64_t perf_hash(uint64_t h, const void *data, size_t n);
 #define PERF_MAX_UNWIND_PROCS 256u
 #define PERF_SEQ_NEEDS_INCREMENTAL_STATE 2u
 
-/* One executable mapping of a process, from /proc/PID/maps. */
+/* One mapping of a process, as a Perfetto Mapping describes it. */
 typedef struct PerfMap {
         uint64_t start, end, pgoff, start_offset;
         uint64_t dev, inode;
@@ -39,10 +39,7 @@ typedef struct PerfMap {
 typedef struct PerfProc {
         pid_t pid;
         bool in_scope;
-        bool maps_read;
-        bool unwind_reloaded;          /* perf-unwind.c's maps read again this pass (a pc outside them) */
-        PerfMap *maps;
-        size_t n_maps;
+        bool denied;                   /* the owner's by uid, not the owner's to ptrace */
 } PerfProc;
 
 /* Which processes a session samples. Verdicts are cached for one read pass: a process
@@ -60,12 +57,6 @@ typedef struct PerfScope {
 } PerfScope;
 
 PerfProc *perf_scope_lookup(PerfScope *s, pid_t pid);
-/* Adds the executable mappings of @text, a /proc/PID/maps, to @p's (PERF_MAX_MAPS at
- * most); perf_maps_free() frees them. */
-void perf_maps_parse(PerfProc *p, const char *text);
-void perf_maps_free(PerfProc *p);
-/* The mapping of @pid's that holds @ip, reading its maps once per pass; NULL if none. */
-const PerfMap *perf_scope_mapping(PerfScope *s, PerfProc *p, uint64_t ip);
 void perf_scope_forget(PerfScope *s, pid_t pid);
 void perf_scope_new_pass(PerfScope *s);
 void perf_scope_done(PerfScope *s);
@@ -81,12 +72,12 @@ typedef struct PerfIntern {
         U64Map names, mappings, frames, callstacks, paths, build_ids;
         uint64_t next_iid;
         Ksyms *ksyms;                  /* kernel frames only */
-        /* perf-unwind.c's per-process ELF caches, which name user frames: kept across
-         * passes (opening the files is the cost), by pid. */
-        struct PerfUnwinder *unwinder;
-        U64Map unwind_index;           /* pid -> index in unwind_procs + 1 */
-        struct PerfProcess **unwind_procs;
-        size_t n_unwind_procs;
+        /* tracebus-unwind, which names user frames (NULL: user frames not asked for), the
+         * pids that exec'd since their last request, what it left out since the last pass. */
+        struct PerfHelper *helper;
+        U64Map exec_pids;
+        bool helper_memory_cap, helper_files_denied;
+        bool manage;                   /* samples the owner may not ptrace keep their kernel frames */
         /* New entries for the next InternedData: InternedStrings (names, paths, build
          * ids), Frames, Mappings, Callstacks, their data owned. */
         PerfPending p_names, p_paths, p_build_ids, p_frames, p_mappings, p_callstacks;
@@ -95,9 +86,11 @@ typedef struct PerfIntern {
         bool full;                     /* max_daemon_memory_kb reached: no more callstacks */
 } PerfIntern;
 
-/* The iid of the callstack of @ips (leaf first, PERF_CONTEXT_* markers included) of
- * process @p; 0 when none could be interned. */
+/* The callstack of a sample of process @p (NULL: pid 0) into *ret_iid (0: none could
+ * be interned). -EACCES: the owner may not ptrace @p; -ENOTCONN: the helper is gone;
+ * either way the sample is to be dropped. */
 typedef struct PerfStack {
+        pid_t tid;                     /* the sampled thread */
         const uint64_t *ips;           /* the kernel's callchain, leaf first, with PERF_CONTEXT_* markers */
         size_t n_ips;
         const uint64_t *regs;          /* UNWIND_DWARF: BP, SP, IP of user mode (NULL: none) */
@@ -105,13 +98,9 @@ typedef struct PerfStack {
         const uint8_t *stack;          /* ... and the copy of the user stack from SP */
         size_t stack_len;
 } PerfStack;
-uint64_t perf_intern_callstack(PerfIntern *in, PerfScope *scope, PerfProc *p, const PerfStack *st);
-/* Drops what perf-unwind.c cached of @pid (it exec'd). */
+int perf_intern_callstack(PerfIntern *in, PerfProc *p, const PerfStack *st, uint64_t *ret_iid);
+/* @pid exec'd: the helper reads its maps again. */
 void perf_intern_forget(PerfIntern *in, pid_t pid);
 /* Hands the pending InternedData to the recorder (metadata, never overwritten). */
 int perf_intern_flush(PerfIntern *in, Recorder *rec);
 void perf_intern_done(PerfIntern *in);
-
-/* Reads the GNU build id of the file mapped at @m of @pid (through /proc/PID/map_files,
- * never a path by name) into @buf; its length, 0 if none. */
-size_t perf_read_build_id(pid_t pid, const PerfMap *m, uint8_t buf[static 64]);

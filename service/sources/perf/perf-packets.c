@@ -15,10 +15,9 @@
 #include <time.h>
 
 #include "kernel/ksyms-cache.h"
-#include "libdw-dlopen.h"
 #include "log.h"
 #include "perf-packets.h"
-#include "perf-unwind.h"
+#include "perf-helper.h"
 #include "time-util.h"
 
 static int submit(PerfWriter *w, Tracebus__TracePacket *packet, bool meta) {
@@ -41,17 +40,14 @@ int perf_writer_init(PerfWriter *w, Recorder *rec, const PerfSection *c, uid_t o
             !(w->scope.additional = calloc(c->additional_cmdline_count, sizeof(pid_t))))
                 return -ENOMEM;
         w->intern.max_bytes = (size_t) c->max_memory_kb * 1024u;
-        /* Naming user frames (perf-unwind.c): its files count against the same cap. */
+        w->intern.manage = c->manage;
+        /* User frames are named by tracebus-unwind as the owner, started by the first
+         * sample that has some; its files count against the same cap. */
         if (c->user_frames) {
-                int r = perf_unwinder_new(c->max_memory_kb, &w->intern.unwinder);
-                if (r < 0) {
-                        const char *reason;
-
-                        w->intern.unwinder = NULL;
-                        (void) dlopen_libdw(&reason);   /* the first result, kept: why it failed */
-                        (void) recorder_warn(rec, "linux.perf: user frames unnamed: %s",
-                                             r == -EOPNOTSUPP ? reason : strerror(-r));
-                }
+                w->intern.helper = malloc(sizeof(PerfHelper));
+                if (!w->intern.helper)
+                        return -ENOMEM;
+                perf_helper_init(w->intern.helper, owner_uid, c->max_memory_kb);
         }
         if (c->kernel_frames && c->manage) {
                 int r = ksyms_cache_get(/* retain= */ false, &w->intern.ksyms);
@@ -147,7 +143,10 @@ void perf_writer_sample(PerfWriter *w, const PerfRawSample *s) {
         PerfProc *p = perf_scope_lookup(&w->scope, (pid_t) s->pid);
 
         if (!p || !p->in_scope) {
-                w->skipped++;
+                if (p && p->denied)
+                        w->denied++;
+                else
+                        w->skipped++;
                 return;
         }
         ps.has_cpu = ps.has_pid = ps.has_tid = ps.has_cpu_mode = ps.has_timebase_count = true;
@@ -158,7 +157,16 @@ void perf_writer_sample(PerfWriter *w, const PerfRawSample *s) {
         ps.cpu_mode = s->misc & PERF_RECORD_MISC_CPUMODE_MASK;
         ps.timebase_count = s->period;
         if (s->stack.n_ips > 0 || s->stack.regs) {
-                ps.callstack_iid = perf_intern_callstack(&w->intern, &w->scope, p->pid > 0 ? p : NULL, &s->stack);
+                int r = perf_intern_callstack(&w->intern, p->pid > 0 ? p : NULL, &s->stack, &ps.callstack_iid);
+
+                if (r == -EACCES || r == -ENOTCONN) {
+                        /* Not the owner's to see, or no helper to name its frames: dropped. */
+                        if (r == -EACCES)
+                                w->denied++;
+                        else
+                                w->helper_dropped++;
+                        return;
+                }
                 ps.has_callstack_iid = ps.callstack_iid != 0;
                 if (w->intern.full && !w->warned_memory) {
                         w->warned_memory = true;
@@ -197,22 +205,26 @@ void perf_writer_exec(PerfWriter *w, pid_t pid) {
         perf_intern_forget(&w->intern, pid);
 }
 
-/* What perf-unwind.c left out since the last pass, told once each. */
+/* What the helper left out since the last pass, told once each. */
 static void warn_unwinder(PerfWriter *w) {
-        PerfUnwinder *u = w->intern.unwinder;
+        PerfIntern *in = &w->intern;
 
-        if (!u)
-                return;
-        if (perf_unwinder_take_memory_exceeded(u) && !w->warned_memory) {
+        if (in->helper_memory_cap && !w->warned_memory) {
                 w->warned_memory = true;
                 (void) recorder_warn(w->rec, "linux.perf: max_daemon_memory_kb (%u KiB) reached: some user frames "
                                      "are not named or unwound", w->config->max_memory_kb);
         }
-        if (perf_unwinder_take_files_denied(u) && !w->warned_files) {
+        if (in->helper_files_denied && !w->warned_files) {
                 w->warned_files = true;
-                (void) recorder_warn(w->rec, "linux.perf: the kernel refused the service some processes' files "
-                                     "(no CAP_SYS_PTRACE): their frames have no names");
+                (void) recorder_warn(w->rec, "linux.perf: the session owner may not read some mapped files: "
+                                     "their frames have no names");
         }
+        if (in->helper && in->helper->failed && !w->warned_helper) {
+                w->warned_helper = true;
+                (void) recorder_warn(w->rec, "linux.perf: %s: later samples with user frames are dropped",
+                                     in->helper->failure ?: "tracebus-unwind failed");
+        }
+        in->helper_memory_cap = in->helper_files_denied = false;
 }
 
 void perf_writer_end_pass(PerfWriter *w) {
@@ -224,14 +236,28 @@ void perf_writer_end_pass(PerfWriter *w) {
 void perf_writer_finish(PerfWriter *w) {
         flush_queue(w);
         log_debug("linux.perf: %" PRIu64 " samples written, %" PRIu64 " out of scope, %" PRIu64 " lost by the kernel, %"
-                  PRIu64 " dropped.", w->samples, w->skipped, w->lost, w->dropped);
+                  PRIu64 " dropped, %" PRIu64 " not the owner's to ptrace, %" PRIu64 " without a helper.",
+                  w->samples, w->skipped, w->lost, w->dropped, w->denied, w->helper_dropped);
+        if (w->denied > 0)
+                (void) recorder_warn(w->rec, "linux.perf: %" PRIu64 " samples of processes the session owner may not "
+                                     "ptrace were dropped", w->denied);
+        if (w->helper_dropped > 0)
+                (void) recorder_warn(w->rec, "linux.perf: %" PRIu64 " samples were dropped: tracebus-unwind, which "
+                                     "names user frames, was not there to answer", w->helper_dropped);
         if (w->lost > 0 || w->dropped > 0)
                 (void) recorder_warn(w->rec, "linux.perf: %" PRIu64 " records lost in the kernel's ring buffers, %" PRIu64
                                      " packets dropped by the service (raise ring_buffer_pages or lower the frequency)",
                                      w->lost, w->dropped);
 }
 
+void perf_writer_end_helper(PerfWriter *w) {
+        if (w->intern.helper)
+                perf_helper_done(w->intern.helper);
+}
+
 void perf_writer_done(PerfWriter *w) {
+        perf_writer_end_helper(w);
+        w->intern.helper = mfree(w->intern.helper);
         perf_scope_done(&w->scope);
         perf_intern_done(&w->intern);
         w->queued = mfree(w->queued);

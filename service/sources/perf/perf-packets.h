@@ -22,7 +22,9 @@ typedef struct PerfWriter {
         uint8_t *queued;               /* framed as [u32 length][packet], this pass's samples */
         size_t queued_len, queued_allocated;
         uint64_t samples, skipped, dropped, lost;
-        bool warned_memory, warned_files;
+        uint64_t denied;               /* samples of processes the owner may not ptrace */
+        uint64_t helper_dropped;       /* samples dropped: tracebus-unwind failed or was late */
+        bool warned_memory, warned_files, warned_helper;
 } PerfWriter;
 
 int perf_writer_init(PerfWriter *w, Recorder *rec, const PerfSection *config, uid_t owner_uid);
@@ -33,4 +35,6 @@ void perf_writer_exec(PerfWriter *w, pid_t pid);
 void perf_writer_end_pass(PerfWriter *w);
 /* After the last pass: the counts as a warning when samples were lost or dropped. */
 void perf_writer_finish(PerfWriter *w);
+/* Ends tracebus-unwind, on the sampler's thread after its last pass. */
+void perf_writer_end_helper(PerfWriter *w);
 void perf_writer_done(PerfWriter *w);

@@ -76,6 +76,7 @@ static int parse_sample(const uint8_t *p, const uint8_t *end, bool callstacks, b
         memcpy(&s->cpu, p + 16, 4);
         memcpy(&s->period, p + 24, 8);
         p += 32;
+        s->stack.tid = (pid_t) s->tid;
         return callstacks ? parse_stack(dwarf, p, end, &s->stack) : 0;
 }
 

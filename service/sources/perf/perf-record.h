@@ -12,7 +12,7 @@
  * PerfRecord without trusting its sizes (a record may claim more than it holds).
  */
 
-/* x86-64's PERF_REG_X86_BP, SP and IP (6, 7, 8): what libdw's unwinder starts from. */
+/* x86-64's PERF_REG_X86_BP, SP and IP (6, 7, 8): what tracebus-unwind's DWARF unwinder starts from. */
 #define PERF_DWARF_REGS ((UINT64_C(1) << 6) | (UINT64_C(1) << 7) | (UINT64_C(1) << 8))
 #define PERF_DWARF_NREGS 3u
 /* The largest record: its size is 16 bits. */

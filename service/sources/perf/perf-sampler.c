@@ -68,7 +68,7 @@ static void sampler_attr(const PerfSection *c, struct perf_event_attr *attr) {
                 .exclude_callchain_user = !c->user_frames,
         };
 #if defined(__x86_64__)
-        /* UNWIND_DWARF: the user registers and a copy of the stack, for perf-unwind-dwarf.c. */
+        /* UNWIND_DWARF: the user registers and a copy of the stack, for tracebus-unwind. */
         if (c->callstacks && c->unwind_dwarf) {
                 attr->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
                 attr->sample_regs_user = PERF_DWARF_REGS;
@@ -168,6 +168,7 @@ static void *sampler_thread(void *userdata) {
                 if (n > 0)
                         break;
         }
+        perf_writer_end_helper(&s->writer);
         return NULL;
 }
 

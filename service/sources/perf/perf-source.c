@@ -12,10 +12,13 @@ const DataSourceOps perf_data_source = {
         .start = perf_sampler_start,
         .stop = perf_sampler_stop,
         .visibility = {
-                .unprivileged = "samples of the processes whose real and effective uid are the session owner's; "
+                .unprivileged = "samples of the processes whose real and effective uid are the session owner's "
+                                "and that the owner may ptrace (dumpable), others' dropped and counted; "
                                 "a target_pid of another user's process refuses the Start (ProcessNotYours); "
-                                "user frames only, kernel_frames dropped with a warning",
+                                "user frames named by tracebus-unwind running as the owner, so only from "
+                                "files the owner may read; kernel_frames dropped with a warning",
                 .with_manage = "every process's samples and the kernel's frames (perf_scope_authorize() asks "
-                               "whether the caller holds org.tracebus.manage)",
+                               "whether the caller holds org.tracebus.manage); user frames still named only "
+                               "where the caller may ptrace the process and read its files",
         },
 };

@@ -105,3 +105,9 @@ int process_stats_load(const Tracebus__TraceConfig *tc, const char *tracefs_root
         *ret = TAKE_PTR(section);
         return 0;
 }
+
+int process_apply_rights(SessionConfig *c, void *section, uid_t owner_uid, bool manage) {
+        c->process_tree.owner_uid = owner_uid;
+        c->process_tree.owner_sees_all = manage;
+        return 0;
+}

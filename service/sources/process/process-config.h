@@ -28,3 +28,9 @@ extern const char *const process_stats_source_names[];
  * is skipped with a warning. */
 int process_stats_load(const Tracebus__TraceConfig *tc, const char *tracefs_root, SessionConfig *c, void **ret,
                        char **ret_error);
+
+/* DataSourceOps.apply_rights: whose the session's process descriptions and ProcessStats
+ * are (c->process_tree.owner_uid, owner_sees_all for root and the holders of
+ * org.tracebus.manage), for every session, with linux.process_stats or without (@section
+ * may be NULL): what of each process they hold follows kernel/process-view.h. */
+int process_apply_rights(SessionConfig *c, void *section, uid_t owner_uid, bool manage);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* linux.process_stats in the registry of data sources. */
+/* linux.process_stats, and the process descriptions of every session, in the registry of
+ * data sources. */
 #include <stdlib.h>
 
 #include "process-stats.h"
@@ -11,9 +12,13 @@ const DataSourceOps process_stats_data_source = {
         .start = process_stats_start,
         .queue_final = process_stats_queue_final,
         .stop = process_stats_stop,
+        .apply_rights = process_apply_rights,
         .visibility = {
-                .unprivileged = "every process's memory counters from /proc/PID/status, oom_score_adj and run "
-                                "times, as any user reads them in /proc; scan_smaps_rollup's fields only of the "
-                                "processes of the session owner's uid (every process's for root)",
+                .unprivileged = "the caller's own processes whole (command line, uid, start time, smaps_rollup); "
+                                "the other users' by pid, parent and comm, with the memory counters, "
+                                "oom_score_adj and run times any user reads in /proc, and none of them at all "
+                                "when /proc is mounted hidepid= (unless the caller is in its gid= group)",
+                .with_manage = "every process whole, command lines, uids and smaps_rollup included "
+                               "(process_apply_rights() is given whether the caller holds org.tracebus.manage)",
         },
 };

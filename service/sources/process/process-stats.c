@@ -23,6 +23,7 @@
 #include "log.h"
 #include "macro.h"
 #include "kernel/process-scan.h"
+#include "kernel/process-view.h"
 #include "process-stats.h"
 #include "sources/poller-feeds.h"
 #include "time-util.h"
@@ -57,7 +58,7 @@ static const struct { const char *key; unsigned idx; } kb_keys[] = {
 /* One process as the shared walk read it, for every subscriber. */
 typedef struct ProcRead {
         ProcValues v;
-        long uid;                      /* its real uid (status), -1 if unknown */
+        long owner;                    /* process_status_owner(): -1 if not one user's */
         bool smaps_denied;             /* smaps_rollup was asked for and the kernel refused it */
 } ProcRead;
 
@@ -70,7 +71,7 @@ typedef struct Walk {
 struct ProcessStatsSource {
         struct Feed *feed;
         Recorder *rec;
-        uid_t owner_uid;
+        ProcessView view;              /* what of each process the session's owner may see */
         bool smaps, runtime;
         uint32_t ttl_ticks, ticks;     /* ttl_ticks 0: values are written only when they change */
         uint32_t target_buffer;
@@ -89,8 +90,9 @@ struct ProcessStatsSource {
  * The shared walks, as sys-stats.c's reads: one Feed per (poller, period), one poller
  * entry that walks /proc once a period for all its subscribers, reading what the union
  * of them asks (run times, smaps_rollup of the processes some subscriber may read), and
- * hands each session only its own: its counters, smaps_rollup of its own processes
- * unless root, its own change-only state and cache ttl. The feed's lock (poller-feeds.h)
+ * hands each session only its own: the processes its owner may see (kernel/process-view.h),
+ * its counters, smaps_rollup of its own processes unless it sees all, its own change-only
+ * state and cache ttl. The feed's lock (poller-feeds.h)
  * guards its subscribers and is held through a walk, so that after process_stats_stop()
  * nothing goes to that session's recorder.
  */
@@ -141,13 +143,6 @@ static bool parse_kb_lines(const char *text, ProcValues *v) {
         return mem;
 }
 
-/* The real uid of a status text, or -1. */
-static long status_uid(const char *status) {
-        const char *uid = strstr(status, "\nUid:");
-
-        return uid ? strtol(uid + 5, NULL, 10) : -1;
-}
-
 /* utime and stime (fields 14 and 15 of a /proc/PID/stat text, after the comm in parentheses). */
 static void parse_runtime(const char *stat, ProcValues *v) {
         static uint64_t ns_per_tick;
@@ -171,11 +166,11 @@ static void read_runtime(int proc_fd, ProcValues *v) {
                 parse_runtime(buf, v);
 }
 
-bool process_stats_parse_texts(const char *status, const char *smaps_rollup, const char *stat, long *ret_uid) {
+bool process_stats_parse_texts(const char *status, const char *smaps_rollup, const char *stat, long *ret_owner) {
         ProcValues v = {};
         bool mem;
 
-        *ret_uid = status_uid(status);
+        *ret_owner = process_status_owner(status);
         mem = parse_kb_lines(status, &v);
         if (smaps_rollup)
                 (void) parse_kb_lines(smaps_rollup, &v);
@@ -184,9 +179,10 @@ bool process_stats_parse_texts(const char *status, const char *smaps_rollup, con
         return mem;
 }
 
-/* Whether @s may have smaps_rollup of a process of @uid: its own, as for ptrace. */
-static bool smaps_allowed(const ProcessStatsSource *s, long uid) {
-        return s->smaps && (s->owner_uid == 0 || uid == (long) s->owner_uid);
+/* Whether @s may have smaps_rollup of a process of @owner: its own, as for ptrace, or
+ * every one for root and the holders of org.tracebus.manage. */
+static bool smaps_allowed(ProcessStatsSource *s, long owner) {
+        return s->smaps && process_view_sight(&s->view, owner) == PROCESS_SIGHT_WHOLE;
 }
 
 /* What the walk reads for @subs: run times if one asks, smaps_rollup of a process if
@@ -197,9 +193,9 @@ typedef struct WalkWants {
         bool runtime;
 } WalkWants;
 
-static bool wants_smaps(const WalkWants *w, long uid) {
+static bool wants_smaps(const WalkWants *w, long owner) {
         for (size_t i = 0; i < w->n_subs; i++)
-                if (smaps_allowed(w->subs[i], uid))
+                if (smaps_allowed(w->subs[i], owner))
                         return true;
         return false;
 }
@@ -217,11 +213,11 @@ static bool read_process(const WalkWants *w, int proc_fd, int32_t pid, ProcRead 
                 v->v[i] = PS_NONE;
         if (read_pid_file(proc_fd, pid, "status", buf, sizeof(buf)) < 0)
                 return false;
-        r->uid = status_uid(buf);
+        r->owner = process_status_owner(buf);
         mem = parse_kb_lines(buf, v);
         if (!mem)
                 v->v[PS_VM_SIZE] = PS_NONE;   /* a kernel thread: Perfetto writes no memory */
-        if (mem && wants_smaps(w, r->uid)) {
+        if (mem && wants_smaps(w, r->owner)) {
                 ssize_t n = read_pid_file(proc_fd, pid, "smaps_rollup", buf, sizeof(buf));
 
                 if (n > 0)
@@ -329,22 +325,25 @@ static void walk_proc(Walk *walk, const WalkWants *w, size_t max) {
         }
 }
 
-/* @r as @s may have it: its counters, smaps_rollup only of its own processes. */
+/* @r as @s may have it: its counters, smaps_rollup only of its own processes; nothing of
+ * a process /proc hides from the session's owner. */
 static bool view_process(ProcessStatsSource *s, const ProcRead *r, ProcValues *v) {
         static const unsigned smaps[] = { PS_SMR_RSS, PS_SMR_PSS, PS_SMR_PSS_ANON, PS_SMR_PSS_FILE,
                                           PS_SMR_PSS_SHMEM, PS_SMR_SWAP_PSS };
 
         if (r->v.v[PS_VM_SIZE] == PS_NONE && !s->runtime)
                 return false;
+        if (process_view_sight(&s->view, r->owner) == PROCESS_SIGHT_NONE)
+                return false;
         *v = r->v;
-        if (r->smaps_denied && smaps_allowed(s, r->uid) && !s->smaps_denied_warned) {
+        if (r->smaps_denied && smaps_allowed(s, r->owner) && !s->smaps_denied_warned) {
                 /* Never silent: the fields are missing because the kernel said no. */
                 s->smaps_denied_warned = true;
                 (void) recorder_warn(s->rec, "linux.process_stats scan_smaps_rollup: the kernel refuses the service "
                                      "/proc/PID/smaps_rollup (a ptrace check; tracebusd runs without "
                                      "CAP_SYS_PTRACE): the smaps fields are left out");
         }
-        if (!smaps_allowed(s, r->uid))
+        if (!smaps_allowed(s, r->owner))
                 for (size_t i = 0; i < ELEMENTSOF(smaps); i++)
                         v->v[smaps[i]] = PS_NONE;
         if (!s->runtime)
@@ -518,7 +517,7 @@ int process_stats_start(const DataSourceContext *ctx, void *data, void **ret) {
                 return -ENOMEM;
         *s = (ProcessStatsSource) {
                 .rec = ctx->recorder,
-                .owner_uid = ctx->owner_uid,
+                .view = process_view_make(ctx->owner_uid, ctx->config->process_tree.owner_sees_all),
                 .smaps = section->smaps,
                 .runtime = section->runtime,
                 .ttl_ticks = section->cache_ttl_ms / section->poll_ms,

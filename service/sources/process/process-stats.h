@@ -12,7 +12,8 @@
 /*
  * linux.process_stats's periodic part: every proc_stats_poll_ms, on the pollers' thread,
  * each process's memory counters from /proc/PID/status (and smaps_rollup), oom_score_adj
- * and run times, as Perfetto's ProcessStats packets, handed to the session's recorder.
+ * and run times, as Perfetto's ProcessStats packets, handed to the session's recorder:
+ * of the processes its owner may see (kernel/process-view.h).
  */
 
 typedef struct ProcessStatsSource ProcessStatsSource;
@@ -38,5 +39,5 @@ uint64_t process_stats_walks(void);
 
 /* The walk's parsers on the texts of one process's /proc/PID/status, smaps_rollup and
  * stat (either of the last two may be NULL): whether status has memory counters (not
- * a kernel thread), and its real uid, -1 if none. */
-bool process_stats_parse_texts(const char *status, const char *smaps_rollup, const char *stat, long *ret_uid);
+ * a kernel thread), and its owner as process_status_owner() reads it (-1: none). */
+bool process_stats_parse_texts(const char *status, const char *smaps_rollup, const char *stat, long *ret_owner);

@@ -304,3 +304,16 @@ int sys_stats_load(const Tracebus__TraceConfig *tc, const char *tracefs_root, Se
         *ret = TAKE_PTR(sel);
         return 0;
 }
+
+/* /proc/slabinfo is root's alone (mode 0400): its counters need org.tracebus.manage, and
+ * without it the rest of the session records. Every other file the three sources read is
+ * one any user may read. */
+int sys_stats_apply_rights(SessionConfig *c, void *section, uid_t owner_uid, bool manage) {
+        SysStatsSelection *sel = section;
+
+        if (!sel || manage || sel->period_ms[SYS_STATS_SLAB] == 0)
+                return 0;
+        sel->period_ms[SYS_STATS_SLAB] = 0;
+        return session_config_warn(c, "linux.sys_stats slab_period_ms: /proc/slabinfo is readable by root only; "
+                                   "its counters need org.tracebus.manage: skipped");
+}

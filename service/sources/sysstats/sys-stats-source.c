@@ -12,9 +12,12 @@ const DataSourceOps sys_stats_data_source = {
         .start = sys_stats_subscribe,
         .queue_final = sys_stats_queue_final,
         .stop = sys_stats_unsubscribe,
+        .apply_rights = sys_stats_apply_rights,
         .visibility = {
-                .unprivileged = "the whole machine's counters (memory, CPU times and frequencies, disks, "
-                                "pressure, temperatures, batteries, and /proc/slabinfo, which /proc keeps to "
-                                "root) and its CPUs and IRQ names, read by the service for any caller",
+                .unprivileged = "the whole machine's counters that any user may read (memory, CPU times and "
+                                "frequencies, disks, pressure, temperatures, batteries) and its CPUs and IRQ "
+                                "names; slab_period_ms is skipped with a warning, /proc/slabinfo being root's",
+                .with_manage = "the slab counters of /proc/slabinfo (sys_stats_apply_rights() is given whether "
+                               "the caller holds org.tracebus.manage)",
         },
 };

@@ -61,8 +61,8 @@ static uint32_t count_cpus(const char *cpu_root) {
         return n;
 }
 
-/* One frequency per CPU by index, as Perfetto: cpuinfo_cur_freq (the hardware's),
- * else scaling_cur_freq (the governor's), else 0 (offline, or no cpufreq). */
+/* One frequency per CPU by index, as traced_probes reads it: scaling_cur_freq, else 0
+ * (offline, or no cpufreq). Never cpuinfo_cur_freq, which only root may read. */
 int sys_stats_read_cpufreq(const char *cpu_root, Tracebus__SysStats *out) {
         uint32_t n = count_cpus(cpu_root);
         int r;
@@ -73,7 +73,7 @@ int sys_stats_read_cpufreq(const char *cpu_root, Tracebus__SysStats *out) {
 
                 if (snprintf(dir, sizeof(dir), "%s/cpu%u/cpufreq", cpu_root, cpu) >= (int) sizeof(dir))
                         return -ENAMETOOLONG;
-                if (!read_u64(dir, "cpuinfo_cur_freq", &khz) && !read_u64(dir, "scaling_cur_freq", &khz))
+                if (!read_u64(dir, "scaling_cur_freq", &khz))
                         khz = 0;
                 r = sys_stats_grow(&out->cpufreq_khz, out->n_cpufreq_khz, sizeof(uint32_t));
                 if (r < 0)

@@ -37,6 +37,10 @@ int sys_stats_load_selection(const Tracebus__TraceConfig *tc, SessionConfig *c, 
 int sys_stats_load(const Tracebus__TraceConfig *tc, const char *tracefs_root, SessionConfig *c, void **ret,
                    char **ret_error);
 
+/* DataSourceOps.apply_rights (sys-stats-config.c): the slab counters only for root and
+ * the holders of org.tracebus.manage (@manage), else skipped with a warning in @c. */
+int sys_stats_apply_rights(SessionConfig *c, void *section, uid_t owner_uid, bool manage);
+
 /* Whether the kernel has what @group reads (fixed paths under /proc and /sys), and the
  * group's name (sys-stats-config.c). */
 bool sys_stats_group_available(SysStatsGroup group);

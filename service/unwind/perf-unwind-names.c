@@ -9,11 +9,11 @@
 static uint64_t elf_load_bias(Elf *elf) {
         size_t n;
 
-        if (sym_elf_getphdrnum(elf, &n) < 0)
+        if (elf_getphdrnum(elf, &n) < 0)
                 return 0;
         for (size_t i = 0; i < n; i++) {
                 GElf_Phdr ph;
-                if (sym_gelf_getphdr(elf, i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X))
+                if (gelf_getphdr(elf, i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X))
                         return ph.p_vaddr - ph.p_offset;
         }
         return 0;
@@ -28,7 +28,7 @@ static void describe_module(Dwfl_Module *mod, PerfModule *m, Elf *elf) {
         if (m->described)
                 return;
         m->described = true;
-        len = sym_dwfl_module_build_id(mod, &bits, &vaddr);
+        len = dwfl_module_build_id(mod, &bits, &vaddr);
         uint64_t bias = elf_load_bias(elf);
         for (size_t i = m->first; i < m->first + m->n; i++) {
                 PerfMapping *pm = &m->process->maps[i];
@@ -118,24 +118,24 @@ static void name_uncached(PerfProcess *p, uint64_t lookup, PerfNameSlot *ret) {
         if (!ret->mapping)
                 return;
         ret->rel_base = ret->mapping->start - ret->mapping->pgoff;
-        mod = p->dwfl ? sym_dwfl_addrmodule(p->dwfl, lookup) : NULL;
+        mod = p->dwfl ? dwfl_addrmodule(p->dwfl, lookup) : NULL;
         if (!mod)
                 return;
         /* A module's ELF may reach past its files' mappings (a .bss): not its code. */
         void **userdata;
-        sym_dwfl_module_info(mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
+        dwfl_module_info(mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
         PerfModule *m = *userdata;
         size_t index = ret->mapping - p->maps;
         if (!m || index < m->first || index >= m->first + m->n)
                 return;
-        elf = sym_dwfl_module_getelf(mod, &bias);
+        elf = dwfl_module_getelf(mod, &bias);
         if (!elf)
                 return;
         GElf_Off offset;
         GElf_Sym sym;
         describe_module(mod, m, elf);
         ret->rel_base = bias;
-        ret->function = plain_name(p, sym_dwfl_module_addrinfo(mod, lookup, &offset, &sym, NULL, NULL, NULL));
+        ret->function = plain_name(p, dwfl_module_addrinfo(mod, lookup, &offset, &sym, NULL, NULL, NULL));
 }
 
 void perf_process_name_frame(PerfProcess *p, uint64_t pc, uint64_t lookup, PerfFrame *f) {
@@ -167,18 +167,18 @@ int perf_symbolize(PerfProcess *p, uint64_t pc, bool return_address, PerfFrame *
 
 /* For the unwinder's reads outside the stack copy: the module's file bytes at @addr. */
 bool perf_process_read_file_word(PerfProcess *p, uint64_t addr, uint64_t *ret) {
-        Dwfl_Module *mod = p->dwfl ? sym_dwfl_addrmodule(p->dwfl, addr) : NULL;
+        Dwfl_Module *mod = p->dwfl ? dwfl_addrmodule(p->dwfl, addr) : NULL;
         Dwarf_Addr bias;
-        Elf *elf = mod ? sym_dwfl_module_getelf(mod, &bias) : NULL;
+        Elf *elf = mod ? dwfl_module_getelf(mod, &bias) : NULL;
         size_t n, size;
         const char *raw;
 
-        if (!elf || sym_elf_getphdrnum(elf, &n) < 0 || !(raw = sym_elf_rawfile(elf, &size)))
+        if (!elf || elf_getphdrnum(elf, &n) < 0 || !(raw = elf_rawfile(elf, &size)))
                 return false;
         uint64_t vaddr = addr - bias;
         for (size_t i = 0; i < n; i++) {
                 GElf_Phdr ph;
-                if (!sym_gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD)
+                if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD)
                         continue;
                 if (vaddr < ph.p_vaddr || vaddr + 8 > ph.p_vaddr + ph.p_filesz)
                         continue;

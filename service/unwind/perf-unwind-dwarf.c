@@ -62,9 +62,9 @@ static bool set_initial_registers(Dwfl_Thread *thread, void *thread_arg) {
         PerfProcess *p = thread_arg;
 
         for (int i = 0; i < PERF_DWARF_NREGS; i++)
-                if (p->regs_set & (1u << i) && !sym_dwfl_thread_state_registers(thread, i, 1, &p->regs[i]))
+                if (p->regs_set & (1u << i) && !dwfl_thread_state_registers(thread, i, 1, &p->regs[i]))
                         return false;
-        sym_dwfl_thread_state_register_pc(thread, p->ip);
+        dwfl_thread_state_register_pc(thread, p->ip);
         return true;
 }
 
@@ -85,8 +85,8 @@ int perf_process_attach(PerfProcess *p) {
         /* The architecture comes from an ELF: the vDSO copy, so that attaching opens no
          * file of the target (without one, dwfl opens the first module's). */
         if (u->vdso && !p->backend_elf)
-                p->backend_elf = sym_elf_memory((char *) u->vdso, u->vdso_len);
-        if (!sym_dwfl_attach_state(p->dwfl, p->backend_elf, p->pid, &thread_callbacks, p)) {
+                p->backend_elf = elf_memory((char *) u->vdso, u->vdso_len);
+        if (!dwfl_attach_state(p->dwfl, p->backend_elf, p->pid, &thread_callbacks, p)) {
                 p->attach_failed = true;
                 return -EOPNOTSUPP;
         }
@@ -125,7 +125,7 @@ static int frame_callback(Dwfl_Frame *state, void *arg) {
         Dwarf_Addr pc;
         bool activation;
 
-        if (!sym_dwfl_frame_pc(state, &pc, &activation) || pc == 0)
+        if (!dwfl_frame_pc(state, &pc, &activation) || pc == 0)
                 return DWARF_CB_ABORT;
         /* A caller's pc is a return address: named by the call before it. */
         perf_process_name_frame(p, pc, activation ? pc : pc - 1, &p->frames[p->n_frames++]);
@@ -154,7 +154,7 @@ int perf_unwind_dwarf(PerfProcess *p, const uint64_t *regs, uint64_t regs_mask,
                 perf_process_name_frame(p, p->ip, p->ip, &frames[0]);
                 *ret_n = 1;
         } else {
-                (void) sym_dwfl_getthread_frames(p->dwfl, p->pid, frame_callback, p);
+                (void) dwfl_getthread_frames(p->dwfl, p->pid, frame_callback, p);
                 *ret_n = p->n_frames;
         }
         p->stack = NULL;

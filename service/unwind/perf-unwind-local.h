@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-#include "libdw-dlopen.h"
+#include <elfutils/libdwfl.h>
+#include <gelf.h>
+#include <stdlib.h>
 #include "macro.h"
 #include "perf-unwind.h"
 
@@ -13,8 +15,8 @@ struct PerfUnwinder {
         uint64_t used_bytes;            /* file bytes held by all processes */
         bool exceeded;                  /* a file was left out since the last take */
         bool denied;                    /* a file was refused by the kernel since then */
-        char *debug_path;               /* dwfl's debuginfo_path: ":.debug:" + the dirs */
-        Dwfl_Callbacks callbacks;       /* points at debug_path; shared by every Dwfl */
+        char *debug_dirs;               /* colon-separated, searched by build id */
+        Dwfl_Callbacks callbacks;       /* shared by every Dwfl */
         uint8_t *vdso;                  /* a copy of the service's vDSO: the kernel's, */
         size_t vdso_len;                /* the same image every process maps */
 };

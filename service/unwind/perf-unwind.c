@@ -55,9 +55,8 @@ int perf_unwinder_new(uint64_t max_memory_kb, PerfUnwinder **ret) {
         _cleanup_(perf_unwinder_freep) PerfUnwinder *u = NULL;
         int r;
 
-        r = dlopen_libdw(NULL);
-        if (r < 0)
-                return r;
+        /* libelf's version handshake; it only records the version. */
+        (void) elf_version(EV_CURRENT);
         u = calloc(1, sizeof(*u));
         if (!u)
                 return -ENOMEM;
@@ -65,7 +64,6 @@ int perf_unwinder_new(uint64_t max_memory_kb, PerfUnwinder **ret) {
         u->callbacks = (Dwfl_Callbacks) {
                 .find_elf = find_elf,
                 .find_debuginfo = find_debuginfo,
-                .debuginfo_path = &u->debug_path,
         };
         r = perf_unwinder_set_debug_dirs(u, PERF_DEFAULT_DEBUG_DIRS);
         if (r < 0)
@@ -78,19 +76,17 @@ int perf_unwinder_new(uint64_t max_memory_kb, PerfUnwinder **ret) {
 PerfUnwinder *perf_unwinder_free(PerfUnwinder *u) {
         if (!u)
                 return NULL;
-        free(u->debug_path);
+        free(u->debug_dirs);
         free(u->vdso);
         return mfree(u);
 }
 
 int perf_unwinder_set_debug_dirs(PerfUnwinder *u, const char *dirs) {
-        char *path;
+        char *copy = strdup(dirs);
 
-        /* "": the main file's directory, ".debug" under it, then the absolute dirs,
-         * searched for debuglinks and .build-id/xx/rest.debug (dwfl's convention). */
-        if (asprintf(&path, ":.debug:%s", dirs) < 0)
+        if (!copy)
                 return -ENOMEM;
-        free_and_replace(u->debug_path, path);
+        free_and_replace(u->debug_dirs, copy);
         return 0;
 }
 
@@ -140,10 +136,10 @@ static void flush_names(PerfProcess *p) {
 static void drop_caches(PerfProcess *p) {
         flush_names(p);
         if (p->dwfl)
-                sym_dwfl_end(p->dwfl);
+                dwfl_end(p->dwfl);
         p->dwfl = NULL;
         if (p->backend_elf)
-                sym_elf_end(p->backend_elf);
+                elf_end(p->backend_elf);
         p->backend_elf = NULL;
         p->attached = p->attach_failed = false;
         p->unwinder->used_bytes -= p->bytes;
@@ -216,7 +212,7 @@ static int report_modules(PerfProcess *p) {
                 bool vdso = streq(p->maps[i].path, "[vdso]");
                 if (!exec || (!vdso && (p->maps[i].path[0] != '/' || p->maps[i].pgoff != 0)))
                         continue;
-                Dwfl_Module *mod = sym_dwfl_report_module(p->dwfl, p->maps[i].path,
+                Dwfl_Module *mod = dwfl_report_module(p->dwfl, p->maps[i].path,
                                                           p->maps[i].start, p->maps[j - 1].end);
                 if (!mod)
                         continue;       /* overlaps another: its frames go unnamed */
@@ -224,11 +220,11 @@ static int report_modules(PerfProcess *p) {
                         .process = p, .first = i, .n = j - i, .inode = p->info[i].inode, .mod = mod,
                 };
                 void **userdata;
-                sym_dwfl_module_info(mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
+                dwfl_module_info(mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
                 *userdata = &p->modules[n++];
         }
         p->n_modules = n;
-        return sym_dwfl_report_end(p->dwfl, NULL, NULL) == 0 ? 0 : -EIO;
+        return dwfl_report_end(p->dwfl, NULL, NULL) == 0 ? 0 : -EIO;
 }
 
 /* dwfl kept the modules reported again with the same file and range, their ELF files
@@ -284,9 +280,9 @@ int perf_process_reload_maps(PerfProcess *p) {
                 return r;
         }
         if (!p->dwfl)
-                p->dwfl = sym_dwfl_begin(&p->unwinder->callbacks);
+                p->dwfl = dwfl_begin(&p->unwinder->callbacks);
         else
-                sym_dwfl_report_begin(p->dwfl);
+                dwfl_report_begin(p->dwfl);
         if (!p->dwfl)
                 return -ENOMEM;
         r = report_modules(p);
@@ -405,6 +401,9 @@ static int open_mapped_file(const PerfModule *m, struct stat *st) {
                 return -ESTALE;
         snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
         int r = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        /* An execute-only binary: the owner may run it, not read its names. */
+        if (r < 0 && (errno == EACCES || errno == EPERM))
+                p->unwinder->denied = true;
         return r < 0 ? negative_errno() : r;
 }
 
@@ -420,47 +419,76 @@ static int find_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwar
 
         if (streq(modname, "[vdso]")) {
                 if (p->unwinder->vdso)
-                        *elfp = sym_elf_memory((char *) p->unwinder->vdso, p->unwinder->vdso_len);
+                        *elfp = elf_memory((char *) p->unwinder->vdso, p->unwinder->vdso_len);
                 return -1;
         }
         fd = open_mapped_file(m, &st);
         if (fd < 0 || !perf_process_charge(p, st.st_size))
                 return -1;
-        elf = sym_elf_begin(fd, ELF_C_READ_MMAP, NULL);
+        elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
         /* Without a whole mapping libelf reads lazily from the fd: read it all now. */
-        if (!elf || sym_elf_kind(elf) != ELF_K_ELF || sym_elf_cntl(elf, ELF_C_FDREAD) < 0) {
+        if (!elf || elf_kind(elf) != ELF_K_ELF || elf_cntl(elf, ELF_C_FDREAD) < 0) {
                 if (elf)
-                        sym_elf_end(elf);
+                        elf_end(elf);
                 perf_process_uncharge(p, st.st_size);
                 return -1;
         }
         m->bytes += st.st_size;
-        sym_elf_cntl(elf, ELF_C_FDDONE);
-        /* Debuglinks are looked up next to this name, in the process's own root. */
-        if (asprintf(file_name, "/proc/%d/root%s", (int) p->pid, modname) < 0)
-                *file_name = NULL;
+        elf_cntl(elf, ELF_C_FDDONE);
         *elfp = elf;
         return -1;
 }
 
-/* dwfl's own search (build id, then debuglink, in the debug dirs), charged to the cap. */
+/* The debug file of a build id, <dir>/.build-id/xx/rest.debug, in each debug directory: a
+ * regular file only (checked on the descriptor), its last component never a symlink, never
+ * a FIFO waited on. No .gnu_debuglink is followed: a name next to the sampled binary is
+ * the process owner's to choose. */
+static int open_debug_by_build_id(const PerfUnwinder *u, const unsigned char *id, int len, char **ret_path,
+                                  struct stat *st) {
+        char hex[2 * 64 + 1];
+
+        if (len <= 1 || len > 64)
+                return -ENOENT;
+        for (int i = 0; i < len; i++)
+                snprintf(hex + 2 * i, 3, "%02x", id[i]);
+        for (const char *d = u->debug_dirs; d && *d;) {
+                size_t n = strcspn(d, ":");
+                _cleanup_free_ char *path = NULL;
+                _cleanup_close_ int fd = -EBADF;
+
+                if (n > 0 && asprintf(&path, "%.*s/.build-id/%.2s/%s.debug", (int) n, d, hex, hex + 2) < 0)
+                        return -ENOMEM;
+                d += n + (d[n] == ':');
+                if (!path)
+                        continue;
+                fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
+                if (fd >= 0 && file_readable(fd, st)) {
+                        *ret_path = TAKE_PTR(path);
+                        return TAKE_FD(fd);
+                }
+        }
+        return -ENOENT;
+}
+
+/* dwfl's find_debuginfo: by build id only, charged to the cap. */
 static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
                           const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
                           char **debuginfo_file_name) {
         PerfModule *m = *userdata;
+        const unsigned char *id = NULL;
+        GElf_Addr vaddr;
         struct stat st;
-        int fd;
+        int fd, len;
 
         if (!m)
                 return -1;
-        fd = sym_dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name,
-                                              debuglink_file, debuglink_crc, debuginfo_file_name);
+        len = dwfl_module_build_id(mod, &id, &vaddr);
+        fd = open_debug_by_build_id(m->process->unwinder, id, len, debuginfo_file_name, &st);
         if (fd < 0)
-                return fd;
-        if (!file_readable(fd, &st) || !perf_process_charge(m->process, st.st_size)) {
+                return -1;
+        if (!perf_process_charge(m->process, st.st_size)) {
                 safe_close(fd);
-                free(*debuginfo_file_name);
-                *debuginfo_file_name = NULL;
+                *debuginfo_file_name = mfree(*debuginfo_file_name);
                 return -1;
         }
         m->bytes += st.st_size;

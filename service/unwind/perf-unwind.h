@@ -8,9 +8,11 @@
 
 /*
  * Naming and unwinding the user frames of perf samples (linux.perf), with
- * elfutils' libdw. Symbols come from the ELF files the sampled process maps, opened
- * through /proc/PID/map_files or /proc/PID/root (never a path anyone names), their
- * .symtab/.dynsym, and separate debug files found locally by build id or .gnu_debuglink.
+ * elfutils' libdw, in tracebus-unwind, which runs as the session owner: the kernel's own
+ * checks decide what it may read. Symbols come from the ELF files the sampled process
+ * maps, opened through /proc/PID/map_files or /proc/PID/root (never a path anyone names),
+ * their .symtab/.dynsym, and separate debug files found by build id in the debug
+ * directories (never by .gnu_debuglink, a name next to the binary).
  * DWARF unwinding runs libdw's unwinder over the registers and the stack copy of a
  * sample (PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER): the target is never ptraced
  * nor read. JIT, anonymous and stripped code give frames without names, never an error.
@@ -51,7 +53,7 @@ typedef struct PerfProcess PerfProcess;
 int perf_unwinder_new(uint64_t max_memory_kb, PerfUnwinder **ret);
 /* All the PerfProcess objects of @u must be freed first. NULL-safe. */
 PerfUnwinder *perf_unwinder_free(PerfUnwinder *u);
-/* Colon-separated directories searched for <dir>/.build-id/xx/rest.debug and debuglinks;
+/* Colon-separated directories searched for <dir>/.build-id/xx/rest.debug;
  * the default is "/usr/lib/debug". For tests and for packagers. */
 int perf_unwinder_set_debug_dirs(PerfUnwinder *u, const char *dirs);
 /* Bytes held now (files, maps, caches), and whether something was left out for the cap since the
@@ -59,8 +61,8 @@ int perf_unwinder_set_debug_dirs(PerfUnwinder *u, const char *dirs);
 uint64_t perf_unwinder_memory_used(const PerfUnwinder *u);
 bool perf_unwinder_take_memory_exceeded(PerfUnwinder *u);
 /* Whether the kernel refused a mapped file since the last call (EACCES/EPERM on
- * /proc/PID/root: the service lacks CAP_SYS_PTRACE for a process of another uid), so
- * that the caller warns once that those frames have no names. */
+ * /proc/PID/root or on the file itself: the owner may not ptrace the process or read
+ * the file), so that the caller warns once that those frames have no names. */
 bool perf_unwinder_take_files_denied(PerfUnwinder *u);
 
 /* Reads /proc/PID/maps now. -ESRCH: the process is gone; -ENOBUFS: its maps alone
@@ -77,14 +79,14 @@ size_t perf_process_mappings(const PerfProcess *p, const PerfMapping **ret);
 
 /* Names @pc (for a callchain entry after the first, a return address: looked up as
  * pc - 1 so that a call that ends its function names the caller). Always fills @ret;
- * returns 0, or -EOPNOTSUPP without libdw support. */
+ * returns 0. */
 int perf_symbolize(PerfProcess *p, uint64_t pc, bool return_address, PerfFrame *ret);
 
 /* Unwinds one sample: @regs holds the values of the bits set in @regs_mask
  * (PERF_REG_X86_* bits, in bit order, as the sample carries them; at least IP, SP and
  * BP are needed), @stack the stack copy starting at SP (its dyn_size bytes). Fills at
  * most @max frames, the leaf first; *ret_n frames were filled even on a partial unwind.
- * Returns 0 (possibly a partial unwind), -EINVAL without IP/SP, -EOPNOTSUPP without libdw. */
+ * Returns 0 (possibly a partial unwind), -EINVAL without IP/SP, -EOPNOTSUPP off x86-64. */
 int perf_unwind_dwarf(PerfProcess *p, const uint64_t *regs, uint64_t regs_mask,
                       const uint8_t *stack, size_t stack_len,
                       PerfFrame *frames, size_t max, size_t *ret_n);
