@@ -13,6 +13,7 @@
 /* Before GLib, whose MIN and MAX are the same macros. */
 #include "data-source.h"
 #include "perf-config.h"
+#include "perf-local.h"
 #include "perf-sampler.h"
 #include "session-config.h"
 #include "strv.h"

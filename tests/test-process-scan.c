@@ -14,40 +14,42 @@
 
 #include "process-scan.h"
 
-static GMutex lock;
-static GCond cond;
+/* pthread's, not GLib's: GLib's GMutex is a bare futex that ThreadSanitizer cannot see. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 static pid_t thread_tid;
 static gboolean thread_release;
 
 static void *named_thread(void *arg) {
         prctl(PR_SET_NAME, "tb-scan-test");
-        g_mutex_lock(&lock);
+        pthread_mutex_lock(&lock);
         thread_tid = (pid_t) syscall(SYS_gettid);
-        g_cond_broadcast(&cond);
+        pthread_cond_broadcast(&cond);
         while (!thread_release)
-                g_cond_wait(&cond, &lock);
-        g_mutex_unlock(&lock);
+                pthread_cond_wait(&cond, &lock);
+        pthread_mutex_unlock(&lock);
         return NULL;
 }
 
 static pthread_t start_named_thread(void) {
         pthread_t t;
 
+        /* Under the lock: the threads parked before this one are reading them. */
+        pthread_mutex_lock(&lock);
         thread_tid = 0;
         thread_release = FALSE;
         g_assert_cmpint(pthread_create(&t, NULL, named_thread, NULL), ==, 0);
-        g_mutex_lock(&lock);
         while (thread_tid == 0)
-                g_cond_wait(&cond, &lock);
-        g_mutex_unlock(&lock);
+                pthread_cond_wait(&cond, &lock);
+        pthread_mutex_unlock(&lock);
         return t;
 }
 
 static void stop_named_thread(pthread_t t) {
-        g_mutex_lock(&lock);
+        pthread_mutex_lock(&lock);
         thread_release = TRUE;
-        g_cond_broadcast(&cond);
-        g_mutex_unlock(&lock);
+        pthread_cond_broadcast(&cond);
+        pthread_mutex_unlock(&lock);
         pthread_join(t, NULL);
 }
 
@@ -232,10 +234,10 @@ static void park_threads(void) {
 }
 
 static void release_threads(void) {
-        g_mutex_lock(&lock);
+        pthread_mutex_lock(&lock);
         thread_release = TRUE;
-        g_cond_broadcast(&cond);
-        g_mutex_unlock(&lock);
+        pthread_cond_broadcast(&cond);
+        pthread_mutex_unlock(&lock);
         for (int i = 0; i < N_PARKED; i++)
                 pthread_join(parked[i], NULL);
 }

@@ -112,7 +112,7 @@ typedef struct TraceWriterFilterStats {
  * in the service's trace directory. A writer takes whole packets from it before writing
  * them and gives back what it could not write, so @used never passes @limit. */
 typedef struct TraceBudget {
-        uint64_t limit;
+        uint64_t limit;                /* set before a writer takes from it, then fixed */
         _Atomic uint64_t used;
 } TraceBudget;
 

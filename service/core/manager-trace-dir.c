@@ -81,10 +81,13 @@ TraceQuota *quota_ref(Manager *m, uid_t uid) {
                 if (!q)
                         return NULL;
                 q->uid = uid;
+                /* Set once, before a writer has it: the recorders of the user's sessions
+                 * read it from their threads without a lock (the limits are the daemon
+                 * config's, read at startup). */
+                q->budget.limit = m->limits.trace_dir_quota_bytes;
                 q->next = m->quotas;
                 m->quotas = q;
         }
-        q->budget.limit = m->limits.trace_dir_quota_bytes;
         q->n_users++;
         return q;
 }

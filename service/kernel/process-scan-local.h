@@ -100,6 +100,13 @@ int note_described(PidTable *t, int32_t pid, int32_t tgid);
 int append_entry(void ***array, size_t *n, size_t *allocated, void *entry);
 /* The status of @pid from /proc, unless /proc's pids are not the events'. */
 int proc_status(const ProcessTreeBuilder *b, pid_t pid, ProcStatus *ret);
+/* The fields of a /proc/PID/status text; -ENOENT without Tgid or PPid. */
+int proc_status_parse(const char *status, ProcStatus *ret);
+/* The argv of a /proc/PID/cmdline read of @len bytes (@raw has room for one more),
+ * cut as MAX_CMDLINE wants, into @p's cmdline; none when it is empty. */
+int proc_cmdline_parse(Tracebus__ProcessTree__Process *p, char *raw, size_t len);
+/* The start time of a /proc/PID/stat text (field 22), in clock ticks since boot. */
+bool proc_stat_start_ticks(const char *stat, unsigned long long *ret);
 /* Process @pid, whose status is @known if the caller read it already (NULL: read here). */
 int add_process(ProcessTreeBuilder *b, pid_t pid, const ProcStatus *known);
 /* Takes @p: on failure it is freed. */

@@ -239,12 +239,17 @@ static void status_name(const char *status, char ret[static 16]) {
  * fifty lines for each read, the most expensive part of describing a thread. */
 static int read_status(pid_t pid, ProcStatus *ret) {
         _cleanup_free_ char *status = NULL;
-        const char *tgid, *ppid, *uid, *threads;
         int r;
 
         r = read_proc_file(pid, "status", &status, NULL);
         if (r < 0)
                 return r;
+        return proc_status_parse(status, ret);
+}
+
+int proc_status_parse(const char *status, ProcStatus *ret) {
+        const char *tgid, *ppid, *uid, *threads;
+
         tgid = status_field(status, "Tgid");
         ppid = status_field(status, "PPid");
         uid = status_field(status, "Uid");
@@ -309,18 +314,27 @@ static int fill_comm(Tracebus__ProcessTree__Process *p, pid_t pid, const char *c
  * empty cmdline, which is not read: most of a machine's processes are kernel threads. */
 static int fill_cmdline(Tracebus__ProcessTree__Process *p, pid_t pid, const char *comm, bool has_mm) {
         _cleanup_free_ char *raw = NULL;
-        size_t len = 0, n = 0;
+        size_t len = 0;
         int r;
 
         if (has_mm) {
                 r = read_cmdline_head(pid, &raw, &len);
                 if (r < 0)
                         return r;
-                len = cmdline_kept_len(raw, len);
-                raw[len] = 0;
+                r = proc_cmdline_parse(p, raw, len);
+                if (r < 0 || p->n_cmdline > 0)
+                        return r;
         }
+        return fill_comm(p, pid, comm);
+}
+
+int proc_cmdline_parse(Tracebus__ProcessTree__Process *p, char *raw, size_t len) {
+        size_t n = 0;
+
+        len = cmdline_kept_len(raw, len);
+        raw[len] = 0;
         if (len == 0)
-                return fill_comm(p, pid, comm);
+                return 0;
         for (size_t i = 0; i < len; i++)
                 n += raw[i] == 0;
         n += raw[len - 1] != 0;
@@ -354,15 +368,18 @@ int append_entry(void ***array, size_t *n, size_t *allocated, void *entry) {
 static void fill_start_time(const ProcessTreeBuilder *b, Tracebus__ProcessTree__Process *p, pid_t pid) {
         _cleanup_free_ char *stat = NULL;
         unsigned long long start;
-        const char *s;
 
-        if (read_proc_file(pid, "stat", &stat, NULL) < 0 || !(s = strrchr(stat, ')')))
-                return;
-        if (sscanf(s + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-                   &start) != 1)
+        if (read_proc_file(pid, "stat", &stat, NULL) < 0 || !proc_stat_start_ticks(stat, &start))
                 return;
         p->has_process_start_from_boot = true;
         p->process_start_from_boot = start * b->ns_per_tick;
+}
+
+bool proc_stat_start_ticks(const char *stat, unsigned long long *ret) {
+        const char *s = strrchr(stat, ')');
+
+        return s && sscanf(s + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+                           ret) == 1;
 }
 
 /* Process @pid, whose status is @known if the caller read it already (NULL: read here):

@@ -73,11 +73,31 @@ static int limit(int resource, rlim_t value) {
         return setrlimit(resource, &rl) < 0 ? -errno : 0;
 }
 
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#  define UNWIND_SANITIZER 1
+#elif defined(__has_feature)
+#  if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#    define UNWIND_SANITIZER 1
+#  endif
+#endif
+
+/* The address space limit, which the address and thread sanitizers' runtimes cannot live
+ * under: they reserve shadow regions of terabytes. A sanitizer build (a test build only)
+ * leaves the memory to the other limits and the unwinder's own cap. */
+static int limit_address_space(rlim_t memory) {
+#ifdef UNWIND_SANITIZER
+        (void) memory;
+        return 0;
+#else
+        return limit(RLIMIT_AS, memory);
+#endif
+}
+
 static int confine(uint64_t max_memory_kb) {
         rlim_t memory = (max_memory_kb ? max_memory_kb * 1024 : UNWIND_DEFAULT_MEMORY) + UNWIND_BASE_MEMORY;
         int r;
 
-        if ((r = limit(RLIMIT_AS, memory)) < 0 || (r = limit(RLIMIT_NOFILE, 256)) < 0 ||
+        if ((r = limit_address_space(memory)) < 0 || (r = limit(RLIMIT_NOFILE, 256)) < 0 ||
             (r = limit(RLIMIT_CORE, 0)) < 0 || (r = limit(RLIMIT_NPROC, 0)) < 0)
                 return r;
         return install_seccomp();

@@ -35,7 +35,9 @@ static int buffer_append(UnwindBuffer *b, const void *data, size_t n) {
 
         if (r < 0)
                 return r;
-        memcpy(b->data + b->len, data, n);
+        /* An empty field may come as NULL, which memcpy() must not be given. */
+        if (n > 0)
+                memcpy(b->data + b->len, data, n);
         b->len += n;
         return 0;
 }

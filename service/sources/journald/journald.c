@@ -32,8 +32,6 @@
 #define JOURNALD_PERIOD_MS 200u
 #define JOURNALD_MAX_EXAMINED 20000u
 #define JOURNALD_MAX_PER_POLL 500u
-#define JOURNALD_MAX_FIELD 256u
-#define JOURNALD_MAX_MESSAGE 4096u
 /* journald's own Varlink socket (root only), and how long its answer may take. */
 #define JOURNALD_VARLINK "/run/systemd/journal/io.systemd.journal"
 #define JOURNALD_SYNC_TIMEOUT_USEC (500 * 1000)
@@ -60,15 +58,11 @@ struct JournaldSource {
         uint64_t n_total, n_failed, n_over_limit;
 };
 
-/* The value of @field of the current entry, cut to @max bytes, malloc'd; NULL if none. */
-static char *entry_field(sd_journal *j, const char *field, size_t max) {
-        const void *data;
-        const char *eq;
-        size_t len;
+/* The value of a field's data as sd_journal_get_data() gives it ("FIELD=value", @len
+ * bytes, not NUL-terminated), cut to @max bytes, malloc'd; NULL without a '='. */
+static char *field_value(const void *data, size_t len, size_t max) {
+        const char *eq = memchr(data, '=', len);
 
-        if (sd_journal_get_data(j, field, &data, &len) < 0)
-                return NULL;
-        eq = memchr(data, '=', len);
         if (!eq)
                 return NULL;
         eq++;
@@ -76,8 +70,20 @@ static char *entry_field(sd_journal *j, const char *field, size_t max) {
         return strndup(eq, MIN(len, max));
 }
 
-static bool entry_uint(sd_journal *j, const char *field, uint32_t *ret) {
-        _cleanup_free_ char *v = entry_field(j, field, 32);
+/* The value of @field, cut to @max bytes, malloc'd; NULL if none. */
+static char *field_of(JournaldGetData get, void *userdata, const char *field, size_t max) {
+        const void *data;
+        size_t len;
+
+        if (get(userdata, field, &data, &len) < 0)
+                return NULL;
+        return field_value(data, len, max);
+}
+
+/* The value of @field as a number (_PID, _UID, PRIORITY): false unless it is one, in
+ * decimal, up to UINT32_MAX. */
+static bool uint_of(JournaldGetData get, void *userdata, const char *field, uint32_t *ret) {
+        _cleanup_free_ char *v = field_of(get, userdata, field, 32);
         char *end;
         unsigned long n;
 
@@ -90,21 +96,36 @@ static bool entry_uint(sd_journal *j, const char *field, uint32_t *ret) {
         return true;
 }
 
+static int journal_get_data(void *userdata, const char *field, const void **ret, size_t *ret_len) {
+        return sd_journal_get_data(userdata, field, ret, ret_len);
+}
+
+/* The value of @field of the current entry, cut to @max bytes, malloc'd; NULL if none. */
+static char *entry_field(sd_journal *j, const char *field, size_t max) {
+        return field_of(journal_get_data, j, field, max);
+}
+
+static bool entry_uint(sd_journal *j, const char *field, uint32_t *ret) {
+        return uint_of(journal_get_data, j, field, ret);
+}
+
+bool journald_entry_visible(uid_t uid, JournaldGetData get, void *userdata) {
+        _cleanup_free_ char *transport = NULL;
+        uint32_t v;
+
+        if (!uint_of(get, userdata, "_UID", &v) || v != uid)
+                return false;
+        transport = field_of(get, userdata, "_TRANSPORT", JOURNALD_MAX_FIELD);
+        return !transport || strcmp(transport, "audit") != 0;
+}
+
 /* Whether the caller in @s could read the current entry itself, unless it may read them
  * all: journald writes an entry of a process of the caller's uid (_UID) into the caller's
  * own journal file, which journalctl shows it. Not a root process's in its session
  * (_SYSTEMD_OWNER_UID: sudo, su, sshd), nor an audit record, whose _UID says whom it is
  * about: those go to the system journal. */
 static bool entry_visible(JournaldSource *s) {
-        _cleanup_free_ char *transport = NULL;
-        uint32_t v;
-
-        if (s->all)
-                return true;
-        if (!entry_uint(s->journal, "_UID", &v) || v != s->uid)
-                return false;
-        transport = entry_field(s->journal, "_TRANSPORT", JOURNALD_MAX_FIELD);
-        return !transport || strcmp(transport, "audit") != 0;
+        return s->all || journald_entry_visible(s->uid, journal_get_data, s->journal);
 }
 
 /* The config's filters: PRIORITY up to min_prio, and the identifiers and units named. */
@@ -124,26 +145,24 @@ static bool entry_wanted(JournaldSource *s, uint32_t *ret_prio) {
         return true;
 }
 
-static void event_fill(JournaldSource *s, JournalEvent *e, uint32_t prio) {
-        sd_journal *j = s->journal;
-
+void journald_event_fill(JournalEvent *e, uint32_t prio, JournaldGetData get, void *userdata) {
         tracebus__systemd_journald_event__init(e);
         e->has_prio = true;
         e->prio = prio;
-        e->has_pid = entry_uint(j, "_PID", &e->pid);
-        e->has_tid = entry_uint(j, "_TID", &e->tid);
-        e->has_uid = entry_uint(j, "_UID", &e->uid);
-        e->has_gid = entry_uint(j, "_GID", &e->gid);
-        e->message = entry_field(j, "MESSAGE", JOURNALD_MAX_MESSAGE);
-        e->tag = entry_field(j, "SYSLOG_IDENTIFIER", JOURNALD_MAX_FIELD);
-        e->comm = entry_field(j, "_COMM", JOURNALD_MAX_FIELD);
-        e->exe = entry_field(j, "_EXE", JOURNALD_MAX_FIELD);
-        e->systemd_unit = entry_field(j, "_SYSTEMD_UNIT", JOURNALD_MAX_FIELD);
-        e->hostname = entry_field(j, "_HOSTNAME", JOURNALD_MAX_FIELD);
-        e->transport = entry_field(j, "_TRANSPORT", JOURNALD_MAX_FIELD);
+        e->has_pid = uint_of(get, userdata, "_PID", &e->pid);
+        e->has_tid = uint_of(get, userdata, "_TID", &e->tid);
+        e->has_uid = uint_of(get, userdata, "_UID", &e->uid);
+        e->has_gid = uint_of(get, userdata, "_GID", &e->gid);
+        e->message = field_of(get, userdata, "MESSAGE", JOURNALD_MAX_MESSAGE);
+        e->tag = field_of(get, userdata, "SYSLOG_IDENTIFIER", JOURNALD_MAX_FIELD);
+        e->comm = field_of(get, userdata, "_COMM", JOURNALD_MAX_FIELD);
+        e->exe = field_of(get, userdata, "_EXE", JOURNALD_MAX_FIELD);
+        e->systemd_unit = field_of(get, userdata, "_SYSTEMD_UNIT", JOURNALD_MAX_FIELD);
+        e->hostname = field_of(get, userdata, "_HOSTNAME", JOURNALD_MAX_FIELD);
+        e->transport = field_of(get, userdata, "_TRANSPORT", JOURNALD_MAX_FIELD);
 }
 
-static void event_done(JournalEvent *e) {
+void journald_event_done(JournalEvent *e) {
         free(e->message);
         free(e->tag);
         free(e->comm);
@@ -155,9 +174,9 @@ static void event_done(JournalEvent *e) {
 
 /* Packs a packet of @e stamped @ts_ns on @clock_id (0: the trace's boot clock) and hands
  * it to the recorder. */
-static int submit(JournaldSource *s, Tracebus__SystemdJournaldEvent *e, uint64_t ts_ns, uint32_t clock_id) {
+int journald_event_pack(Tracebus__SystemdJournaldEvent *e, uint64_t ts_ns, uint32_t clock_id, uint8_t **ret,
+                        size_t *ret_len) {
         Tracebus__TracePacket packet = TRACEBUS__TRACE_PACKET__INIT;
-        _cleanup_free_ uint8_t *buf = NULL;
         size_t len;
 
         packet.has_timestamp = true;
@@ -166,10 +185,21 @@ static int submit(JournaldSource *s, Tracebus__SystemdJournaldEvent *e, uint64_t
         packet.timestamp_clock_id = clock_id;
         packet.journald_event = e;
         len = tracebus__trace_packet__get_packed_size(&packet);
-        buf = malloc(len);
-        if (!buf)
+        *ret = malloc(len);
+        if (!*ret)
                 return -ENOMEM;
-        len = tracebus__trace_packet__pack(&packet, buf);
+        *ret_len = tracebus__trace_packet__pack(&packet, *ret);
+        return 0;
+}
+
+static int submit(JournaldSource *s, Tracebus__SystemdJournaldEvent *e, uint64_t ts_ns, uint32_t clock_id) {
+        _cleanup_free_ uint8_t *buf = NULL;
+        size_t len;
+        int r;
+
+        r = journald_event_pack(e, ts_ns, clock_id, &buf, &len);
+        if (r < 0)
+                return r;
         return recorder_submit_packet(s->rec, TRACE_SEQUENCE_JOURNALD, s->target_buffer, /* meta= */ false, buf, len);
 }
 
@@ -227,9 +257,9 @@ static void write_entry(JournaldSource *s, uint32_t prio) {
                 s->n_failed++;   /* no time on this boot's clock to put it at */
                 return;
         }
-        event_fill(s, &e, prio);
+        journald_event_fill(&e, prio, journal_get_data, s->journal);
         r = submit(s, &e, usec * 1000, TRACEBUS__BUILTIN_CLOCK__BUILTIN_CLOCK_MONOTONIC);
-        event_done(&e);
+        journald_event_done(&e);
         if (r < 0)
                 s->n_failed++;
         else

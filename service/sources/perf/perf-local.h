@@ -32,6 +32,7 @@ uint64_t perf_hash(uint64_t h, const void *data, size_t n);
 typedef struct PerfMap {
         uint64_t start, end, pgoff, start_offset;
         uint64_t dev, inode;
+        bool has_start_offset;         /* start_offset read from the file's first line, else pgoff */
         char *path;
 } PerfMap;
 

@@ -22,12 +22,10 @@
 #include "kernel/ksyms-cache.h"
 #include "log.h"
 #include "perf-packets.h"
+#include "perf-record.h"
 #include "perf-sampler.h"
 #include "time-util.h"
 
-/* x86-64's PERF_REG_X86_BP, SP and IP (6, 7, 8): what tracebus-unwind's DWARF unwinder starts from. */
-#define PERF_DWARF_REGS ((UINT64_C(1) << 6) | (UINT64_C(1) << 7) | (UINT64_C(1) << 8))
-#define PERF_DWARF_NREGS 3u
 /* Stack copied per sample: enough for a few dozen frames, 8 KiB of ring per sample. */
 #define PERF_DWARF_STACK_BYTES 8192u
 
@@ -121,85 +119,23 @@ static int open_cpu(PerfSampler *s, int cpu) {
         return 0;
 }
 
-/* The sample's CALLCHAIN, then for UNWIND_DWARF its REGS_USER (abi, then BP, SP, IP
- * when abi is not 0) and STACK_USER (size, the bytes, dyn_size: how many are valid). */
-static int parse_stack(PerfSampler *s, const uint8_t *p, const uint8_t *end, PerfStack *st) {
-        uint64_t nr, abi, size, dyn;
-
-        if (end - p < 8)
-                return -EBADMSG;
-        memcpy(&nr, p, 8);
-        p += 8;
-        if (nr > (uint64_t) (end - p) / 8)
-                return -EBADMSG;
-        st->ips = (const uint64_t *) p;
-        st->n_ips = nr;
-        p += nr * 8;
-        if (!s->dwarf)
-                return 0;
-        if (end - p < 8)
-                return -EBADMSG;
-        memcpy(&abi, p, 8);
-        p += 8;
-        if (abi != 0) {
-                if (end - p < (ptrdiff_t) (PERF_DWARF_NREGS * 8))
-                        return -EBADMSG;
-                st->regs = (const uint64_t *) p;
-                st->regs_mask = PERF_DWARF_REGS;
-                p += PERF_DWARF_NREGS * 8;
-        }
-        if (end - p < 8)
-                return -EBADMSG;
-        memcpy(&size, p, 8);
-        p += 8;
-        if (size == 0 || size > (uint64_t) (end - p) || (uint64_t) (end - p) - size < 8) {
-                st->regs = NULL;   /* no stack: nothing to unwind */
-                return 0;
-        }
-        memcpy(&dyn, p + size, 8);
-        st->stack = p;
-        st->stack_len = MIN(dyn, size);
-        return 0;
-}
-
 /* One record of the ring, copied out whole when it wraps around the end. */
 static void handle_record(PerfSampler *s, const struct perf_event_header *h) {
-        const uint8_t *p = (const uint8_t *) (h + 1), *end = (const uint8_t *) h + h->size;
-        PerfRawSample sample = { .misc = h->misc };
+        PerfRecord rec;
 
-        switch (h->type) {
-        case PERF_RECORD_SAMPLE:
-                if (end - p < 32)
-                        return;
-                memcpy(&sample.pid, p, 4), memcpy(&sample.tid, p + 4, 4);
-                memcpy(&sample.time, p + 8, 8);
-                sample.time += s->boot_offset;
-                memcpy(&sample.cpu, p + 16, 4);
-                memcpy(&sample.period, p + 24, 8);
-                p += 32;
-                if (s->config->callstacks && parse_stack(s, p, end, &sample.stack) < 0)
-                        return;
-                sample.stack.tid = (pid_t) sample.tid;
-                perf_writer_sample(&s->writer, &sample);
+        if (perf_record_parse(h, s->config->callstacks, s->dwarf, &rec) < 0)
+                return;
+        switch (rec.kind) {
+        case PERF_RECORD_KIND_SAMPLE:
+                rec.sample.time += s->boot_offset;
+                perf_writer_sample(&s->writer, &rec.sample);
                 break;
-        case PERF_RECORD_LOST: {
-                uint64_t lost;
-
-                if (end - p < 16)
-                        return;
-                memcpy(&lost, p + 8, 8);
-                perf_writer_lost(&s->writer, &sample, lost);
+        case PERF_RECORD_KIND_LOST:
+                perf_writer_lost(&s->writer, &rec.sample, rec.lost);
                 break;
-        }
-        case PERF_RECORD_COMM: {
-                uint32_t pid;
-
-                if (end - p >= 8 && (h->misc & PERF_RECORD_MISC_COMM_EXEC)) {
-                        memcpy(&pid, p, 4);
-                        perf_writer_exec(&s->writer, (pid_t) pid);
-                }
+        case PERF_RECORD_KIND_EXEC:
+                perf_writer_exec(&s->writer, rec.exec_pid);
                 break;
-        }
         default:
                 break;
         }
@@ -210,28 +146,12 @@ static void read_ring(PerfSampler *s, int cpu) {
         const uint8_t *data = (const uint8_t *) meta + s->page_size;
         uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
         uint64_t tail = meta->data_tail;
-        _Alignas(8) uint8_t copy[65536];
+        _Alignas(8) uint8_t copy[PERF_RECORD_MAX_BYTES];
+        const struct perf_event_header *h;
 
-        while (tail + sizeof(struct perf_event_header) <= head) {
-                size_t off = tail % s->ring_bytes;
-                const struct perf_event_header *h;
-                struct perf_event_header hdr;
-
-                memcpy(&hdr, data + off, sizeof(hdr));   /* a header never straddles the end: 8-byte aligned */
-                if (hdr.size < sizeof(hdr) || tail + hdr.size > head)
-                        break;
-                if (off + hdr.size <= s->ring_bytes)
-                        h = (const struct perf_event_header *) (data + off);
-                else {
-                        size_t first = s->ring_bytes - off;
-
-                        memcpy(copy, data + off, first);
-                        memcpy(copy + first, data, hdr.size - first);
-                        h = (const struct perf_event_header *) copy;
-                }
+        while ((h = perf_ring_next(data, s->ring_bytes, &tail, head, copy))) {
                 s->writer.cpu = cpu;
                 handle_record(s, h);
-                tail += hdr.size;
         }
         __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
 }

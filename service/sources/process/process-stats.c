@@ -143,23 +143,40 @@ static bool parse_kb_lines(const char *text, ProcValues *v) {
         return mem;
 }
 
-/* utime and stime (fields 14 and 15 of /proc/PID/stat, after the comm in parentheses). */
-static void read_runtime(int proc_fd, ProcValues *v) {
+/* utime and stime (fields 14 and 15 of a /proc/PID/stat text, after the comm in parentheses). */
+static void parse_runtime(const char *stat, ProcValues *v) {
         static uint64_t ns_per_tick;
-        char buf[1024];
         unsigned long long utime, stime;
-        const char *p;
+        const char *p = strrchr(stat, ')');
 
         if (ns_per_tick == 0) {
                 long hz = sysconf(_SC_CLK_TCK);
                 ns_per_tick = hz > 0 ? 1000000000ull / (uint64_t) hz : 10000000ull;
         }
-        if (read_pid_file(proc_fd, v->pid, "stat", buf, sizeof(buf)) < 0 || !(p = strrchr(buf, ')')))
-                return;
-        if (sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
+        if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
                 return;
         v->v[PS_RUNTIME_USER] = (int64_t) (utime * ns_per_tick);
         v->v[PS_RUNTIME_KERNEL] = (int64_t) (stime * ns_per_tick);
+}
+
+static void read_runtime(int proc_fd, ProcValues *v) {
+        char buf[1024];
+
+        if (read_pid_file(proc_fd, v->pid, "stat", buf, sizeof(buf)) >= 0)
+                parse_runtime(buf, v);
+}
+
+bool process_stats_parse_texts(const char *status, const char *smaps_rollup, const char *stat, long *ret_owner) {
+        ProcValues v = {};
+        bool mem;
+
+        *ret_owner = process_status_owner(status);
+        mem = parse_kb_lines(status, &v);
+        if (smaps_rollup)
+                (void) parse_kb_lines(smaps_rollup, &v);
+        if (stat)
+                parse_runtime(stat, &v);
+        return mem;
 }
 
 /* Whether @s may have smaps_rollup of a process of @owner: its own, as for ptrace, or

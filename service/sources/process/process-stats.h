@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "process-config.h"
@@ -35,3 +36,8 @@ int process_stats_queue_final(void *state, const void *owner);
 /* Walks of /proc done for all sessions since the service started (for tests): sessions
  * at the same period share one walk a period. */
 uint64_t process_stats_walks(void);
+
+/* The walk's parsers on the texts of one process's /proc/PID/status, smaps_rollup and
+ * stat (either of the last two may be NULL): whether status has memory counters (not
+ * a kernel thread), and its owner as process_status_owner() reads it (-1: none). */
+bool process_stats_parse_texts(const char *status, const char *smaps_rollup, const char *stat, long *ret_owner);
