@@ -95,17 +95,6 @@ static void write_markers(guint n) {
         close(fd);
 }
 
-static bool sets_meet(GHashTable *a, GHashTable *b) {
-        GHashTableIter it;
-        gpointer k;
-
-        g_hash_table_iter_init(&it, a);
-        while (g_hash_table_iter_next(&it, &k, NULL))
-                if (g_hash_table_contains(b, k))
-                        return true;
-        return false;
-}
-
 /* tbuser and tbadmin record ftrace/print and kmem/kmalloc at once: tbadmin, who may
  * manage, gets the kernel's addresses; tbuser the same number of distinct values, none
  * of them an address tbadmin saw, none in kernel space. */
@@ -151,8 +140,8 @@ static void test_kernel_pointers(void) {
         }
         /* tbuser: none of them, and nothing else in kernel space either... */
         g_assert_cmpuint(a_user.n_kernel, ==, 0);
-        g_assert_false(sets_meet(a_user.print_ips, a_admin.print_ips));
-        g_assert_false(sets_meet(a_user.kmalloc, a_admin.kmalloc));
+        g_assert_false(tb_sets_meet(a_user.print_ips, a_admin.print_ips));
+        g_assert_false(tb_sets_meet(a_user.kmalloc, a_admin.kmalloc));
         /* ...but one value per address still: the markers come from the same code. */
         g_assert_cmpuint(g_hash_table_size(a_user.print_ips), ==, g_hash_table_size(a_admin.print_ips));
 }

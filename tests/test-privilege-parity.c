@@ -250,17 +250,6 @@ static void scan_trace(const char *path, const char *kmsg_line, const char *cons
              g_hash_table_size(s->collected), collect[0], s->n_console, s->kmsg_seen ? "present" : "absent");
 }
 
-static bool sets_meet(GHashTable *a, GHashTable *b) {
-        GHashTableIter it;
-        gpointer k;
-
-        g_hash_table_iter_init(&it, a);
-        while (g_hash_table_iter_next(&it, &k, NULL))
-                if (g_hash_table_contains(b, k))
-                        return true;
-        return false;
-}
-
 /* ---- what any user can do ---- */
 
 static void storm_files(const char *dir) {
@@ -395,7 +384,7 @@ static void record_both(const char *const *events, const char *tag, const char *
         /* The collected fields: tbadmin's raw, tbuser's there but none of them. */
         g_assert_cmpuint(g_hash_table_size(sa.collected), >, 0);
         g_assert_cmpuint(g_hash_table_size(su.collected), >, 0);
-        g_assert_false(sets_meet(su.collected, sa.collected));
+        g_assert_false(tb_sets_meet(su.collected, sa.collected));
         if (groups) {
                 /* tbadmin: what the kernel wrote, so that the checks above can fail. */
                 g_assert_cmpuint(sa.n_kernel, >, 0);

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "cli-util.h"
+#include "test-util.h"
 
 /* Written for this test in the shape of Perfetto's documented Linux configs. */
 static const char kernel_config[] =
@@ -42,20 +43,9 @@ static const char kernel_config[] =
         "data_sources { config { name: \"linux.system_info\" } }\n"
         "duration_ms: 2000\n";
 
-static char *perfetto_program(const char *name) {
-        const char *dir = g_getenv("TRACEBUS_PERFETTO_BIN");
-        g_autofree char *fallback = g_build_filename(tb_bus()->source_dir, "..", "shared", "perfetto", "bin", NULL);
-        char *path = g_build_filename(dir ?: fallback, name, NULL);
-
-        if (access(path, X_OK) < 0)
-                g_error("upstream Perfetto's %s is not at %s (%m): it sits in ../shared/perfetto/bin beside "
-                        "the source tree, or in $TRACEBUS_PERFETTO_BIN", name, path);
-        return path;
-}
-
 /* The rows of @sql's answer on @trace, without the header line and the quotes. */
 static GPtrArray *tp_rows(const char *trace, const char *sql) {
-        g_autofree char *tp = perfetto_program("trace_processor_shell");
+        g_autofree char *tp = tb_perfetto_program("bin", "trace_processor_shell");
         const char *argv[] = { tp, "-Q", sql, trace, NULL };
         g_autofree char *out = NULL, *err = NULL;
         g_autoptr(GError) error = NULL;
@@ -104,7 +94,7 @@ static void wait_for_socket(const char *path) {
 }
 
 static GPid spawn_perfetto_daemon(const char *name, char **envp) {
-        g_autofree char *program = perfetto_program(name);
+        g_autofree char *program = tb_perfetto_program("bin", name);
         const char *argv[] = { program, NULL };
         g_autoptr(GError) error = NULL;
         GPid pid;
@@ -125,7 +115,7 @@ static void record_with_perfetto(const char *config, const char *out) {
         g_autofree char *producer = g_build_filename(dir, "producer.sock", NULL);
         g_autofree char *consumer = g_build_filename(dir, "consumer.sock", NULL);
         g_autofree char *cfg = g_build_filename(dir, "config.pbtxt", NULL);
-        g_autofree char *cli = perfetto_program("perfetto");
+        g_autofree char *cli = tb_perfetto_program("bin", "perfetto");
         g_auto(GStrv) envp = g_get_environ();
         g_autofree char *err = NULL;
         int status = 0;

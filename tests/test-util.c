@@ -54,6 +54,17 @@ bool tb_wait_pid_gone(pid_t pid, guint timeout_ms) {
 
 /* ---- upstream Perfetto ---- */
 
+bool tb_sets_meet(GHashTable *a, GHashTable *b) {
+        GHashTableIter it;
+        gpointer k;
+
+        g_hash_table_iter_init(&it, a);
+        while (g_hash_table_iter_next(&it, &k, NULL))
+                if (g_hash_table_contains(b, k))
+                        return true;
+        return false;
+}
+
 char *tb_perfetto_program(const char *kind, const char *name) {
         const char *dir = g_getenv(g_str_equal(kind, "sdk") ? "TRACEBUS_PERFETTO_SDK" : "TRACEBUS_PERFETTO_BIN");
         g_autofree char *fallback = g_build_filename(g_getenv("TRACEBUS_SOURCE_DIR") ?: ".", "..", "shared",

@@ -79,6 +79,9 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(TbCommandResult, tb_command_result_clear)
 char *tb_wait_status_to_string(int wait_status);
 bool tb_command_succeeded(const TbCommandResult *res);
 
+/* Whether the sets (hash tables used as sets) @a and @b have a key in common. */
+bool tb_sets_meet(GHashTable *a, GHashTable *b);
+
 /* ---- upstream Perfetto's SDK apps ---- */
 
 /* A program of upstream Perfetto: @kind "sdk" for its SDK example apps (in
