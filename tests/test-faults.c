@@ -585,7 +585,8 @@ static void assert_start_unknown_event(const char *event) {
         g_autofree char *out = NULL, *session = NULL, *full = NULL, *name = NULL;
         /* Alone: with another event the session would record that one, with a warning. */
         const char *const events[] = { event, NULL };
-        ClientSpec spec = { .user = "tbuser", .op = OP_START, .events = events, .duration_ms = 10000,
+        /* tbadmin: a probe root defined is recorded only by those who may manage. */
+        ClientSpec spec = { .user = "tbadmin", .op = OP_START, .events = events, .duration_ms = 10000,
                             .output_fd = open_output("removed-event.pftrace", &out) };
 
         name = client_run_full(&spec, &session, &full);
@@ -617,7 +618,8 @@ static void test_event_disappears(void) {
         g_auto(TbTraceSummary) sum = { 0 };
         g_autoptr(GError) error = NULL;
         g_auto(GStrv) inst = NULL;
-        ClientSpec spec = { .user = "tbuser" };
+        /* tbadmin: a probe root defined is recorded only by those who may manage. */
+        ClientSpec spec = { .user = "tbadmin" };
         TbBusy busy;
         pid_t pid;
         Client c;

@@ -25,6 +25,7 @@
 #include "recorder.h"
 #include "system-bus.h"
 #include "tb-client.h"
+#include "test-util.h"
 
 #define STORM_ARG "--storm"
 #define IDLE_ARG "--idle"
@@ -58,20 +59,32 @@ static int storm_main(unsigned n) {
         return 0;
 }
 
-static char *self_exe(void) {
-        char *exe = g_file_read_link("/proc/self/exe", NULL);
+/* This binary where the storm's user may run it (the build tree may be out of its reach). */
+static const char *storm_exe(void) {
+        static char *exe = NULL;
 
-        g_assert_nonnull(exe);
+        if (!exe) {
+                g_autofree char *self = g_file_read_link("/proc/self/exe", NULL);
+
+                g_assert_nonnull(self);
+                exe = copy_executable(self, "tb-forkstorm");
+        }
         return exe;
 }
 
-/* This binary with @mode and @args of @arg_bytes bytes each, as a child of the test. */
+/* This binary with @mode and @args of @arg_bytes bytes each, run by the recording user,
+ * tbuser, as a child of the test: the processes are the user's own, so the service
+ * describes them whole, command lines included. */
 static pid_t spawn_self(const char *mode, const char *count, unsigned n_args, size_t arg_bytes) {
-        g_autofree char *exe = self_exe(), *arg = g_strnfill(arg_bytes, 'p');
+        g_autofree char *arg = g_strnfill(arg_bytes, 'p');
         g_autoptr(GPtrArray) argv = g_ptr_array_new();
+        g_auto(TbUser) user = { 0 };
+        g_autoptr(GError) error = NULL;
+        const char *exe = storm_exe();
         pid_t pid;
 
-        g_ptr_array_add(argv, exe);
+        g_assert_true(tb_user_lookup("tbuser", &user, &error));
+        g_ptr_array_add(argv, (char *) exe);
         g_ptr_array_add(argv, (char *) mode);
         g_ptr_array_add(argv, (char *) count);
         for (unsigned i = 0; i < n_args; i++)
@@ -81,6 +94,7 @@ static pid_t spawn_self(const char *mode, const char *count, unsigned n_args, si
         pid = fork();
         g_assert_cmpint(pid, >=, 0);
         if (pid == 0) {
+                tb_user_become(&user);
                 execv(exe, (char **) argv->pdata);
                 _exit(127);
         }
@@ -101,7 +115,7 @@ static void run_storm(unsigned n) {
 /* The 64 KiB process: described, with its first whole arguments within 4 KiB. */
 static void check_long_cmdline(const Described *d, pid_t pid) {
         const Tracebus__ProcessTree__Process *p = g_hash_table_lookup(d->processes, GINT_TO_POINTER(pid));
-        g_autofree char *exe = self_exe();
+        const char *exe = storm_exe();
         size_t total = 0;
 
         expect(p, "the process %d with a 64 KiB command line is not in the trace", (int) pid);
