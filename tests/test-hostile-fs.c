@@ -28,7 +28,9 @@
 
 #include "session-util.h"
 
-#define OUTPUT_TIMEOUT_SEC 3u
+/* The service's write deadline, scaled as the tests' windows are (a sanitizer build's
+ * service is slower: a session there may end on its deadline before the test's Stop). */
+#define OUTPUT_TIMEOUT_SEC (3u * tb_time_factor())
 #define DEADLINE_US (OUTPUT_TIMEOUT_SEC * 1e6)
 /* Stop and shutdown with a stalled output: one deadline for the write that waits, plus
  * the time the session takes to end anyway. */
