@@ -9,6 +9,10 @@
  *   - every counter track of Perfetto's trace is in tracebus's, by name;
  *   - what Perfetto's trace fills (scheduling slices, named threads, processes with a
  *     command line, the machine's name), tracebus's fills too.
+ * The same holds for an app built with the Perfetto SDK (upstream's example_system_wide,
+ * started on each service's producer socket before the session): the same slices, at the
+ * same depths, with the same debug annotations, on the app's thread track in the app's
+ * process.
  * The programs are upstream's own build, beside the source tree in ../shared/perfetto/
  * (CI's clone has them there too); TRACEBUS_PERFETTO_BIN names another directory.
  */
@@ -42,6 +46,15 @@ static const char kernel_config[] =
         "  stat_period_ms: 500 stat_counters: STAT_CPU_TIMES stat_counters: STAT_FORK_COUNT } } }\n"
         "data_sources { config { name: \"linux.system_info\" } }\n"
         "duration_ms: 2000\n";
+
+/* Only an SDK app's track_event: no kernel data source at all. */
+static const char app_config[] =
+        "buffers { size_kb: 1024 fill_policy: DISCARD }\n"
+        "data_sources { config { name: \"track_event\" track_event_config { enabled_categories: \"rendering\" } } }\n"
+        "duration_ms: 3000\n";
+
+/* The SDK app both services record, and where it was started. */
+#define SDK_APP "example_system_wide"
 
 /* The rows of @sql's answer on @trace, without the header line and the quotes. */
 static GPtrArray *tp_rows(const char *trace, const char *sql) {
@@ -109,8 +122,23 @@ static void stop_daemon(GPid pid) {
         g_assert_cmpint(waitpid(pid, NULL, 0), ==, pid);
 }
 
-/* @config recorded by upstream Perfetto into @out, as root, on sockets of its own. */
-static void record_with_perfetto(const char *config, const char *out) {
+/* upstream's SDK app @program, as root, on the producer socket @socket; its pid. */
+static GPid spawn_app_on(const char *program, const char *socket) {
+        g_autofree char *path = tb_perfetto_program("sdk", program);
+        g_auto(GStrv) envp = g_environ_setenv(g_get_environ(), "PERFETTO_PRODUCER_SOCK_NAME", socket, true);
+        const char *argv[] = { path, NULL };
+        g_autoptr(GError) error = NULL;
+        GPid pid = 0;
+
+        g_assert_true(g_spawn_async(NULL, (char **) argv, envp, G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDOUT_TO_DEV_NULL |
+                                    G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, &pid, &error));
+        return pid;
+}
+
+/* @config recorded by upstream Perfetto into @out, as root, on sockets of its own; with
+ * the SDK app @app (may be NULL) connected before the session starts, its pid in
+ * *@ret_app_pid. */
+static void record_with_perfetto(const char *config, const char *out, const char *app, GPid *ret_app_pid) {
         g_autofree char *dir = g_dir_make_tmp("tb-perfetto-XXXXXX", NULL);
         g_autofree char *producer = g_build_filename(dir, "producer.sock", NULL);
         g_autofree char *consumer = g_build_filename(dir, "consumer.sock", NULL);
@@ -127,8 +155,9 @@ static void record_with_perfetto(const char *config, const char *out) {
         wait_for_socket(producer);
         wait_for_socket(consumer);
         GPid probes = spawn_perfetto_daemon("traced_probes", envp);
-        /* traced_probes registers its data sources soon after it starts; perfetto would
-         * start a session without them, so wait for its ftrace setup to be possible. */
+        GPid app_pid = app ? spawn_app_on(app, producer) : 0;
+        /* traced_probes and the app register their data sources soon after they start;
+         * perfetto would start a session without them, so give them a second. */
         g_usleep(1000 * 1000);
 
         const char *argv[] = { cli, "--txt", "-c", cfg, "-o", out, NULL };
@@ -136,28 +165,51 @@ static void record_with_perfetto(const char *config, const char *out) {
                                    &status, NULL));
         stop_daemon(probes);
         stop_daemon(traced);
+        if (app_pid > 0)
+                tb_kill_child(app_pid);
         if (!g_spawn_check_wait_status(status, NULL))
                 g_error("upstream perfetto failed: %s", err);
+        if (ret_app_pid)
+                *ret_app_pid = app_pid;
         unlink(producer);
         unlink(consumer);
         unlink(cfg);
         rmdir(dir);
 }
 
-/* What makes the machine's scheduler and process tables move while both record. */
-static void record_both(const char *tracebus_config, const char *perfetto_config, char **ret_ours, char **ret_theirs) {
+/* @tracebus_config recorded by tracebus (the CLI as tbuser, through the real service),
+ * then @perfetto_config by upstream Perfetto. With @app (may be NULL): upstream's SDK app
+ * of that name started before each session, as tbuser on tracebus's producer socket and
+ * as root on traced's; their pids in @ret_app_pids (tracebus's, then traced's). */
+static void record_both_with_app(const char *tracebus_config, const char *perfetto_config, const char *app,
+                                 char **ret_ours, char **ret_theirs, GPid ret_app_pids[2]) {
         g_autofree char *dir = make_user_dir("tbuser", "upstream-read");
         g_autofree char *cfg = user_file("tbuser", dir, "config.pbtxt", tracebus_config, -1);
         g_autofree char *ours = g_build_filename(dir, "tracebus.pftrace", NULL);
         g_autofree char *theirs = g_build_filename(dir, "perfetto.pftrace", NULL);
+        g_autofree char *socket = g_build_filename(tb_bus()->tmpdir, TB_PRODUCER_SOCKET, NULL);
         g_auto(TbCommandResult) res = { 0 };
+        GPid app_pid = 0;
+        TbUser u;
 
+        if (app) {
+                app_pid = tb_spawn_sdk_app("tbuser", app, socket, &u);
+                g_usleep(1000 * 1000);
+        }
         run_cli("tbuser", &res, "--txt", "-c", cfg, "-o", ours, NULL);
+        if (app_pid > 0)
+                tb_kill_child(app_pid);
         assert_exit(&res, 0);
         assert_file_complete(ours);
-        record_with_perfetto(perfetto_config, theirs);
+        record_with_perfetto(perfetto_config, theirs, app, app ? &ret_app_pids[1] : NULL);
+        if (app)
+                ret_app_pids[0] = app_pid;
         *ret_ours = g_steal_pointer(&ours);
         *ret_theirs = g_steal_pointer(&theirs);
+}
+
+static void record_both(const char *tracebus_config, const char *perfetto_config, char **ret_ours, char **ret_theirs) {
+        record_both_with_app(tracebus_config, perfetto_config, NULL, ret_ours, ret_theirs, NULL);
 }
 
 static void assert_no_new_problems(const char *ours, const char *theirs) {
@@ -233,6 +285,47 @@ static void test_kernel_sources_compressed(void) {
         compare_readings(compressed, kernel_config);
 }
 
+/* The app's slices, in order: name, depth, and whether the slice is on the thread track
+ * of the app's main thread (tid = the app's pid) in the app's process. */
+static GPtrArray *app_slices(const char *trace, GPid app_pid) {
+        g_autofree char *sql = g_strdup_printf(
+                "select s.name || ' depth ' || s.depth || ' on app thread ' || "
+                "(t.tid = %d and p.pid = %d) from slice s join thread_track tt on s.track_id = tt.id "
+                "join thread t using (utid) left join process p using (upid) order by s.ts",
+                (int) app_pid, (int) app_pid);
+
+        return tp_rows(trace, sql);
+}
+
+static GPtrArray *app_debug_args(const char *trace) {
+        return tp_rows(trace, "select s.name || ' ' || a.key || '=' || a.display_value from slice s "
+                              "join args a using (arg_set_id) where a.key like 'debug.%' order by s.ts, a.key");
+}
+
+static void assert_same_rows(const char *what, GPtrArray *ours, GPtrArray *theirs) {
+        for (guint i = 0; i < theirs->len; i++)
+                note("%s, Perfetto's: %s\n", what, (char *) theirs->pdata[i]);
+        g_assert_cmpuint(theirs->len, >, 0);
+        for (guint i = 0; i < MAX(ours->len, theirs->len); i++)
+                if (i >= ours->len || i >= theirs->len || !g_str_equal(ours->pdata[i], theirs->pdata[i]))
+                        g_error("%s differ at row %u: tracebus \"%s\", Perfetto \"%s\"", what, i,
+                                i < ours->len ? (char *) ours->pdata[i] : "(none)",
+                                i < theirs->len ? (char *) theirs->pdata[i] : "(none)");
+}
+
+/* example_system_wide's DrawGame and DrawPlayer slices, read from both traces alike. */
+static void test_sdk_app(void) {
+        g_autofree char *ours = NULL, *theirs = NULL;
+        GPid pids[2] = { 0, 0 };
+
+        record_both_with_app(app_config, app_config, SDK_APP, &ours, &theirs, pids);
+        assert_no_new_problems(ours, theirs);
+        g_autoptr(GPtrArray) our_slices = app_slices(ours, pids[0]), their_slices = app_slices(theirs, pids[1]);
+        assert_same_rows("the app's slices", our_slices, their_slices);
+        g_autoptr(GPtrArray) our_args = app_debug_args(ours), their_args = app_debug_args(theirs);
+        assert_same_rows("the slices' debug annotations", our_args, their_args);
+}
+
 int main(int argc, char **argv) {
         if (!freopen("/dev/null", "r", stdin))
                 return EXIT_FAILURE;
@@ -241,5 +334,6 @@ int main(int argc, char **argv) {
 
         tb_test_add_isolated("/bus/upstream-read/kernel-sources", test_kernel_sources);
         tb_test_add_isolated("/bus/upstream-read/kernel-sources-compressed", test_kernel_sources_compressed);
+        tb_test_add_isolated("/bus/upstream-read/sdk-app", test_sdk_app);
         return tb_test_run(TB_START_SERVICE);
 }
