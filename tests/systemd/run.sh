@@ -9,7 +9,8 @@
 # real logind sessions through "machinectl shell": D-Bus activation, recording, a
 # refusal, idle exit and re-activation, the capture timer's service and retention,
 # a detached session outliving the idle timeout, the producer socket (socket activation
-# by an SDK app, which keeps the service while connected), "systemctl stop" during a
+# by an SDK app, which keeps the service while connected; its track_event slices recorded,
+# the app started before the service and started during a session), "systemctl stop" during a
 # recording, a read-only tracefs, tracefs instances across pid namespaces, process
 # names in a container's trace, systemd-analyze verify and security; round 1's data
 # sources under the unit (sys_stats, process_stats, system_info, the journal as root
@@ -50,6 +51,9 @@ targets=${TRACEBUS_BUILD_DIR:-$src/build}/tests
 # The producer socket's client: upstream Perfetto's SDK example app.
 sdk=${TRACEBUS_PERFETTO_SDK:-$src/../shared/perfetto/sdk}
 [[ -x $sdk/example_system_wide ]] || skip "$sdk/example_system_wide is missing (upstream Perfetto's SDK apps)"
+# Upstream's trace_processor reads the apps' traces.
+tp=${TRACEBUS_PERFETTO_BIN:-$src/../shared/perfetto/bin}/trace_processor_shell
+[[ -x $tp ]] || skip "$tp is missing (upstream Perfetto's programs)"
 for exe in perf-target-fp perf-target-nofp; do
         [[ -x $targets/$exe ]] || skip "$targets/$exe is not built (meson test builds it)"
 done
@@ -505,8 +509,33 @@ pid3=$(svc MainPID)
 sleep 9
 check "the service with an app connected outlives twice the idle timeout" \
         test "$(svc MainPID)" = "$pid3" -a "$(svc ActiveState)" = active
-kill "$app"; wait "$app" 2>/dev/null || true
+# The app waits for a session that enables its track_event, draws for a second and exits.
+tbx sh -c 'cat > /tmp/app.pbtxt' <<'EOF'
+buffers { size_kb: 1024 fill_policy: DISCARD }
+data_sources { config { name: "track_event" track_event_config { enabled_categories: "rendering" } } }
+duration_ms: 4000
+EOF
+app_slices() {
+        "$tp" -Q "select count(*) from slice where name in ('DrawGame', 'DrawPlayer')" \
+                "/proc/$(leader)/root/tmp/$1.pftrace" 2>/dev/null | tail -1 | tr -d '"'
+}
+check "root records track_event from the app that started the service" \
+        tbx tracebus --txt -c /tmp/app.pbtxt -o /tmp/app-before.pftrace
+check "... its DrawGame slice and two DrawPlayer slices are in the trace" test "$(app_slices app-before)" = 3
+wait "$app" 2>/dev/null || true
 check "once the app has gone, the service exits when idle" idle_gone
+# A session started first (it starts the service over D-Bus), the app after it: the app
+# joins the running session.
+tbx tracebus --txt -c /tmp/app.pbtxt -o /tmp/app-after.pftrace >"$W/app-after.log" 2>&1 &
+session=$!
+check "a track_event session starts the service" started
+PERFETTO_PRODUCER_SOCK_NAME=/proc/$(leader)/root/run/perfetto/traced-producer.sock \
+        "$sdk/example_system_wide" >/dev/null 2>&1 &
+app=$!
+check "the session ends with status 0" wait "$session"
+wait "$app" 2>/dev/null || true
+check "... the app that connected during it is in its trace (DrawGame, two DrawPlayer)" \
+        test "$(app_slices app-after)" = 3
 
 # --- a detached session outlives the idle timeout ---------------------------------------
 out=$(asuser tbuser tracebus --no-ask-password --detach=k2 -t 60s -o /tmp/detached.pftrace sched/sched_switch)
