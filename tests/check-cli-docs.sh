@@ -48,6 +48,8 @@ trap 'rm -rf "$tmp"' EXIT
 cat > "$tmp/tracebus" <<'EOF'
 #!/bin/sh
 [ "$1" = --list-events ] && printf '%s\n' sched/sched_switch sched/sched_waking power/cpu_idle
+[ "$1" = --query ] && printf '%s\n' '{"sessions": [], "producers": [{"id": 1, "name": "app", "uid": 1000, "pid": 7, "data_sources": [{"name": "track_event", "categories": ["rendering", "audio.latency"]}, {"name": "com.example.custom", "categories": []}]}]}'
+exit 0
 EOF
 chmod +x "$tmp/tracebus"
 
@@ -86,5 +88,9 @@ expect 'sched/*' "$tmp/tracebus" sched/
 expect power/cpu_idle "$tmp/tracebus" --list-events = power/
 expect_not sched/sched_switch "$tmp/tracebus" --attach = sched
 expect_not power/cpu_idle "$tmp/tracebus" sched/
+expect rendering "$tmp/tracebus" --track-event r
+expect audio.latency "$tmp/tracebus" --track-event a
+expect rendering "$tmp/tracebus" --track-event ''
+expect_not com.example.custom "$tmp/tracebus" --track-event c
 
 exit $failed

@@ -12,6 +12,7 @@
 
 #include "categories.h"
 #include "messages.h"
+#include "producers.h"
 #include "tracebus-bus.h"
 
 /* A kernel that offers these (sorted, as ListEvents returns them). */
@@ -28,7 +29,8 @@ static const char *const available[] = {
 static void test_table(void) {
         guint n = 0;
         const TbCategory *c = tb_categories_get(&n);
-        const char *const want[] = { "sched", "freq", "irq", "disk", "memory", "power", "markers", "cpu_profile" };
+        const char *const want[] = { "sched", "freq", "irq", "disk", "memory", "power", "markers", "cpu_profile",
+                                     "apps" };
         g_autoptr(GHashTable) ids = g_hash_table_new(g_str_hash, g_str_equal);
 
         /* The categories the issue names, in this order. */
@@ -273,6 +275,79 @@ static void test_config_limits(void) {
         g_assert_null(strstr(dflt, "duration_ms"));
 }
 
+/* The track_event data source named in @tc with its buffer; NULL if none. */
+static const Tracebus__DataSourceConfig *track_event_source(const Tracebus__TraceConfig *tc, guint32 *ret_target) {
+        for (size_t k = 0; k < tc->n_data_sources; k++) {
+                const Tracebus__DataSourceConfig *ds = tc->data_sources[k]->config;
+
+                if (g_str_equal(ds->name, "track_event")) {
+                        g_assert_cmpint(session_config_target_buffer(tc, ds, ret_target, NULL), ==, 0);
+                        return ds;
+                }
+        }
+        return NULL;
+}
+
+/* "Applications (Perfetto SDK)": a track_event data source of every category, in a buffer
+ * of its own after the others; alone, no ftrace source and no counters' buffer. */
+static void test_config_apps(void) {
+        const char *const ids[] = { "sched", "memory", "cpu_profile", "apps", NULL }, *const only[] = { "apps", NULL };
+        const char *const events[] = { "sched/sched_switch", NULL };
+        TbRecordSettings with = { .events = events, .n_cpus = 2, .counters = tb_categories_counters(ids) };
+        TbRecordSettings alone = { .n_cpus = 2, .counters = tb_categories_counters(only) };
+        TbRecordSettings none = { .events = events, .n_cpus = 2 };
+        TbRecordSettings *settings[] = { &with, &alone };
+
+        for (guint i = 0; i < G_N_ELEMENTS(settings); i++) {
+                g_autofree char *text = tb_record_settings_to_config(settings[i]), *err = NULL;
+                Tracebus__TraceConfig *tc = NULL;
+                SessionConfig c = { 0 };
+                const Tracebus__DataSourceConfig *ds;
+                guint32 target = 99, want = i == 0 ? 3 : 0;
+
+                g_test_message("%s", text);
+                g_assert_cmpint(session_config_parse_text(text, &tc, &err), ==, 0);
+                g_assert_cmpint(session_config_load_buffers(tc, &c, &err), ==, 0);
+                g_assert_cmpuint(c.n_buffers, ==, want + 1);
+                g_assert_cmpuint(c.buffers[want].size_kb, ==, TB_TRACK_EVENT_BUFFER_KB);
+                ds = track_event_source(tc, &target);
+                g_assert_nonnull(ds);
+                g_assert_cmpuint(target, ==, want);
+                g_assert_nonnull(ds->track_event_config);
+                g_assert_cmpuint(ds->track_event_config->n_enabled_categories, ==, 1);
+                g_assert_cmpstr(ds->track_event_config->enabled_categories[0], ==, "*");
+                g_assert_cmpuint(tc->n_data_sources, ==, i == 0 ? 5 : 1);
+                session_config_done(&c);
+                tracebus__trace_config__free_unpacked(tc, NULL);
+        }
+        /* Without the category: no track_event. */
+        {
+                g_autofree char *text = tb_record_settings_to_config(&none);
+                g_assert_null(strstr(text, "track_event"));
+        }
+}
+
+/* ListProducers' reply, as the service sends it, in the words of the category's row. */
+static void test_producers_describe(void) {
+        g_autoptr(GVariant) two = g_variant_ref_sink(g_variant_new_parsed(
+                "[(uint64 1, '/usr/libexec/demo/example_system_wide', uint32 1000, uint32 4242,"
+                "  [('track_event', ['rendering', 'audio.latency'])]),"
+                " (uint64 2, 'custom', uint32 1000, uint32 77,"
+                "  [('com.example.custom_data_source', @as []), ('track_event', @as [])]),"
+                " (uint64 3, 'quiet', uint32 1000, uint32 78, @a(sas) [])]"));
+        g_autoptr(GVariant) empty = g_variant_ref_sink(g_variant_new_parsed("@a(tsuua(sas)) []"));
+        g_autoptr(GVariant) wrong = g_variant_ref_sink(g_variant_new_parsed("@as ['x']"));
+        g_autofree char *text = tb_producers_describe(two), *none = tb_producers_describe(empty);
+
+        g_test_message("%s", text);
+        g_assert_cmpstr(text, ==, "example_system_wide (pid 4242): track_event (rendering, audio.latency)\n"
+                                  "custom (pid 77): com.example.custom_data_source, track_event\n"
+                                  "quiet (pid 78): no data source yet");
+        g_assert_cmpstr(none, ==, "No app connected now.");
+        g_assert_null(tb_producers_describe(wrong));
+        g_assert_null(tb_producers_describe(NULL));
+}
+
 static void assert_words(const char *dbus_name, const char *service_text, const char *title_has, const char *detail_has) {
         g_autoptr(GError) e = g_dbus_error_new_for_dbus_error(dbus_name, service_text);
         g_auto(TbMessage) m = { 0 };
@@ -326,6 +401,8 @@ int main(int argc, char **argv) {
         g_test_add_func("/gtk/config/parses", test_config_parses);
         g_test_add_func("/gtk/config/counters", test_config_counters);
         g_test_add_func("/gtk/config/profile", test_config_profile);
+        g_test_add_func("/gtk/config/apps", test_config_apps);
+        g_test_add_func("/gtk/producers/describe", test_producers_describe);
         g_test_add_func("/gtk/messages/errors", test_messages);
         g_test_add_func("/gtk/messages/format", test_format);
         return g_test_run();

@@ -48,6 +48,36 @@ static void test_light_config(void) {
         g_assert_null(strstr(decoded, "write_into_file: true"));
 }
 
+/* --track-event alone, with a Perfetto SDK app of the user's connected: the session the
+ * service runs has the config the option built (the config echo in the trace): a
+ * track_event data source with the categories, and no ftrace data source. */
+static void test_track_event(void) {
+        g_autofree char *dir = make_user_dir("tbuser", "cli-track-event");
+        g_autofree char *out = g_build_filename(dir, "trace.pftrace", NULL);
+        g_autofree char *sock = g_build_filename(tb_bus()->tmpdir, TB_PRODUCER_SOCKET, NULL);
+        g_autofree char *decoded = NULL;
+        g_auto(TbCommandResult) res = { 0 };
+        g_auto(TbUser) user = { 0 };
+        g_auto(TbTraceSummary) s = { 0 };
+        GPid app = tb_spawn_sdk_app("tbuser", "example_system_wide", sock, &user);
+
+        run_cli("tbuser", &res, "--track-event", "rendering", "--track-event", "audio.*", "-t", "1500ms", "-o", out,
+                NULL);
+        tb_kill_child(app);
+        assert_exit(&res, 0);
+        g_test_message("stderr: %s", res.err);
+        /* A whole trace, though without ftrace bundles: none was asked for. */
+        summarise(out, &s);
+        g_assert_true(s.has_trace_config && s.has_tracing_started && s.has_system_info);
+        g_assert_cmpuint(s.n_ftrace_bundles, ==, 0);
+        decoded = protoc_decode_trace(out);
+        assert_decoded_has(decoded, "name: \"track_event\"");
+        assert_decoded_has(decoded, "enabled_categories: \"rendering\"");
+        assert_decoded_has(decoded, "enabled_categories: \"audio.*\"");
+        assert_decoded_has(decoded, "duration_ms: 1500");
+        g_assert_null(strstr(decoded, "name: \"linux.ftrace\""));
+}
+
 /* Long options and friendly suffixes: --time 0.5s --buffer 4MiB --out. */
 static void test_long_options(void) {
         g_autofree char *dir = make_user_dir("tbuser", "cli-long");
@@ -379,5 +409,6 @@ int main(int argc, char **argv) {
         tb_test_add_isolated("/bus/cli/options/usage", test_usage);
         tb_test_add_isolated("/bus/cli/options/txt-lossy", test_txt_lossy);
         tb_test_add_isolated("/bus/cli/options/kprobes-action", test_kprobes_action_named);
+        tb_test_add_isolated("/bus/cli/options/track-event", test_track_event);
         return tb_test_run(TB_START_SERVICE);
 }

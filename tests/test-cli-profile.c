@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 /* Before glib.h, which redefines MIN and MAX over macro.h's. */
-#include "cli.h"
+#include "cli-parse.h"
 #include "data-source.h"
 #include "perf-config.h"
 #include "perf-sampler.h"
@@ -23,35 +23,8 @@
 
 static char *tracefs_root;
 
-/* Parses argv as tracebus does; the config in @ret when it is a recording. */
-static int parse(CliConfig *ret, const char *const *words) {
-        g_autoptr(GPtrArray) argv = g_ptr_array_new();
-        Args a = {};
-        int r;
-
-        g_ptr_array_add(argv, (char *) "tracebus");
-        for (size_t i = 0; words[i]; i++)
-                g_ptr_array_add(argv, (char *) words[i]);
-        g_ptr_array_add(argv, NULL);
-        optind = 0; /* glibc: start getopt afresh */
-        r = cli_parse_argv((int) argv->len - 1, (char **) argv->pdata, &a);
-        if (r > 0 && ret)
-                r = cli_config_load(&a, ret);
-        cli_args_done(&a);
-        return r;
-}
-
-#define PARSE(ret, ...) parse(ret, (const char *const[]) { __VA_ARGS__, NULL })
-
-static const Tracebus__DataSourceConfig *source(const Tracebus__TraceConfig *tc, const char *name) {
-        for (size_t i = 0; i < tc->n_data_sources; i++)
-                if (tc->data_sources[i]->config && strcmp(tc->data_sources[i]->config->name, name) == 0)
-                        return tc->data_sources[i]->config;
-        return NULL;
-}
-
 static const Tracebus__PerfEventConfig *perf_config(const CliConfig *c) {
-        const Tracebus__DataSourceConfig *ds = source(c->parsed, "linux.perf");
+        const Tracebus__DataSourceConfig *ds = cli_test_source(c->parsed, "linux.perf");
 
         g_assert_nonnull(ds);
         g_assert_nonnull(ds->perf_event_config);
@@ -80,12 +53,12 @@ static void test_defaults(void) {
                         TRACEBUS__PERF_EVENT_CONFIG__UNWIND_MODE__UNWIND_DWARF);
         /* The light config's defaults, and no ftrace source without events. */
         g_assert_cmpuint(c.parsed->duration_ms, ==, 10000);
-        g_assert_null(source(c.parsed, "linux.ftrace"));
-        ps = source(c.parsed, "linux.process_stats");
+        g_assert_null(cli_test_source(c.parsed, "linux.ftrace"));
+        ps = cli_test_source(c.parsed, "linux.process_stats");
         g_assert_nonnull(ps);
         g_assert_nonnull(ps->process_stats_config);
         g_assert_true(ps->process_stats_config->scan_all_processes_on_start);
-        g_assert_nonnull(source(c.parsed, "linux.system_info"));
+        g_assert_nonnull(cli_test_source(c.parsed, "linux.system_info"));
 }
 
 static void test_scope(void) {
@@ -108,7 +81,7 @@ static void test_scope(void) {
         g_assert_false(perf_config(&c)->callstack_sampling->kernel_frames);
         g_assert_cmpuint(c.parsed->duration_ms, ==, 3000);
         /* Events with a profile: the scheduling-blockages shape, ftrace beside perf. */
-        g_assert_nonnull(source(c.parsed, "linux.ftrace"));
+        g_assert_nonnull(cli_test_source(c.parsed, "linux.ftrace"));
 }
 
 /* 1 kHz: 50 DWARF samples a read, four times over: 425 pages, so 512. */

@@ -259,7 +259,23 @@ static void test_start_delay(void) {
         assert_stderr_has(&refused, "max_delay_ms 10 is below min_delay_ms 20");
 }
 
-/* --query-raw: a TracingServiceState that protoc decodes, counting the caller's sessions. */
+/* Waits until tracebus --query --json as @user shows @needle (an app's registration). */
+static bool wait_query_shows(const char *user, const char *needle) {
+        gint64 deadline = g_get_monotonic_time() + (gint64) tb_scaled_ms(20000) * 1000;
+
+        while (g_get_monotonic_time() < deadline) {
+                g_auto(TbCommandResult) q = { 0 };
+
+                run_cli(user, &q, "--query", "--json", NULL);
+                if (q.out && strstr(q.out, needle))
+                        return true;
+                g_usleep(200 * 1000);
+        }
+        return false;
+}
+
+/* --query-raw: a TracingServiceState that protoc decodes, counting the caller's sessions,
+ * with the service's producer and the caller's Perfetto SDK app and its data sources. */
 static void test_query_raw(void) {
         g_autofree char *dir = make_user_dir("tbuser", "cfg-qraw");
         g_autofree char *text = config_text(60000);
@@ -271,7 +287,11 @@ static void test_query_raw(void) {
         g_autofree char *decode = g_strdup_printf("protoc --proto_path=%s --decode=tracebus.TracingServiceState "
                                                   "trace.proto < %s", protos, raw);
         g_auto(TbCommandResult) start = { 0 }, q = { 0 }, dec = { 0 }, stop = { 0 }, combo = { 0 };
+        g_autofree char *sock = g_build_filename(tb_bus()->tmpdir, TB_PRODUCER_SOCKET, NULL);
+        g_auto(TbUser) user = { 0 };
+        GPid app = tb_spawn_sdk_app("tbuser", "example_system_wide", sock, &user);
 
+        g_assert_true(wait_query_shows("tbuser", "\"audio.latency\""));
         run_cli("tbuser", &start, "--detach=qraw", "-c", cfg, "--txt", "-o", out, NULL);
         assert_exit(&start, 0);
         run_sh("tbuser", script, &q);
@@ -281,6 +301,12 @@ static void test_query_raw(void) {
         g_assert_nonnull(strstr(dec.out, "num_sessions: 1"));
         g_assert_nonnull(strstr(dec.out, "num_sessions_started: 1"));
         g_assert_nonnull(strstr(dec.out, "name: \"linux.ftrace\""));
+        g_assert_nonnull(strstr(dec.out, "name: \"tracebusd\""));
+        g_assert_nonnull(strstr(dec.out, "example_system_wide\"\n  uid: "));
+        g_assert_nonnull(strstr(dec.out, "name: \"track_event\""));
+        g_assert_nonnull(strstr(dec.out, "available_categories {"));
+        g_assert_nonnull(strstr(dec.out, "name: \"audio.latency\""));
+        tb_kill_child(app);
         run_cli("tbuser", &combo, "--query-raw", "--json", NULL);
         assert_exit(&combo, 1);
         run_cli("tbuser", &stop, "--attach=qraw", "--stop", NULL);

@@ -440,6 +440,71 @@ static void test_snapshot(void) {
         assert_trace_has_events(saved);
 }
 
+typedef struct {
+        guint n_configs, n_track_event_sources, n_track_events;
+        gboolean all_categories;
+} AppsInTrace;
+
+static void count_apps(const Tracebus__TracePacket *p, const TraceRawPacket *raw, guint index, gpointer userdata) {
+        AppsInTrace *a = userdata;
+
+        a->n_track_events += p->track_event != NULL;
+        if (!p->trace_config)
+                return;
+        a->n_configs++;
+        for (size_t i = 0; i < p->trace_config->n_data_sources; i++) {
+                const Tracebus__DataSourceConfig *ds = p->trace_config->data_sources[i]->config;
+
+                if (!ds || g_strcmp0(ds->name, "track_event") != 0)
+                        continue;
+                a->n_track_event_sources++;
+                a->all_categories = ds->track_event_config && ds->track_event_config->n_enabled_categories == 1 &&
+                                    g_str_equal(ds->track_event_config->enabled_categories[0], "*");
+        }
+}
+
+/* "Applications (Perfetto SDK)": with a Perfetto SDK app of the user's connected, the
+ * category's row lists it (its name, pid and data sources, from ListProducers); switched
+ * on, the config the app sends has a track_event data source of every category. */
+static void test_apps(void) {
+        g_auto(AppHome) h = { 0 };
+        g_auto(Xvfb) x = { 0 };
+        g_auto(TbCommandResult) res = { 0 };
+        g_auto(TbUser) app_user = { 0 };
+        g_autoptr(GError) error = NULL;
+        g_autofree char *saved = NULL, *arg_save = NULL, *data = NULL, *listed = NULL;
+        g_autofree char *sock = g_build_filename(tb_bus()->tmpdir, TB_PRODUCER_SOCKET, NULL);
+        AppsInTrace a = { 0 };
+        gsize len = 0;
+        GPid sdk_app;
+
+        app_home_init(&h, "tbuser", "apps");
+        saved = g_build_filename(h.home, "apps.pftrace", NULL);
+        arg_save = g_strdup_printf("--save-to=%s", saved);
+        sdk_app = tb_spawn_sdk_app("tbuser", "example_system_wide", sock, &app_user);
+        xvfb_start(&x);
+        run_app(&h, &x,
+                (const char *[]) { "--test-record=2", arg_save, "--test-categories=sched", "--test-categories=apps",
+                                   "--test-expect-app=example_system_wide", NULL },
+                &res);
+        tb_kill_child(sdk_app);
+        assert_test_ok(&res, "saved");
+        listed = g_strdup_printf("example_system_wide (pid %d): track_event (rendering, network.debug, audio.latency)",
+                                 (int) sdk_app);
+        g_assert_nonnull(strstr(res.out, "TEST: apps row: "));
+        g_assert_nonnull(strstr(res.out, listed));
+        g_assert_nonnull(strstr(res.out, "TEST: recording: Scheduling, Applications (Perfetto SDK)"));
+        assert_trace_has_events(saved);
+        g_assert_true(g_file_get_contents(saved, &data, &len, &error));
+        g_assert_true(tb_trace_foreach_packet((const guint8 *) data, len, count_apps, &a, NULL, &error));
+        g_assert_no_error(error);
+        note("%s: %u configs, %u track_event sources, %u TrackEvent packets\n", saved, a.n_configs,
+             a.n_track_event_sources, a.n_track_events);
+        g_assert_cmpuint(a.n_configs, ==, 1);
+        g_assert_cmpuint(a.n_track_event_sources, ==, 1);
+        g_assert_true(a.all_categories);
+}
+
 int main(int argc, char **argv) {
         g_autofree char *xvfb = NULL;
 
@@ -461,5 +526,6 @@ int main(int argc, char **argv) {
         tb_test_add_isolated("/bus/gtk/challenge", test_challenge);
         tb_test_add_isolated("/bus/gtk/preview", test_preview);
         tb_test_add_isolated("/bus/gtk/snapshot", test_snapshot);
+        tb_test_add_isolated("/bus/gtk/apps", test_apps);
         return tb_test_run(TB_START_SERVICE);
 }

@@ -19,12 +19,14 @@ void cli_args_done(Args *a) {
         a->triggers = strv_free(a->triggers);
         a->profile_pids = strv_free(a->profile_pids);
         a->profile_cmdlines = strv_free(a->profile_cmdlines);
+        a->track_event_categories = strv_free(a->track_event_categories);
 }
 
 void cli_help(FILE *f) {
         fprintf(f,
                 "Usage: %1$s [OPTIONS] [EVENT...]\n"
-                "Record the kernel's trace events into a Perfetto trace through the tracebus service.\n"
+                "Record the kernel's trace events, and the track events of apps built with the Perfetto SDK,\n"
+                "into a Perfetto trace through the tracebus service.\n"
                 "\n"
                 "  -c, --config FILE      TraceConfig from FILE ('-' for stdin), binary unless --txt\n"
                 "      --txt              The config is in protobuf text format\n"
@@ -43,6 +45,8 @@ void cli_help(FILE *f) {
                 "      --profile[=HZ]     Sample call stacks on the CPUs, HZ a second (default 100): linux.perf\n"
                 "      --pid PID          With --profile: sample only process PID (repeatable)\n"
                 "      --cmdline NAME     With --profile: sample only the processes named NAME (repeatable)\n"
+                "      --track-event CATEGORY  Record the track events of your apps built with the Perfetto SDK\n"
+                "                         in CATEGORY (repeatable; '*' for all): track_event\n"
                 "\n"
                 "Detached sessions:\n"
                 "      --detach=KEY       Start, then leave the session recording without this client\n"
@@ -96,7 +100,7 @@ static int check_key(const char *option, const char *key) {
 }
 
 static bool light_config(const Args *a) {
-        return a->has_time || a->has_buffer || a->has_size || a->events || a->profile;
+        return a->has_time || a->has_buffer || a->has_size || a->events || a->profile || a->track_event_categories;
 }
 
 /* --query, --list-events, --stop-all and --stop-session stand alone. */
@@ -127,8 +131,9 @@ static int check_record(const Args *a) {
         if (!a->config_path && !light_config(a))
                 return cli_refuse("The TraceConfig is empty: name the events to record (e.g. sched/sched_switch), "
                                   "or pass -c FILE");
-        if (!a->config_path && !a->events && !a->profile)
-                return cli_refuse("No events to record: name them (e.g. sched/sched_switch), or pass -c FILE");
+        if (!a->config_path && !a->events && !a->profile && !a->track_event_categories)
+                return cli_refuse("No events to record: name them (e.g. sched/sched_switch, or --track-event "
+                                  "CATEGORY for your Perfetto SDK apps), or pass -c FILE");
         if (!a->output && !a->detach_key)
                 return cli_refuse("--out is required: -o FILE, or -o - for stdout");
         if (a->output && strcmp(a->output, "-") == 0) {
@@ -163,7 +168,7 @@ static int check_combinations(Args *a) {
 
         if (r < 0)
                 return r;
-        if ((r = cli_check_profile(a)) < 0)
+        if ((r = cli_check_profile(a)) < 0 || (r = cli_check_track_event(a)) < 0)
                 return r;
         if (a->mode == MODE_QUERY || a->mode == MODE_LIST_EVENTS || a->mode == MODE_STOP_ALL ||
             a->mode == MODE_STOP_SESSION || a->mode == MODE_TRIGGER) {
@@ -247,6 +252,7 @@ enum {
         ARG_TRIGGER,
         ARG_CLONE, ARG_CLONE_BY_NAME, ARG_CLONE_KEY,
         ARG_PROFILE, ARG_PID, ARG_CMDLINE,
+        ARG_TRACK_EVENT,
 };
 
 static const struct option options[] = {
@@ -302,6 +308,7 @@ static const struct option options[] = {
         { "profile",         optional_argument, NULL, ARG_PROFILE },
         { "pid",             required_argument, NULL, ARG_PID },
         { "cmdline",         required_argument, NULL, ARG_CMDLINE },
+        { "track-event",     required_argument, NULL, ARG_TRACK_EVENT },
         {}
 };
 
@@ -362,10 +369,12 @@ static int parse_clone_option(Args *a, int c, const char *arg) {
         return set_mode(a, MODE_CLONE) ?: 1;
 }
 
-static int parse_profile_option(Args *a, int c, const char *arg) {
+/* The light config's data sources beyond ftrace: --profile and its scope, --track-event. */
+static int parse_source_option(Args *a, int c, const char *arg) {
         int r = c == ARG_PROFILE ? cli_parse_profile(a, arg) :
                 c == ARG_PID     ? cli_parse_profile_pid(a, arg) :
-                                   cli_parse_profile_cmdline(a, arg);
+                c == ARG_CMDLINE ? cli_parse_profile_cmdline(a, arg) :
+                                   cli_parse_track_event(a, arg);
         return r ?: 1;
 }
 
@@ -373,8 +382,8 @@ static int parse_profile_option(Args *a, int c, const char *arg) {
 static int parse_option(Args *a, int c, const char *arg) {
         if (parse_flag_option(a, c))
                 return 1;
-        if (c == ARG_PROFILE || c == ARG_PID || c == ARG_CMDLINE)
-                return parse_profile_option(a, c, arg);
+        if (c == ARG_PROFILE || c == ARG_PID || c == ARG_CMDLINE || c == ARG_TRACK_EVENT)
+                return parse_source_option(a, c, arg);
         switch (c) {
         case 'h':
                 a->mode = MODE_HELP;

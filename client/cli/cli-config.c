@@ -69,7 +69,7 @@ static int read_config_file(const char *path, char **ret, size_t *ret_len) {
         return r;
 }
 
-static void append_quoted(FILE *f, const char *s) {
+void cli_append_quoted(FILE *f, const char *s) {
         fputc('"', f);
         for (; *s; s++) {
                 if (*s == '"' || *s == '\\')
@@ -86,7 +86,7 @@ static void append_quoted(FILE *f, const char *s) {
 static void append_events(FILE *f, char *const *events) {
         STRV_FOREACH(e, events) {
                 fputs(!strchr(*e, '/') && atrace_category_events(*e) ? "  atrace_categories: " : "  ftrace_events: ", f);
-                append_quoted(f, *e);
+                cli_append_quoted(f, *e);
                 fputc('\n', f);
         }
 }
@@ -120,6 +120,7 @@ static int build_light_config(const Args *a, char *const *events, uint32_t durat
         }
         if (a->profile)
                 cli_profile_append_sources(f, a);
+        cli_track_event_append_sources(f, a);
         /* A profile's processes appear in no ftrace event: scan /proc once at the start. */
         fprintf(f, "data_sources { config { name: \"linux.process_stats\" target_buffer: 0%s } }\n",
                 a->profile ? " process_stats_config { scan_all_processes_on_start: true }" : "");

@@ -81,13 +81,8 @@ static void append_scope(FILE *f, const Args *a) {
         STRV_FOREACH(p, a->profile_pids)
                 fprintf(f, " target_pid: %s", *p);
         STRV_FOREACH(c, a->profile_cmdlines) {
-                fputs(" target_cmdline: \"", f);
-                for (const char *s = *c; *s; s++) {
-                        if (*s == '"' || *s == '\\')
-                                fputc('\\', f);
-                        fputc(*s, f);
-                }
-                fputc('"', f);
+                fputs(" target_cmdline: ", f);
+                cli_append_quoted(f, *c);
         }
         fputs(" }\n", f);
 }

@@ -259,10 +259,10 @@ int run_query(const Args *a) {
 
         if (connect_or_fail(&bus) < 0 || load_own_sessions(bus, &l) < 0)
                 return EXIT_FAILURE;
-        if (a->query_raw)
-                return cli_print_query_raw(l.items, l.n) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
         /* The sessions are shown even when the apps cannot be (said on stderr). */
         (void) cli_load_producers(bus, &producers);
+        if (a->query_raw)
+                return cli_print_query_raw(l.items, l.n, &producers) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
         if (a->json)
                 print_json(&l, &producers);
         else {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * perfetto_cmd's options around TraceConfig's own fields: --notify-fd, the
- * cmd_trace_start_delay it applies itself, --query-raw, the lines --query adds
+ * cmd_trace_start_delay it applies itself, the lines --query adds
  * per session, and the Android-only options it refuses with one line.
  */
 #include <fcntl.h>
@@ -12,7 +12,6 @@
 
 #include "cli.h"
 #include "strv.h"
-#include "trace.pb-c.h"
 
 int cli_refuse_android_only(const char *option) {
         static const struct { const char *prefix, *why; } reasons[] = {
@@ -25,7 +24,8 @@ int cli_refuse_android_only(const char *option) {
                 { "subscription-id", "is statsd metadata, set by Android's statsd" },
                 { "no-guard", "concerns Android's upload guardrails; tracebus's limits are tracebusd.conf's" },
                 { "reset-guard", "concerns Android's upload guardrails; tracebus's limits are tracebusd.conf's" },
-                { "app",      "names an Android app for atrace; tracebus records the kernel's trace events" },
+                { "app",      "names an Android app for atrace (for apps built with the Perfetto SDK: "
+                              "--track-event CATEGORY)" },
         };
         const char *why = "is an Android option";
 
@@ -85,44 +85,6 @@ int cli_start_delay(const Tracebus__TraceConfig *tc) {
         ts.tv_nsec = (long) (pick % 1000) * 1000000L;
         while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
                 ;
-        return 0;
-}
-
-int cli_print_query_raw(const SessionInfo *items, size_t n) {
-        Tracebus__TracingServiceState state = TRACEBUS__TRACING_SERVICE_STATE__INIT;
-        Tracebus__TracingServiceState__Producer producer = TRACEBUS__TRACING_SERVICE_STATE__PRODUCER__INIT;
-        Tracebus__TracingServiceState__Producer *producers[] = { &producer };
-        Tracebus__TracingServiceState__DataSource source = TRACEBUS__TRACING_SERVICE_STATE__DATA_SOURCE__INIT;
-        Tracebus__TracingServiceState__DataSource *sources[] = { &source };
-        Tracebus__DataSourceDescriptor descriptor = TRACEBUS__DATA_SOURCE_DESCRIPTOR__INIT;
-        _cleanup_free_ uint8_t *buf = NULL;
-        size_t len;
-
-        /* The service is the one producer; the sessions are the caller's own. */
-        producer.has_id = producer.has_uid = true;
-        producer.id = 1;
-        producer.name = (char *) "tracebusd";
-        producer.uid = 0;
-        descriptor.name = (char *) "linux.ftrace";
-        source.descriptor = &descriptor;
-        source.has_producer_id = true;
-        source.producer_id = 1;
-        state.producers = producers;
-        state.n_producers = 1;
-        state.data_sources = sources;
-        state.n_data_sources = 1;
-        state.has_num_sessions = state.has_num_sessions_started = true;
-        state.num_sessions = (int32_t) n;
-        for (size_t i = 0; i < n; i++)
-                state.num_sessions_started += strcmp(strempty(items[i].state), "recording") == 0;
-
-        len = tracebus__tracing_service_state__get_packed_size(&state);
-        buf = malloc(MAX(len, 1u));
-        if (!buf)
-                return -ENOMEM;
-        len = tracebus__tracing_service_state__pack(&state, buf);
-        if (fwrite(buf, 1, len, stdout) != len || fflush(stdout) != 0)
-                return -EIO;
         return 0;
 }
 

@@ -94,6 +94,8 @@ typedef struct Args {
         uint32_t profile_hz;
         char **profile_pids;         /* validated decimal pids, in order */
         char **profile_cmdlines;
+        /* Perfetto SDK apps (cli-track-event.c): --track-event CATEGORY */
+        char **track_event_categories;
 } Args;
 
 /* cli-args.c */
@@ -129,6 +131,8 @@ typedef struct CliConfig {
 } CliConfig;
 
 /* Reads and checks the config locally (errors say FILE:LINE:COLUMN). */
+/* @s as a text-format string literal, quotes and backslashes escaped. */
+void cli_append_quoted(FILE *f, const char *s);
 int cli_config_load(const Args *a, CliConfig *ret);
 void cli_config_done(CliConfig *c);
 
@@ -203,8 +207,6 @@ int cli_start_delay(const Tracebus__TraceConfig *tc);
 /* --add-attribute: puts them into @c's TraceConfig.trace_attributes (string values), which
  * then goes to the service as a binary config. -EINVAL (printed) on an empty key. */
 int cli_apply_attributes(const Args *a, CliConfig *c);
-/* --query-raw: the caller's sessions as a TracingServiceState message on stdout. */
-int cli_print_query_raw(const SessionInfo *items, size_t n);
 /* --query: the lines that follow a session's row (name, data sources, warnings). */
 void cli_print_session_extras(const SessionInfo *i);
 /* --query --json: the same as members ", \"unique_session_name\": ..., \"warnings\": [...]". */
@@ -254,6 +256,18 @@ int cli_parse_profile_cmdline(Args *a, const char *arg);
 int cli_check_profile(const Args *a);
 /* The linux.perf data source of the light config, in text format. */
 void cli_profile_append_sources(FILE *f, const Args *a);
+
+/* cli-query-raw.c: --query-raw, the caller's sessions and the apps in @apps as a
+ * TracingServiceState message on stdout. */
+int cli_print_query_raw(const SessionInfo *items, size_t n, const ProducerList *apps);
+
+/* cli-track-event.c: --track-event CATEGORY, the track_event data source of apps built
+ * with the Perfetto SDK ('*': every category). */
+int cli_parse_track_event(Args *a, const char *arg);
+/* The refused combination (printed): --track-event with -c. */
+int cli_check_track_event(const Args *a);
+/* The track_event data source of the light config, in text format; nothing without the option. */
+void cli_track_event_append_sources(FILE *f, const Args *a);
 
 /* cli-query.c */
 int run_is_detached(const Args *a);

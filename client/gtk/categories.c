@@ -54,6 +54,10 @@ static const TbCategory categories[] = {
         { "cpu_profile", N_("CPU profile"),
           N_("Call stacks sampled 100 times a second on every CPU: your own programs, or all of them for an administrator"),
           no_events, FALSE, TB_COUNTERS_CPU_PROFILE | TB_COUNTERS_PROCESS_STATS },
+        { "apps", N_("Applications (Perfetto SDK)"),
+          N_("Slices and counters of your apps built with the Perfetto SDK, in every category; "
+             "every user's apps for an administrator"),
+          no_events, FALSE, TB_COUNTERS_TRACK_EVENT },
 };
 
 const TbCategory *tb_categories_get(guint *ret_n) {
@@ -178,6 +182,13 @@ static void append_profile(GString *s, guint target) {
                                   "    }\n  }\n}\n", target, TB_PROFILE_HZ);
 }
 
+/* Every category (the SDK's own default leaves out those tagged slow or debug). */
+static void append_track_event(GString *s, guint target) {
+        g_string_append_printf(s, "data_sources {\n  config {\n    name: \"track_event\"\n    target_buffer: %u\n"
+                                  "    track_event_config {\n      enabled_categories: \"*\"\n    }\n  }\n}\n",
+                                  target);
+}
+
 static void append_ftrace(GString *s, const char *const *events, guint kb) {
         g_string_append(s, "data_sources {\n  config {\n    name: \"linux.ftrace\"\n    ftrace_config {\n");
         for (const char *const *e = events; e && *e; e++) {
@@ -195,42 +206,77 @@ static void append_quoted(GString *s, const char *v) {
         g_string_append_printf(s, "\"%s\"", esc);
 }
 
+/* The service's buffers, in order: the events (when there are any), the pollers' counters,
+ * the CPU profile's samples, the apps' track events; each index, or -1 when absent. */
+typedef struct {
+        int events, counters, profile, track_event;
+        guint n;
+} BufferLayout;
+
+static BufferLayout buffer_layout(const TbRecordSettings *st) {
+        gboolean has_events = st->events && st->events[0];
+        BufferLayout b = { -1, -1, -1, -1, 0 };
+
+        if (has_events)
+                b.events = (int) b.n++;
+        if (st->counters & ~TB_COUNTERS_TRACK_EVENT)
+                b.counters = (int) b.n++;
+        if (st->counters & TB_COUNTERS_CPU_PROFILE)
+                b.profile = (int) b.n++;
+        if (st->counters & TB_COUNTERS_TRACK_EVENT)
+                b.track_event = (int) b.n++;
+        return b;
+}
+
+static void append_buffer(GString *s, guint64 kb) {
+        g_string_append_printf(s, "buffers {\n  size_kb: %" G_GUINT64_FORMAT "\n  fill_policy: RING_BUFFER\n}\n", kb);
+}
+
+/* The service's own buffer holds what the kernel buffers hold, up to its limit (less what
+ * the other buffers take); a long trace empties it into the file every few seconds, so
+ * less will do. */
+static guint64 events_buffer_kb(const TbRecordSettings *st, const BufferLayout *b, guint kb) {
+        guint64 service_kb = (guint64) kb * MAX(st->n_cpus, 1u);
+        guint64 others = (b->counters >= 0 ? TB_COUNTERS_BUFFER_KB : 0) + (b->profile >= 0 ? TB_PROFILE_BUFFER_KB : 0) +
+                         (b->track_event >= 0 ? TB_TRACK_EVENT_BUFFER_KB : 0);
+
+        if (st->mode == TB_BUFFER_LONG)
+                service_kb = MIN(service_kb, 64u * 1024u);
+        return MIN(service_kb, (guint64) TB_MAX_TRACE_BUFFER_KB - others);
+}
+
+static void append_file_options(GString *s, const TbRecordSettings *st) {
+        if (st->duration_ms)
+                g_string_append_printf(s, "duration_ms: %u\n", MIN(st->duration_ms, TB_MAX_DURATION_MS));
+        if (st->mode != TB_BUFFER_LONG)
+                return;
+        g_string_append(s, "write_into_file: true\n");
+        g_string_append_printf(s, "file_write_period_ms: %u\n", TB_LONG_TRACE_WRITE_PERIOD_MS);
+        if (st->max_file_size_bytes)
+                g_string_append_printf(s, "max_file_size_bytes: %" G_GUINT64_FORMAT "\n", st->max_file_size_bytes);
+}
+
 char *tb_record_settings_to_config(const TbRecordSettings *st) {
         GString *s = g_string_new(NULL);
         guint kb = st->buffer_size_kb ? MIN(st->buffer_size_kb, TB_MAX_BUFFER_SIZE_KB) : TB_DEFAULT_BUFFER_SIZE_KB;
-        guint64 service_kb = (guint64) kb * MAX(st->n_cpus, 1u);
-        gboolean has_events = st->events && st->events[0];
+        BufferLayout b = buffer_layout(st);
 
-        /* The service's own buffer holds what the kernel buffers hold, up to its limit;
-         * a long trace empties it into the file every few seconds, so less will do. */
-        if (st->mode == TB_BUFFER_LONG)
-                service_kb = MIN(service_kb, 64u * 1024u);
-        service_kb = MIN(service_kb, (guint64) TB_MAX_TRACE_BUFFER_KB - (st->counters ? TB_COUNTERS_BUFFER_KB : 0) -
-                                             (st->counters & TB_COUNTERS_CPU_PROFILE ? TB_PROFILE_BUFFER_KB : 0));
-
-        if (st->duration_ms)
-                g_string_append_printf(s, "duration_ms: %u\n", MIN(st->duration_ms, TB_MAX_DURATION_MS));
-        if (st->mode == TB_BUFFER_LONG) {
-                g_string_append(s, "write_into_file: true\n");
-                g_string_append_printf(s, "file_write_period_ms: %u\n", TB_LONG_TRACE_WRITE_PERIOD_MS);
-                if (st->max_file_size_bytes)
-                        g_string_append_printf(s, "max_file_size_bytes: %" G_GUINT64_FORMAT "\n",
-                                               st->max_file_size_bytes);
-        }
-        /* Buffer 0 for the events (when there are any), then one for the counters. */
-        if (has_events)
-                g_string_append_printf(s, "buffers {\n  size_kb: %" G_GUINT64_FORMAT "\n  fill_policy: RING_BUFFER\n}\n",
-                                       service_kb);
-        if (st->counters)
-                g_string_append_printf(s, "buffers {\n  size_kb: %u\n  fill_policy: RING_BUFFER\n}\n",
-                                       TB_COUNTERS_BUFFER_KB);
-        if (st->counters & TB_COUNTERS_CPU_PROFILE)
-                g_string_append_printf(s, "buffers {\n  size_kb: %u\n  fill_policy: RING_BUFFER\n}\n",
-                                       TB_PROFILE_BUFFER_KB);
-        if (has_events)
+        append_file_options(s, st);
+        if (b.events >= 0)
+                append_buffer(s, events_buffer_kb(st, &b, kb));
+        if (b.counters >= 0)
+                append_buffer(s, TB_COUNTERS_BUFFER_KB);
+        if (b.profile >= 0)
+                append_buffer(s, TB_PROFILE_BUFFER_KB);
+        if (b.track_event >= 0)
+                append_buffer(s, TB_TRACK_EVENT_BUFFER_KB);
+        if (b.events >= 0)
                 append_ftrace(s, st->events, kb);
-        append_counters(s, st->counters, has_events ? 1 : 0);
-        if (st->counters & TB_COUNTERS_CPU_PROFILE)
-                append_profile(s, has_events ? 2 : 1);
+        if (b.counters >= 0)
+                append_counters(s, st->counters, (guint) b.counters);
+        if (b.profile >= 0)
+                append_profile(s, (guint) b.profile);
+        if (b.track_event >= 0)
+                append_track_event(s, (guint) b.track_event);
         return g_string_free(s, FALSE);
 }

@@ -17,6 +17,8 @@ typedef enum {
         TB_COUNTERS_CPUFREQ = 1 << 2,       /* linux.sys_stats: each CPU's frequency, from sysfs */
         /* linux.perf: call stacks sampled on every CPU */
         TB_COUNTERS_CPU_PROFILE = 1 << 3,
+        /* track_event: the events of the apps built with the Perfetto SDK, every category */
+        TB_COUNTERS_TRACK_EVENT = 1 << 4,
 } TbCounters;
 
 typedef struct {
@@ -73,6 +75,9 @@ typedef enum {
 /* CPU profile: Perfetto's docs' rate, into a buffer of its own after the counters'. */
 #define TB_PROFILE_HZ 100u
 #define TB_PROFILE_BUFFER_KB (32u * 1024u)
+/* The apps' track events: a buffer of their own after those, so that a busy app never
+ * overwrites the kernel's events, nor they the app's. */
+#define TB_TRACK_EVENT_BUFFER_KB (16u * 1024u)
 
 typedef struct {
         const char *const *events;     /* tracefs group/name */

@@ -7,7 +7,8 @@
  *   tracebus-app-sessions.c   the bus side: connecting, session proxies, polling,
  *                             kept (detached) sessions at startup;
  *   tracebus-app-recording.c  what the window asks: start, stop, save, discard,
- *                             and what happens to the recordings when it closes.
+ *                             and what happens to the recordings when it closes;
+ *   tracebus-app-producers.c  the apps connected to the producer socket (ListProducers).
  */
 
 #include "tracebus-app.h"
@@ -27,6 +28,8 @@ struct _TracebusApp {
         guint poll_id;
         gboolean held;      /* held for recordings kept after the window closed */
         guint closing_calls;
+        char *producers_text; /* the connected SDK apps in words (producers.h), or NULL */
+        gboolean producers_pending;
 
         TracebusWindowFactory new_window;
         TracebusAppHooks hooks;
@@ -52,6 +55,7 @@ void app_remove_recording(TracebusApp *app, TbRecording *r);
 GtkWindow *app_main_window(TracebusApp *app);
 void app_check_ready(TracebusApp *app);
 void app_recording_finished(TracebusApp *app, TbRecording *r, const char *reason, GVariant *stats);
+void app_emit_producers_changed(TracebusApp *app);
 /* A CLONE_SNAPSHOT trigger wrote @files (the last is new): a notification. */
 void app_notify_trigger_snapshot(TracebusApp *app, TbRecording *r, const char *const *files);
 

@@ -7,7 +7,7 @@
 #include "config.h"
 #include "tracebus-app-private.h"
 
-enum { SIGNAL_ERROR, SIGNAL_READY, SIGNAL_WARNING, N_SIGNALS };
+enum { SIGNAL_ERROR, SIGNAL_READY, SIGNAL_WARNING, SIGNAL_PRODUCERS_CHANGED, N_SIGNALS };
 static guint signals[N_SIGNALS];
 
 G_DEFINE_FINAL_TYPE(TracebusApp, tracebus_app, GTK_TYPE_APPLICATION)
@@ -240,6 +240,7 @@ static void tracebus_app_finalize(GObject *object) {
         g_strfreev(app->available_events);
         g_free(app->cache_dir);
         g_free(app->index_path);
+        g_free(app->producers_text);
         G_OBJECT_CLASS(tracebus_app_parent_class)->finalize(object);
 }
 
@@ -259,6 +260,13 @@ static void tracebus_app_class_init(TracebusAppClass *klass) {
         /* warning(title, detail): what the service skipped of a recording's config. */
         signals[SIGNAL_WARNING] = g_signal_new("warning", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
                                                NULL, G_TYPE_NONE, 2, G_TYPE_STRING, G_TYPE_STRING);
+        /* producers-changed: ListProducers answered (tracebus_app_get_producers_text()). */
+        signals[SIGNAL_PRODUCERS_CHANGED] = g_signal_new("producers-changed", G_TYPE_FROM_CLASS(klass),
+                                                         G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL, G_TYPE_NONE, 0);
+}
+
+void app_emit_producers_changed(TracebusApp *app) {
+        g_signal_emit(app, signals[SIGNAL_PRODUCERS_CHANGED], 0);
 }
 
 static void tracebus_app_init(TracebusApp *app) {

@@ -51,6 +51,13 @@ void tracebus_app_save_recording(TracebusApp *app, TbRecording *r, GFile *dest);
 /* Opens the file manager at the saved copy, or at the trace in the cache. */
 void tracebus_app_show_in_files(TracebusApp *app, TbRecording *r);
 
+/* Asks the service again which apps built with the Perfetto SDK are connected
+ * (Manager.ListProducers); "producers-changed" says when the answer came. */
+void tracebus_app_refresh_producers(TracebusApp *app);
+/* Those apps in words, a line each (producers.h), or why they could not be listed;
+ * NULL until the first answer. */
+const char *tracebus_app_get_producers_text(TracebusApp *app);
+
 /* The window is going: detach the recordings to keep, stop the others. */
 void tracebus_app_window_closing(TracebusApp *app);
 

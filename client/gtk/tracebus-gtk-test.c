@@ -16,6 +16,7 @@ static void test_options_clear(TracebusTestOptions *opt) {
         g_free(opt->dialog_screenshot);
         g_free(opt->open_trace);
         g_free(opt->preview_screenshot);
+        g_free(opt->expect_app);
 }
 
 static void add_test_options(TracebusApp *app, TracebusTestOptions *opt) {
@@ -45,6 +46,8 @@ static void add_test_options(TracebusApp *app, TracebusTestOptions *opt) {
                   "Save a PNG of the preview window", "PATH" },
                 { "test-snapshot", 0, 0, G_OPTION_ARG_NONE, &opt->snapshot,
                   "Save a snapshot of the recording once, before stopping it", NULL },
+                { "test-expect-app", 0, 0, G_OPTION_ARG_STRING, &opt->expect_app,
+                  "First wait until the Applications (Perfetto SDK) row lists an app named NAME", "NAME" },
                 { NULL },
         };
 

@@ -44,6 +44,7 @@ typedef struct {
         gboolean warning_said;
         guint preview_shot_tries;
         gboolean snapshot_clicked, snapshot_seen;  /* --test-snapshot */
+        gboolean app_listed;   /* --test-expect-app: the row showed it */
 } Driver;
 
 static Driver driver;
@@ -293,9 +294,27 @@ static gboolean check_message_or_timeout(gint64 now) {
         return FALSE;
 }
 
+/* --test-expect-app: TRUE once the apps category's row names the app (it may connect after
+ * the window opened: the driver asks again, as the window does when it comes to the front). */
+static gboolean app_listed(void) {
+        const char *subtitle = tracebus_window_get_category_subtitle(driver.win, "apps");
+        g_autofree char *line = NULL;
+
+        if (!driver.opt->expect_app || driver.app_listed)
+                return TRUE;
+        if (!subtitle || !strstr(subtitle, driver.opt->expect_app)) {
+                tracebus_app_refresh_producers(driver.app);
+                return FALSE;
+        }
+        line = g_strdup_printf("apps row: %s", subtitle);
+        log_step(line);
+        driver.app_listed = TRUE;
+        return TRUE;
+}
+
 /* Ready: open the custom events first if asked, else find the kept recording or press Record. */
 static void when_ready(void) {
-        if (!tracebus_app_is_ready(driver.app) || !gtk_widget_get_mapped(GTK_WIDGET(driver.win)))
+        if (!tracebus_app_is_ready(driver.app) || !gtk_widget_get_mapped(GTK_WIDGET(driver.win)) || !app_listed())
                 return;
         if (driver.opt->open_trace) {
                 log_step("Open Trace…");

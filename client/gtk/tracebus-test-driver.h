@@ -25,6 +25,7 @@ typedef struct {
         char *open_trace;         /* --test-open: Open Trace… this file, report its preview */
         char *preview_screenshot; /* --preview-screenshot: PNG of the preview window */
         gboolean snapshot;        /* --test-snapshot: Save Snapshot once while recording */
+        char *expect_app;         /* --test-expect-app: first wait until the apps row lists NAME */
 } TracebusTestOptions;
 
 /* Before g_application_run(); @opt must outlive the run. */

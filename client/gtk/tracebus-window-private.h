@@ -18,6 +18,7 @@ struct _TracebusWindow {
         GtkWidget *banner, *banner_title, *banner_detail;
         GtkWidget *category_rows[MAX_CATEGORIES], *category_switches[MAX_CATEGORIES];
         GtkWidget *category_subtitles[MAX_CATEGORIES];
+        int apps_category;   /* the "Applications (Perfetto SDK)" row's index, or -1 */
         GtkWidget *custom_switch, *custom_subtitle, *custom_button;
         GHashTable *custom_events;
         GtkWidget *mode, *buffer_mb, *duration_min, *max_size_gb, *max_size_row, *keep;

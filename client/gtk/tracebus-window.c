@@ -196,6 +196,39 @@ static void on_record_clicked(GtkButton *b, gpointer user_data) {
         tracebus_app_start_recording(win->app, &s, summary, gtk_switch_get_active(GTK_SWITCH(win->keep)));
 }
 
+/* ---- the apps built with the Perfetto SDK ---- */
+
+/* Their category's row says which are connected, under what it records. */
+static void on_producers_changed(TracebusApp *app, gpointer user_data) {
+        TracebusWindow *win = user_data;
+        const char *text = tracebus_app_get_producers_text(app);
+        const TbCategory *c;
+        guint n_cat;
+        g_autofree char *subtitle = NULL;
+
+        if (win->apps_category < 0 || !text)
+                return;
+        c = &tb_categories_get(&n_cat)[win->apps_category];
+        subtitle = g_strdup_printf("%s\n%s", _(c->description), text);
+        gtk_label_set_text(GTK_LABEL(win->category_subtitles[win->apps_category]), subtitle);
+}
+
+/* Apps come and go: asked again whenever the window comes to the front or the category
+ * is switched on. */
+static void on_window_active(GObject *object, GParamSpec *pspec, gpointer user_data) {
+        TracebusWindow *win = TRACEBUS_WINDOW(object);
+
+        if (gtk_window_is_active(GTK_WINDOW(win)))
+                tracebus_app_refresh_producers(win->app);
+}
+
+static void on_apps_switch(GObject *object, GParamSpec *pspec, gpointer user_data) {
+        TracebusWindow *win = user_data;
+
+        if (gtk_switch_get_active(GTK_SWITCH(object)))
+                tracebus_app_refresh_producers(win->app);
+}
+
 /* "What to record": a switch per category, and the custom events. */
 static GtkWidget *what_card_new(TracebusWindow *win) {
         GtkWidget *what = window_card_new(), *buttons = gtk_box_new(GTK_ORIENTATION_HORIZONTAL, 6);
@@ -208,6 +241,10 @@ static GtkWidget *what_card_new(TracebusWindow *win) {
                 win->category_rows[i] = setting_row_new(_(cats[i].name), _(cats[i].description),
                                                         win->category_switches[i], &win->category_subtitles[i]);
                 gtk_list_box_append(GTK_LIST_BOX(what), win->category_rows[i]);
+                if (cats[i].counters & TB_COUNTERS_TRACK_EVENT) {
+                        win->apps_category = (int) i;
+                        g_signal_connect(win->category_switches[i], "notify::active", G_CALLBACK(on_apps_switch), win);
+                }
         }
         win->custom_button = gtk_button_new_with_mnemonic(_("_Choose…"));
         g_signal_connect(win->custom_button, "clicked", G_CALLBACK(on_custom_clicked), win);
@@ -293,6 +330,7 @@ static void on_app_ready(TracebusApp *app, gpointer user_data) {
 
         gtk_widget_set_sensitive(win->record, TRUE);
         gtk_widget_set_visible(win->record_hint, FALSE);
+        tracebus_app_refresh_producers(app);
         gtk_widget_set_sensitive(win->custom_button, available != NULL);
         if (!available)
                 return;
@@ -397,6 +435,7 @@ static void tracebus_window_class_init(TracebusWindowClass *klass) {
 }
 
 static void tracebus_window_init(TracebusWindow *win) {
+        win->apps_category = -1;
         win->custom_events = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 }
 
@@ -422,6 +461,8 @@ TracebusWindow *tracebus_window_new(TracebusApp *app) {
         g_signal_connect_object(app, "error", G_CALLBACK(on_app_error), win, 0);
         g_signal_connect_object(app, "warning", G_CALLBACK(on_app_error), win, 0);
         g_signal_connect_object(app, "ready", G_CALLBACK(on_app_ready), win, 0);
+        g_signal_connect_object(app, "producers-changed", G_CALLBACK(on_producers_changed), win, 0);
+        g_signal_connect(win, "notify::is-active", G_CALLBACK(on_window_active), NULL);
         g_signal_connect(win, "close-request", G_CALLBACK(on_close_request), NULL);
         win->tick_id = g_timeout_add_seconds(1, window_rows_tick, win);
         g_action_map_add_action_entries(G_ACTION_MAP(win),
@@ -445,6 +486,17 @@ GtkWidget *tracebus_window_get_category_switch(TracebusWindow *win, const char *
         for (guint i = 0; i < n_cat && i < MAX_CATEGORIES; i++)
                 if (g_str_equal(cats[i].id, id))
                         return win->category_switches[i];
+        return NULL;
+}
+
+const char *tracebus_window_get_category_subtitle(TracebusWindow *win, const char *id) {
+        GtkWidget *sw = tracebus_window_get_category_switch(win, id);
+        guint n_cat;
+
+        tb_categories_get(&n_cat);
+        for (guint i = 0; sw && i < n_cat && i < MAX_CATEGORIES; i++)
+                if (win->category_switches[i] == sw)
+                        return gtk_label_get_text(GTK_LABEL(win->category_subtitles[i]));
         return NULL;
 }
 

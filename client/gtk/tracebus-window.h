@@ -15,6 +15,8 @@ TracebusWindow *tracebus_window_new(TracebusApp *app);
 /* For the test driver, which clicks through the real widgets. */
 GtkWidget *tracebus_window_get_record_button(TracebusWindow *win);
 GtkWidget *tracebus_window_get_category_switch(TracebusWindow *win, const char *id);
+/* The text under a category's title (for "apps", the connected apps too); NULL: no such id. */
+const char *tracebus_window_get_category_subtitle(TracebusWindow *win, const char *id);
 GtkWidget *tracebus_window_get_keep_switch(TracebusWindow *win);
 /* which: "stop", "save", "show", "discard" or "preview"; NULL when the row has none shown. */
 GtkWidget *tracebus_window_get_row_button(TracebusWindow *win, TbRecording *r, const char *which);
