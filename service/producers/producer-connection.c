@@ -190,6 +190,19 @@ static const char *close_reason(int r) {
         }
 }
 
+/* Sends each reply as soon as it is made, so that the writer's queue only holds what the
+ * socket would not take: a producer that reads its replies never comes near the queue's
+ * bounds, however many requests one read brought, and one that does not read reaches
+ * them and is closed. */
+static int flush_replies(Producer *producer) {
+        int r;
+
+        if (ipc_writer_queued(producer->writer) == 0)
+                return 0;
+        r = ipc_writer_flush(producer->writer, producer->fd);
+        return r == -EAGAIN ? 0 : r;
+}
+
 /* Serves the frames received; a frame's descriptor is not wanted yet and is closed. */
 static int serve_frames(Producer *producer) {
         Tracebus__IPCFrame *frame;
@@ -202,6 +215,8 @@ static int serve_frames(Producer *producer) {
                 safe_close(fd);
                 r = on_frame(producer, frame);
                 ipc_frame_free(frame);
+                if (r >= 0)
+                        r = flush_replies(producer);
                 if (r < 0)
                         return r;
         }
