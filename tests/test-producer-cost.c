@@ -55,11 +55,17 @@ typedef struct SocketCase {
         bool initialize;       /* InitializeConnection before the frames (else BindService only) */
         bool with_fd;          /* /dev/null with each frame */
         bool streamed;         /* answered later, if ever (GetAsyncCommand) */
+        /* What the method needs to do its whole work each time: a frame sent once after
+         * the handshake, and one after each of the case's (NULL: none). */
+        uint8_t *setup, *after;
+        size_t setup_size, after_size;
 } SocketCase;
 
 static void socket_case_free(SocketCase *c) {
         g_free(c->name);
         g_free(c->bytes);
+        g_free(c->setup);
+        g_free(c->after);
         g_free(c);
 }
 
@@ -80,7 +86,23 @@ static void put_tag(GByteArray *b, unsigned number, unsigned wire_type) {
         put_varint(b, ((uint64_t) number << 3) | wire_type);
 }
 
-/* One element of @f as small as the wire allows: zero, an empty submessage, "a". */
+/* A submessage as small as the wire allows, but with a name of one letter when its type
+ * has a name (a category): the service reads a named element further than an empty one. */
+static void put_tiny_message(GByteArray *b, const ProtobufCFieldDescriptor *f) {
+        const ProtobufCFieldDescriptor *name =
+                protobuf_c_message_descriptor_get_field_by_name(f->descriptor, "name");
+        bool named = name && name->type == PROTOBUF_C_TYPE_STRING && name->id < 16;
+
+        put_tag(b, f->id, 2);
+        put_varint(b, named ? 3 : 0);
+        if (named) {
+                put_tag(b, name->id, 2);
+                put_varint(b, 1);
+                g_byte_array_append(b, (const guint8 *) "a", 1);
+        }
+}
+
+/* One element of @f as small as the wire allows: zero, a submessage, "a". */
 static void put_tiny(GByteArray *b, const ProtobufCFieldDescriptor *f) {
         static const guint8 zeros[8] = {}, a = 'a';
 
@@ -99,8 +121,7 @@ static void put_tiny(GByteArray *b, const ProtobufCFieldDescriptor *f) {
                 g_byte_array_append(b, &a, 1);
                 return;
         case PROTOBUF_C_TYPE_MESSAGE:
-                put_tag(b, f->id, 2);
-                put_varint(b, 0);
+                put_tiny_message(b, f);
                 return;
         default:
                 put_tag(b, f->id, 0);
@@ -189,6 +210,33 @@ static SocketCase *frame_case(char *name, uint8_t *bytes, size_t size, bool init
         return c;
 }
 
+/* @method's small request naming the data source "cost", the name every worst
+ * descriptor has, packed with drop_reply. */
+static uint8_t *cost_source_call(ProducerPortMethod method, size_t *ret_size) {
+        Tracebus__DataSourceDescriptor d = TRACEBUS__DATA_SOURCE_DESCRIPTOR__INIT;
+        Tracebus__RegisterDataSourceRequest reg = TRACEBUS__REGISTER_DATA_SOURCE_REQUEST__INIT;
+        Tracebus__UnregisterDataSourceRequest unreg = TRACEBUS__UNREGISTER_DATA_SOURCE_REQUEST__INIT;
+        ProtobufCMessage *m = method == PRODUCER_PORT_REGISTER_DATA_SOURCE ? &reg.base : &unreg.base;
+        g_autofree uint8_t *args = NULL;
+        size_t size;
+
+        d.name = (char *) "cost";
+        reg.data_source_descriptor = &d;
+        unreg.data_source_name = (char *) "cost";
+        args = g_malloc(protobuf_c_message_get_packed_size(m));
+        size = protobuf_c_message_pack(m, args);
+        return producer_client_pack_call(4, method, args, size, true, ret_size);
+}
+
+/* A registration does its whole work only for a name not yet registered, an update
+ * only for one that is: each Register is undone after it, an Update has one to replace. */
+static void add_source_state(SocketCase *c, ProducerPortMethod method) {
+        if (method == PRODUCER_PORT_REGISTER_DATA_SOURCE)
+                c->after = cost_source_call(PRODUCER_PORT_UNREGISTER_DATA_SOURCE, &c->after_size);
+        else if (method == PRODUCER_PORT_UPDATE_DATA_SOURCE)
+                c->setup = cost_source_call(PRODUCER_PORT_REGISTER_DATA_SOURCE, &c->setup_size);
+}
+
 static void add_path_case(GPtrArray *cases, ProducerPortMethod method, const ProtobufCFieldDescriptor **path,
                           unsigned n) {
         g_autoptr(GString) name = g_string_new(producer_port_method_to_string(method));
@@ -203,6 +251,7 @@ static void add_path_case(GPtrArray *cases, ProducerPortMethod method, const Pro
         g_ptr_array_add(cases, frame_case(g_string_free(g_steal_pointer(&name), FALSE), bytes, size,
                                           method != PRODUCER_PORT_INITIALIZE_CONNECTION));
         ((SocketCase *) cases->pdata[cases->len - 1])->streamed = method == PRODUCER_PORT_GET_ASYNC_COMMAND;
+        add_source_state(cases->pdata[cases->len - 1], method);
 }
 
 static bool in_path(const ProtobufCFieldDescriptor **path, unsigned n, const void *descriptor) {
@@ -314,7 +363,8 @@ static bool flood_connect(FloodState *s) {
         s->sock = producer_client_connect(s->path);
         if (s->sock < 0 || ipc_reader_new(&s->reader) < 0)
                 return false;
-        if (producer_client_handshake(s->sock, s->reader, "cost", s->c->initialize, HANDSHAKE_MS) < 0) {
+        if (producer_client_handshake(s->sock, s->reader, "cost", s->c->initialize, HANDSHAKE_MS) < 0 ||
+            (s->c->setup && producer_client_send(s->sock, s->c->setup, s->c->setup_size, -1) < 0)) {
                 /* Over the user's limit, or closed: counted as the service's answer. */
                 s->closes++;
                 flood_disconnect(s);
@@ -347,6 +397,7 @@ static void flood_frame(FloodState *s, int null_fd, bool first) {
         if (!flood_connect(s))
                 return;
         if (producer_client_send(s->sock, s->c->bytes, size, s->c->with_fd ? null_fd : -1) < 0 ||
+            (s->c->after && producer_client_send(s->sock, s->c->after, s->c->after_size, -1) < 0) ||
             (s->c->kind == CASE_FRAME && !first && !flood_drain(s))) {
                 s->closes++;
                 flood_disconnect(s);
