@@ -10,7 +10,7 @@
 /* How long one hostile call may take before the flood counts it as unanswered. */
 #define HOSTILE_CALL_TIMEOUT_USEC (60 * 1000000ULL)
 
-static bool ctl_pending(int ctl) {
+bool hostile_ctl_pending(int ctl) {
         struct pollfd p = { .fd = ctl, .events = POLLIN };
 
         return poll(&p, 1, 0) != 0;
@@ -52,7 +52,7 @@ static G_NORETURN void hostile_child(const TbUser *user, int report, int ctl, co
                 } else if (strcmp(answer, first) != 0)
                         wrong++;
                 usleep(spec->gap_us);
-        } while (!ctl_pending(ctl));
+        } while (!hostile_ctl_pending(ctl));
         snprintf(line, sizeof(line), "F %u %u\n", calls, wrong);
         tb_write_all(report, line, strlen(line));
         _exit(0);
@@ -107,4 +107,30 @@ double median_is_detached_us(unsigned n) {
         }
         g_array_sort(us, cmp_doubles);
         return g_array_index(us, double, n / 2);
+}
+
+char *hostile_load_check_ratio(const HostileLoad *load, const char *who, double max_ratio, unsigned probes,
+                               unsigned attempts) {
+        char *verdict = NULL;
+
+        for (unsigned attempt = 0; attempt < attempts; attempt++) {
+                double quiet, loaded;
+
+                g_clear_pointer(&verdict, g_free);
+                quiet = median_is_detached_us(probes);
+                verdict = load->start(load->data);
+                if (verdict)
+                        return verdict;
+                loaded = median_is_detached_us(probes);
+                verdict = load->finish(load->data);
+                note("  IsDetached: quiet %.0f us, flooded by %s %.0f us (x%.2f)\n", quiet, who, loaded,
+                     loaded / MAX(quiet, 1.0));
+                if (verdict)
+                        return verdict;
+                if (loaded / MAX(quiet, 1.0) < max_ratio)
+                        return NULL;
+                verdict = g_strdup_printf("under %s's flood, IsDetached took x%.2f its quiet median", who,
+                                          loaded / MAX(quiet, 1.0));
+        }
+        return verdict;
 }

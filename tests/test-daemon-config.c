@@ -111,6 +111,20 @@ static void test_output_timeout(void) {
         g_assert_cmpuint(c.limits.output_timeout_usec, ==, UINT64_MAX);
 }
 
+/* ProducerHandshakeTimeoutSec=: 10 s by default, a time span above 0, at most 5 min. */
+static void test_producer_handshake_timeout(void) {
+        DaemonConfig c;
+
+        daemon_config_init(&c);
+        g_assert_cmpuint(c.limits.producer_handshake_timeout_usec, ==, 10ull * 1000 * 1000);
+        g_assert_cmpint(daemon_config_parse(&c, "[Limits]\nProducerHandshakeTimeoutSec=750ms\n", "t"), ==, 0);
+        g_assert_cmpuint(c.limits.producer_handshake_timeout_usec, ==, 750ull * 1000);
+        g_assert_cmpint(daemon_config_parse(&c, "[Limits]\nProducerHandshakeTimeoutSec=0\n", "t"), ==, 1);
+        g_assert_cmpint(daemon_config_parse(&c, "[Limits]\nProducerHandshakeTimeoutSec=infinity\n", "t"), ==, 1);
+        g_assert_cmpint(daemon_config_parse(&c, "[Limits]\nProducerHandshakeTimeoutSec=6min\n", "t"), ==, 1);
+        g_assert_cmpuint(c.limits.producer_handshake_timeout_usec, ==, 750ull * 1000);
+}
+
 /* CloneMinIntervalSec=: 5 s by default, a time span or 0, never infinity. */
 static void test_clone_interval(void) {
         DaemonConfig c;
@@ -263,6 +277,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/daemon-config/process-entries", test_process_entries);
         g_test_add_func("/daemon-config/output-timeout", test_output_timeout);
         g_test_add_func("/daemon-config/clone-interval", test_clone_interval);
+        g_test_add_func("/daemon-config/producer-handshake-timeout", test_producer_handshake_timeout);
         g_test_add_func("/daemon-config/stop-drain-threads", test_stop_drain_threads);
         return g_test_run();
 }

@@ -35,8 +35,7 @@
  * to check; the gap keeps that a small share of the time, so what shows is the service's
  * own work. */
 #define HOSTILE_GAP_US 80000u
-/* The machine's other load makes one median noisy: a flood passes when one of this many
- * measurements is within MAX_RATIO. A service that works per element fails them all. */
+/* Tries of each flood (hostile_load_check_ratio()). */
 #define ATTEMPTS 3u
 /* A first answer takes well under a second; one that takes longer than this is none. */
 #define FIRST_ANSWER_MS 15000u
@@ -321,37 +320,39 @@ static char *flood_verdict(HostileFlood *flood, const char *user) {
         return NULL;
 }
 
+/* One flood of a case by a user, as a HostileLoad. */
+typedef struct CaseFlood {
+        const CostCase *c;
+        const char *user;
+        HostileFlood flood;
+} CaseFlood;
+
+static char *case_flood_start(void *data) {
+        CaseFlood *f = data;
+        const HostileCall call = { build_case, f->c };
+
+        f->flood = (HostileFlood) {};
+        hostile_flood_start(&f->flood, f->user, &call, HOSTILE_GAP_US, tb_scaled_ms(FIRST_ANSWER_MS));
+        if (f->flood.first)
+                return NULL;
+        /* The service is still at it: timing others would only wait for it. */
+        client_kill(&f->flood.client);
+        return g_strdup_printf("%s got no answer within %u ms", f->user, tb_scaled_ms(FIRST_ANSWER_MS));
+}
+
+static char *case_flood_finish(void *data) {
+        CaseFlood *f = data;
+
+        return flood_verdict(&f->flood, f->user);
+}
+
 /* @user floods the case's request while root's IsDetached is timed, right after its
  * quiet median: NULL, or what went wrong. */
 static char *flood_as(const CostCase *c, const char *user) {
-        const HostileCall call = { build_case, c };
-        char *verdict = NULL;
+        CaseFlood f = { .c = c, .user = user };
+        const HostileLoad load = { case_flood_start, case_flood_finish, &f };
 
-        for (unsigned attempt = 0; attempt < ATTEMPTS; attempt++) {
-                HostileFlood flood = {};
-                double quiet, loaded;
-
-                g_clear_pointer(&verdict, g_free);
-                quiet = median_is_detached_us(PROBES);
-                hostile_flood_start(&flood, user, &call, HOSTILE_GAP_US, tb_scaled_ms(FIRST_ANSWER_MS));
-                if (!flood.first) {
-                        /* The service is still at it: timing others would only wait for it. */
-                        client_kill(&flood.client);
-                        return g_strdup_printf("%s got no answer within %u ms", user,
-                                               tb_scaled_ms(FIRST_ANSWER_MS));
-                }
-                loaded = median_is_detached_us(PROBES);
-                verdict = flood_verdict(&flood, user);
-                note("  IsDetached: quiet %.0f us, flooded by %s %.0f us (x%.2f)\n", quiet, user, loaded,
-                     loaded / MAX(quiet, 1.0));
-                if (verdict)
-                        return verdict;
-                if (loaded / MAX(quiet, 1.0) < MAX_RATIO)
-                        return NULL;
-                verdict = g_strdup_printf("under %s's flood, IsDetached took x%.2f its quiet median", user,
-                                          loaded / MAX(quiet, 1.0));
-        }
-        return verdict;
+        return hostile_load_check_ratio(&load, user, MAX_RATIO, PROBES, ATTEMPTS);
 }
 
 /* The case flooded by a user polkit refuses, then by one it allows to record: NULL, or

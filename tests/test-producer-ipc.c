@@ -315,6 +315,25 @@ static void test_output_queue_cap(Fixture *f, gconstpointer data) {
         g_assert_cmpint(ipc_writer_queue(f->writer, &frame, -1), ==, -EMSGSIZE);
 }
 
+/* A peer that does not read its tiny replies: the queue stops at its cap in frames, far
+ * under its cap in bytes, and takes frames again once the peer has read. */
+static void test_output_frames_cap(Fixture *f, gconstpointer data) {
+        Tracebus__IPCFrame frame = TRACEBUS__IPCFRAME__INIT;
+        size_t queued = 0;
+        int r;
+
+        frame.has_request_id = true;
+        frame.request_id = 1;
+        while ((r = ipc_writer_queue(f->writer, &frame, -1)) == 0)
+                queued++;
+        g_assert_cmpint(r, ==, -ENOBUFS);
+        g_assert_cmpuint(queued, ==, IPC_OUTPUT_FRAMES_MAX);
+        g_assert_cmpuint(ipc_writer_queued(f->writer), <, IPC_OUTPUT_QUEUE_MAX / 64);
+        g_assert_cmpint(ipc_writer_flush(f->writer, f->sv[0]), ==, 0);
+        g_assert_cmpuint(ipc_writer_queued(f->writer), ==, 0);
+        g_assert_cmpint(ipc_writer_queue(f->writer, &frame, -1), ==, 0);
+}
+
 static void test_method_table(void) {
         static const char *const names[] = {
                 "InitializeConnection", "RegisterDataSource", "UnregisterDataSource", "CommitData",
@@ -403,6 +422,7 @@ int main(int argc, char *argv[]) {
         ADD("/producer-ipc/too-many-fds", test_too_many_fds);
         ADD("/producer-ipc/garbage-frame", test_garbage_frame);
         ADD("/producer-ipc/output-queue-cap", test_output_queue_cap);
+        ADD("/producer-ipc/output-frames-cap", test_output_frames_cap);
         ADD("/producer-ipc/bind-reply", test_bind_reply);
         g_test_add_func("/producer-ipc/unpack-budget", test_unpack_budget);
         g_test_add_func("/producer-ipc/method-table", test_method_table);

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "fd-util.h"
@@ -126,4 +127,28 @@ int fd_wait_for(int fd, short events, uint64_t timeout_usec) {
                 if (k > 0)
                         return p.revents;
         }
+}
+
+ssize_t send_with_fd(int sock, const void *data, size_t size, int fd, int flags) {
+        union {
+                struct cmsghdr header;
+                uint8_t space[CMSG_SPACE(sizeof(int))];
+        } control = {};
+        struct iovec iov = { (void *) data, size };
+        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+        ssize_t n;
+
+        if (fd >= 0) {
+                struct cmsghdr *c;
+
+                msg.msg_control = &control;
+                msg.msg_controllen = sizeof(control);
+                c = CMSG_FIRSTHDR(&msg);
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(sizeof(int));
+                memcpy(CMSG_DATA(c), &fd, sizeof(int));
+        }
+        n = sendmsg(sock, &msg, flags);
+        return n < 0 ? -errno : n;
 }

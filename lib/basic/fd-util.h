@@ -22,5 +22,9 @@ int read_virtual_file_head(const char *path, size_t max, char **ret, size_t *ret
  * -ETIMEDOUT. */
 int fd_wait_for(int fd, short events, uint64_t timeout_usec);
 
+/* One sendmsg() of @size bytes with @flags on the socket @sock, carrying the descriptor
+ * @fd (SCM_RIGHTS) unless it is negative. Returns the bytes sent, or -errno. */
+ssize_t send_with_fd(int sock, const void *data, size_t size, int fd, int flags);
+
 /* Writes @value to the file at @path, which must exist (sysfs/tracefs style). */
 int write_string_file(const char *path, const char *value);

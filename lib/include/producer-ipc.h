@@ -22,7 +22,8 @@
  *   -ETOOMANYREFS  more file descriptors than IPC_FDS_PER_FRAME_MAX before a frame ended,
  *                  or a control message cut short
  *   -EBADMSG       a frame that is not an IPCFrame (dropped; the stream stays in step)
- *   -ENOBUFS       the output queue would grow over IPC_OUTPUT_QUEUE_MAX
+ *   -ENOBUFS       the output queue would grow over IPC_OUTPUT_QUEUE_MAX or
+ *                  IPC_OUTPUT_FRAMES_MAX
  *   -ECONNRESET    the peer closed the connection
  */
 
@@ -53,6 +54,12 @@
  * UpdateDataSource per data source type (32, the SDK's own limit), a Sync and a few
  * CommitData with flush callbacks in flight; twice that is still small. */
 #define IPC_OUTSTANDING_REPLIES_MAX 128u
+
+/* Frames queued for one peer, whatever their size: each costs the queue its own header
+ * and allocation, so a peer that sends many tiny requests and reads none of their tiny
+ * replies is bounded by their number too. A reply the socket would not take is one the
+ * peer has not read, so no more may wait than requests may be outstanding. */
+#define IPC_OUTPUT_FRAMES_MAX IPC_OUTSTANDING_REPLIES_MAX
 
 /* Data source types one producer may register. The SDK allows 32 per process; beyond 64
  * a registration is refused, so a producer cannot grow the service's tables at will. */
@@ -110,8 +117,8 @@ IpcWriter *ipc_writer_free(IpcWriter *writer);
 
 /* Packs @frame with its length prefix at the end of the output queue. @fd, if not -1, is
  * duplicated and sent with the frame's first bytes. -EMSGSIZE for a frame over
- * IPC_FRAME_MAX, -ENOBUFS when the queue would pass IPC_OUTPUT_QUEUE_MAX; the queue is
- * unchanged then. */
+ * IPC_FRAME_MAX, -ENOBUFS when the queue would pass IPC_OUTPUT_QUEUE_MAX bytes or
+ * IPC_OUTPUT_FRAMES_MAX frames; the queue is unchanged then. */
 int ipc_writer_queue(IpcWriter *writer, const Tracebus__IPCFrame *frame, int fd);
 
 /* Sends what is queued without blocking (MSG_DONTWAIT, MSG_NOSIGNAL). Returns 0 when the

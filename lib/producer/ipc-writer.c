@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "fd-util.h"
 #include "macro.h"
 #include "producer-ipc.h"
 
@@ -23,6 +24,7 @@ struct IpcWriter {
         IpcOutFrame *head;
         IpcOutFrame *tail;
         size_t queued;          /* bytes not yet sent, prefixes included */
+        unsigned frames;        /* frames not yet sent whole */
 };
 
 int ipc_writer_new(IpcWriter **ret) {
@@ -49,6 +51,7 @@ static void pop_frame(IpcWriter *writer) {
         if (!writer->head)
                 writer->tail = NULL;
         writer->queued -= frame->size - frame->sent;
+        writer->frames--;
         out_frame_free(frame);
 }
 
@@ -75,7 +78,7 @@ int ipc_writer_queue(IpcWriter *writer, const Tracebus__IPCFrame *frame, int fd)
         if (payload > IPC_FRAME_MAX - IPC_FRAME_HEADER_SIZE)
                 return -EMSGSIZE;
         size = payload + IPC_FRAME_HEADER_SIZE;
-        if (writer->queued + size > IPC_OUTPUT_QUEUE_MAX)
+        if (writer->queued + size > IPC_OUTPUT_QUEUE_MAX || writer->frames >= IPC_OUTPUT_FRAMES_MAX)
                 return -ENOBUFS;
         out = malloc(sizeof(*out) + size);
         if (!out)
@@ -97,34 +100,19 @@ int ipc_writer_queue(IpcWriter *writer, const Tracebus__IPCFrame *frame, int fd)
                 writer->head = out;
         writer->tail = out;
         writer->queued += size;
+        writer->frames++;
         return 0;
 }
 
 /* One sendmsg() of the head frame's remaining bytes; its descriptor rides on the first. */
 static ssize_t send_head(IpcOutFrame *frame, int fd) {
-        union {
-                struct cmsghdr header;
-                uint8_t space[CMSG_SPACE(sizeof(int))];
-        } control = {};
-        struct iovec iov = { frame->data + frame->sent, frame->size - frame->sent };
-        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
-        ssize_t n;
+        int with = frame->sent == 0 ? frame->fd : -EBADF;
+        ssize_t n = send_with_fd(fd, frame->data + frame->sent, frame->size - frame->sent, with,
+                                 MSG_DONTWAIT | MSG_NOSIGNAL);
 
-        if (frame->fd >= 0 && frame->sent == 0) {
-                struct cmsghdr *c;
-
-                msg.msg_control = &control;
-                msg.msg_controllen = sizeof(control);
-                c = CMSG_FIRSTHDR(&msg);
-                c->cmsg_level = SOL_SOCKET;
-                c->cmsg_type = SCM_RIGHTS;
-                c->cmsg_len = CMSG_LEN(sizeof(int));
-                memcpy(CMSG_DATA(c), &frame->fd, sizeof(int));
-        }
-        n = sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (n < 0)
-                return errno == EWOULDBLOCK ? -EAGAIN : -errno;
-        if (msg.msg_control)
+        if (n == -EWOULDBLOCK)
+                return -EAGAIN;
+        if (n >= 0 && with >= 0)
                 frame->fd = safe_close(frame->fd);
         return n;
 }

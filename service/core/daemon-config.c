@@ -28,6 +28,7 @@ void daemon_config_init(DaemonConfig *c) {
                         .output_timeout_usec = DAEMON_DEFAULT_OUTPUT_TIMEOUT_USEC,
                         .clone_min_interval_usec = DAEMON_DEFAULT_CLONE_MIN_INTERVAL_USEC,
                         .stop_drain_threads = DAEMON_DEFAULT_STOP_DRAIN_THREADS,
+                        .producer_handshake_timeout_usec = DAEMON_DEFAULT_PRODUCER_HANDSHAKE_TIMEOUT_USEC,
                 },
                 .idle_timeout_usec = DAEMON_DEFAULT_IDLE_TIMEOUT_USEC,
         };
@@ -130,6 +131,20 @@ static int parse_output_timeout(const char *v, void *data) {
         return 0;
 }
 
+/* ProducerHandshakeTimeoutSec=: 0 or infinity would let a connection that never speaks
+ * hold its user's producer slot for good. */
+static int parse_handshake_timeout(const char *v, void *data) {
+        uint64_t usec;
+        int r = parse_timespan(v, &usec);
+
+        if (r < 0)
+                return r;
+        if (usec == 0 || usec > DAEMON_MAX_PRODUCER_HANDSHAKE_TIMEOUT_USEC)
+                return -ERANGE;
+        *(uint64_t *) data = usec;
+        return 0;
+}
+
 /* CloneMinIntervalSec=: 0 allows clones back to back (still one at a time). */
 static int parse_clone_interval(const char *v, void *data) {
         uint64_t usec;
@@ -168,6 +183,7 @@ static const ConfigItem config_items[] = {
         { "Limits",  "MaxProcessEntries",  parse_process_entries, offsetof(DaemonConfig, limits.max_process_entries), "64 to 4194304" },
         { "Limits",  "OutputTimeoutSec",   parse_output_timeout, offsetof(DaemonConfig, limits.output_timeout_usec), "a time span above 0 such as 30s, 500ms or infinity" },
         { "Limits",  "CloneMinIntervalSec", parse_clone_interval, offsetof(DaemonConfig, limits.clone_min_interval_usec), "a time span such as 5s, 500ms or 0" },
+        { "Limits",  "ProducerHandshakeTimeoutSec", parse_handshake_timeout, offsetof(DaemonConfig, limits.producer_handshake_timeout_usec), "a time span above 0, at most 5min" },
         { "Limits",  "StopDrainThreads",   parse_stop_drain_threads, offsetof(DaemonConfig, limits.stop_drain_threads), "1 to 256" },
 };
 

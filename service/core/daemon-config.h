@@ -22,6 +22,11 @@
 #define DAEMON_DEFAULT_TRACE_DIR_QUOTA_BYTES (4ull * 1024 * 1024 * 1024)
 #define DAEMON_DEFAULT_IDLE_TIMEOUT_USEC (30ull * 1000 * 1000)
 #define DAEMON_DEFAULT_OUTPUT_TIMEOUT_USEC (30ull * 1000 * 1000)
+/* ProducerHandshakeTimeoutSec= unset: an SDK app binds and initializes within
+ * milliseconds of connecting; ten seconds leaves room for a loaded machine, and a
+ * connection that has not done it by then only holds one of its user's producer slots. */
+#define DAEMON_DEFAULT_PRODUCER_HANDSHAKE_TIMEOUT_USEC (10ull * 1000 * 1000)
+#define DAEMON_MAX_PRODUCER_HANDSHAKE_TIMEOUT_USEC (5ull * 60 * 1000 * 1000)
 /* Upper bounds of what a config file may set, against typos such as an extra 0. */
 #define DAEMON_MAX_SESSIONS_LIMIT 1024u
 /* Calls waiting for polkit: dbus-daemon lets a system bus connection wait for 128
@@ -60,6 +65,8 @@ typedef struct ManagerLimits {
         /* The least time between two snapshots of one session (Session.Clone). */
         uint64_t clone_min_interval_usec;
         unsigned stop_drain_threads;      /* how many CPUs Stop's final drain reads in parallel */
+        /* How long a producer connection may take to bind and initialize. */
+        uint64_t producer_handshake_timeout_usec;
 } ManagerLimits;
 
 typedef struct DaemonConfig {

@@ -17,6 +17,7 @@ static void producer_limits(const Manager *m, ProducerLimits *ret) {
                 .max_producers = MAX(m->max_files / 4, 1u),
                 .max_producers_per_uid = PRODUCERS_PER_UID,
                 .max_data_sources_per_uid = PRODUCER_DATA_SOURCES_PER_UID,
+                .handshake_timeout_usec = m->limits.producer_handshake_timeout_usec,
         };
 }
 

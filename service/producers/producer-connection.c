@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "log.h"
 #include "producers.h"
@@ -35,6 +36,7 @@ void producer_close(Producer *producer, const char *reason, int error) {
                 producer->next->prev = producer->prev;
         p->n_producers--;
         sd_event_source_disable_unref(producer->io);
+        sd_event_source_disable_unref(producer->handshake_timer);
         safe_close(producer->fd);
         ipc_reader_free(producer->reader);
         ipc_writer_free(producer->writer);
@@ -64,6 +66,7 @@ static int on_initialize(Producer *producer, uint64_t request_id, const Tracebus
         producer->name = sanitized_name(req->producer_name ?: "");
         if (!producer->name)
                 return -ENOMEM;
+        producer->handshake_timer = sd_event_source_disable_unref(producer->handshake_timer);
         return ipc_writer_queue_reply(producer->writer, request_id, true, false, &response.base, -1);
 }
 
@@ -187,6 +190,19 @@ static const char *close_reason(int r) {
         }
 }
 
+/* Sends each reply as soon as it is made, so that the writer's queue only holds what the
+ * socket would not take: a producer that reads its replies never comes near the queue's
+ * bounds, however many requests one read brought, and one that does not read reaches
+ * them and is closed. */
+static int flush_replies(Producer *producer) {
+        int r;
+
+        if (ipc_writer_queued(producer->writer) == 0)
+                return 0;
+        r = ipc_writer_flush(producer->writer, producer->fd);
+        return r == -EAGAIN ? 0 : r;
+}
+
 /* Serves the frames received; a frame's descriptor is not wanted yet and is closed. */
 static int serve_frames(Producer *producer) {
         Tracebus__IPCFrame *frame;
@@ -199,6 +215,8 @@ static int serve_frames(Producer *producer) {
                 safe_close(fd);
                 r = on_frame(producer, frame);
                 ipc_frame_free(frame);
+                if (r >= 0)
+                        r = flush_replies(producer);
                 if (r < 0)
                         return r;
         }
@@ -241,6 +259,26 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         return 0;
 }
 
+static int on_handshake_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+        Producer *producer = ASSERT_PTR(userdata);
+
+        producer_close(producer, producer->bound ? "no InitializeConnection in time" : "no BindService in time",
+                       -ETIMEDOUT);
+        return 0;
+}
+
+/* A connection has this long to bind and initialize before it is closed. */
+static int arm_handshake_timer(Producer *producer, sd_event *event, uint64_t timeout_usec) {
+        int r;
+
+        r = sd_event_add_time_relative(event, &producer->handshake_timer, CLOCK_MONOTONIC, timeout_usec, 0,
+                                       on_handshake_timeout, producer);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_description(producer->handshake_timer, "producer-handshake");
+        return 0;
+}
+
 int producer_new(Producers *owner, int fd, uid_t uid, pid_t pid, Producer **ret) {
         Producer *producer = calloc(1, sizeof(*producer));
         int r;
@@ -253,7 +291,10 @@ int producer_new(Producers *owner, int fd, uid_t uid, pid_t pid, Producer **ret)
                 r = ipc_writer_new(&producer->writer);
         if (r >= 0)
                 r = sd_event_add_io(owner->event, &producer->io, fd, EPOLLIN, on_io, producer);
+        if (r >= 0)
+                r = arm_handshake_timer(producer, owner->event, owner->limits.handshake_timeout_usec);
         if (r < 0) {
+                sd_event_source_disable_unref(producer->handshake_timer);
                 sd_event_source_disable_unref(producer->io);
                 ipc_reader_free(producer->reader);
                 ipc_writer_free(producer->writer);

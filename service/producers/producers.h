@@ -26,6 +26,9 @@ typedef struct ProducerLimits {
         unsigned max_producers;              /* all UIDs together */
         unsigned max_producers_per_uid;
         unsigned max_data_sources_per_uid;   /* registered by all of one UID's producers */
+        /* BindService and InitializeConnection must be done by then, or the connection is
+         * closed: a connection that never speaks would hold its UID's slot for good. */
+        uint64_t handshake_timeout_usec;
 } ProducerLimits;
 
 /* What a producer says it offers: the data source's name, and for track_event its
@@ -48,6 +51,7 @@ struct Producer {
         unsigned n_sources;
 
         sd_event_source *io;
+        sd_event_source *handshake_timer;    /* until InitializeConnection is answered */
         IpcReader *reader;
         IpcWriter *writer;
         bool bound;
