@@ -177,18 +177,33 @@ static void test_data_sources(void) {
                              "ftrace_events: \"sched/sched_switch\" } } } "
                              "data_sources { config { name: \"com.example.mytrace\" } } "
                              "data_sources { config { name: \"linux.process_stats\" } }", &c, &error), ==, 0);
-        g_assert_cmpuint(strv_length(c.data_sources), ==, 2);
+        g_assert_cmpuint(strv_length(c.data_sources), ==, 3);
         g_assert_cmpstr(c.data_sources[0], ==, "linux.process_stats");
         g_assert_cmpstr(c.data_sources[1], ==, "linux.ftrace");
+        /* A name tracebus has no source of is one an app may register. */
+        g_assert_cmpstr(c.data_sources[2], ==, "com.example.mytrace");
+        g_assert_cmpuint(c.n_producer_sources, ==, 1);
+        g_assert_cmpstr(c.producer_sources[0].name, ==, "com.example.mytrace");
 }
 
-/* A config that asks for nothing at all is a mistake, not a kernel's lack: refused. */
-static void test_nothing_asked_refused(void) {
-        _cleanup_(session_config_done) SessionConfig c = {};
-        g_autofree char *error = NULL;
+/* A config with nothing for the kernel starts, as Perfetto's does: an ftrace_config without
+ * events, buffers alone, or track_event alone (the apps record it); no kernel buffer. */
+static void test_nothing_for_the_kernel_starts(void) {
+        const char *const configs[] = {
+                FTRACE(""),
+                "buffers { size_kb: 1024 }",
+                "data_sources { config { name: \"track_event\" } }",
+        };
 
-        g_assert_cmpint(load(FTRACE(""), &c, &error), ==, -EINVAL);
-        g_assert_nonnull(strstr(error, "no ftrace events to record"));
+        for (size_t i = 0; i < G_N_ELEMENTS(configs); i++) {
+                _cleanup_(session_config_done) SessionConfig c = {};
+                g_autofree char *error = NULL;
+
+                g_assert_cmpint(load(configs[i], &c, &error), ==, 0);
+                g_assert_null(c.events);
+                g_assert_cmpuint(c.buffer_size_kb, ==, 0);
+                g_assert_cmpuint(c.n_producer_sources, ==, i == 2);
+        }
 }
 
 /* Thousands of missing names make a bounded list of warnings, the last counting the rest. */
@@ -346,7 +361,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/warnings/unknown-events-skipped", test_unknown_events_skipped);
         g_test_add_func("/warnings/nothing-left-accepted", test_nothing_left_accepted);
         g_test_add_func("/warnings/strict-list-refused", test_strict_list_refused);
-        g_test_add_func("/warnings/nothing-asked-refused", test_nothing_asked_refused);
+        g_test_add_func("/warnings/nothing-for-the-kernel-starts", test_nothing_for_the_kernel_starts);
         g_test_add_func("/warnings/data-sources", test_data_sources);
         g_test_add_func("/warnings/many-unknown-bounded", test_many_unknown_bounded);
         g_test_add_func("/warnings/tracing-mark-write", test_tracing_mark_write);
