@@ -37,23 +37,12 @@ bool session_config_is_producer_source(const char *name) {
         return !rule || rule->disposition == FIELD_PRODUCER;
 }
 
-static bool name_printable(const char *name, size_t max) {
-        size_t n = strnlen(name, max);
-
-        if (n == 0 || n == max)
-                return false;
-        for (const char *p = name; *p; p++)
-                if (*p < 0x20 || *p > 0x7e)
-                        return false;
-        return true;
-}
-
 static int load_name_filter(const Tracebus__TraceConfig__DataSource *d, SessionProducerSource *s, char **ret_error) {
         if (d->n_producer_name_filter > SESSION_MAX_PRODUCER_FILTERS)
                 return session_config_error(ret_error, "data source '%.64s': more than %u producer_name_filter entries",
                                             s->name, SESSION_MAX_PRODUCER_FILTERS);
         for (size_t i = 0; i < d->n_producer_name_filter; i++) {
-                if (!name_printable(d->producer_name_filter[i], SESSION_MAX_PRODUCER_NAME))
+                if (!string_is_printable_name(d->producer_name_filter[i], SESSION_MAX_PRODUCER_NAME))
                         return session_config_error(ret_error, "data source '%.64s': producer_name_filter %zu is empty, "
                                                     "not printable or longer than %u bytes", s->name, i,
                                                     SESSION_MAX_PRODUCER_NAME - 1);
@@ -113,7 +102,7 @@ static int load_one(const Tracebus__TraceConfig *tc, const Tracebus__TraceConfig
         const Tracebus__DataSourceConfig *ds = d->config;
         int r;
 
-        if (!name_printable(ds->name, SESSION_MAX_PRODUCER_NAME))
+        if (!string_is_printable_name(ds->name, SESSION_MAX_PRODUCER_NAME))
                 return session_config_error(ret_error, "data source '%.64s': its name is not printable or longer than "
                                             "%u bytes", ds->name, SESSION_MAX_PRODUCER_NAME - 1);
         s->name = strdup(ds->name);

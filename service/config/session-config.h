@@ -153,6 +153,9 @@ typedef struct SessionConfig {
         /* Kernel addresses as the kernel wrote them: for root and holders of
          * org.tracebus.manage. Otherwise a keyed hash, as kptr_restrict would. */
         bool kernel_pointers_raw;
+        /* The apps of every user are set up for the session, not only its owner's: for
+         * root and holders of org.tracebus.manage at Start (core/session-producers.c). */
+        bool producers_any_uid;
         /* The events a caller without org.tracebus.manage may not record, noted when the
          * events were resolved (session-config-access.c): every one, sorted, and the first
          * few the config named (with how many it named), which refuse such a caller's Start. */

@@ -37,17 +37,7 @@ static ProducerDataSource *find_source(Producer *producer, const char *name) {
 }
 
 static bool name_valid(const char *name) {
-        size_t n;
-
-        if (!name)
-                return false;
-        n = strnlen(name, DATA_SOURCE_NAME_MAX);
-        if (n == 0 || n == DATA_SOURCE_NAME_MAX)
-                return false;
-        for (const char *c = name; *c; c++)
-                if (*c < 0x20 || *c > 0x7e)
-                        return false;
-        return true;
+        return string_is_printable_name(name, DATA_SOURCE_NAME_MAX);
 }
 
 /* The categories' names that are valid names, up to the bound; the others are left out. */
@@ -126,4 +116,8 @@ int producer_unregister_source(Producer *producer, const char *name) {
         source_done(s);
         *s = producer->sources[--producer->n_sources];
         return 0;
+}
+
+bool producer_has_source(const Producer *producer, const char *name) {
+        return find_source((Producer *) producer, name) != NULL;
 }
