@@ -7,9 +7,17 @@
  * sequence of its own; another user's app is set up only by a session of root.
  */
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "producer-ipc.h"
+#include "shm-abi.h"
 
 #include "cli-util.h"
 #include "system-bus.h"
@@ -202,6 +210,242 @@ static void case_isolation(void) {
         g_assert_cmpuint(assert_app_packets(root_out, other.uid, app), >, 0);
 }
 
+/* An app of the C API writes its own data source: each for_testing packet, larger than
+ * a chunk, whole. */
+static void case_custom_source(void) {
+        g_autofree char *dir = make_user_dir("tbuser", "ps-custom");
+        g_autofree char *config = user_file("tbuser", dir, "custom.pbtxt", "duration_ms: 3000\nbuffers { size_kb: 4096 }\n"
+                                            "data_sources { config { name: \"com.example.custom_data_source\" } }\n", -1);
+        g_autofree char *out = g_build_filename(dir, "custom.pftrace", NULL);
+        g_auto(TbCommandResult) res = { 0 };
+        g_auto(TbUser) u = { 0 };
+        GPid app = spawn_app("tbuser", "example_shlib_data_source", &u);
+        Tracebus__Trace *t;
+        guint n = 0;
+
+        g_assert_true(registered(app, "com.example.custom_data_source"));
+        run_cli("tbuser", &res, "-c", config, "--txt", "-o", out, NULL);
+        assert_exit(&res, 0);
+        tb_kill_child(app);
+        g_assert_cmpuint(assert_app_packets(out, u.uid, app), >, 0);
+        t = read_trace(out);
+        for (size_t i = 0; i < t->n_packet; i++) {
+                const Tracebus__TracePacket *p = t->packet[i];
+
+                if (!p->for_testing)
+                        continue;
+                g_assert_cmpstr(p->for_testing->str, ==, "This is a long string");
+                g_assert_nonnull(p->for_testing->payload);
+                g_assert_cmpuint(protobuf_c_message_get_packed_size(&p->for_testing->base), >, SMB_PAGE_SIZE_MIN);
+                g_assert_cmpuint(p->timestamp, ==, 42);
+                n++;
+        }
+        tracebus__trace__free_unpacked(t, NULL);
+        g_assert_cmpuint(n, >=, 2);
+}
+
+/* ---- a hostile producer, written with the service's own IPC library ---- */
+
+typedef struct Hostile {
+        int fd;
+        IpcReader *reader;
+        IpcWriter *writer;
+        uint64_t next_request;
+        Smb smb;
+        int smb_fd;
+        uint32_t target_buffer;
+        bool started;
+} Hostile;
+
+static void hostile_send(Hostile *h, ProducerPortMethod method, const ProtobufCMessage *args) {
+        Tracebus__IPCFrame frame = TRACEBUS__IPCFRAME__INIT;
+        Tracebus__IPCFrame__InvokeMethod call = TRACEBUS__IPCFRAME__INVOKE_METHOD__INIT;
+        g_autofree uint8_t *bytes = g_malloc(protobuf_c_message_get_packed_size(args) + 1);
+
+        call.has_service_id = call.has_method_id = call.has_args_proto = true;
+        call.service_id = PRODUCER_PORT_SERVICE_ID;
+        call.method_id = method;
+        call.args_proto = (ProtobufCBinaryData) { protobuf_c_message_pack(args, bytes), bytes };
+        frame.has_request_id = true;
+        frame.request_id = ++h->next_request;
+        frame.msg_case = TRACEBUS__IPCFRAME__MSG_MSG_INVOKE_METHOD;
+        frame.msg_invoke_method = &call;
+        g_assert_cmpint(ipc_writer_queue(h->writer, &frame, -1), ==, 0);
+        g_assert_cmpint(ipc_writer_flush(h->writer, h->fd), ==, 0);
+}
+
+static void hostile_connect(Hostile *h) {
+        Tracebus__IPCFrame frame = TRACEBUS__IPCFRAME__INIT;
+        Tracebus__IPCFrame__BindService bind = TRACEBUS__IPCFRAME__BIND_SERVICE__INIT;
+        Tracebus__InitializeConnectionRequest init = TRACEBUS__INITIALIZE_CONNECTION_REQUEST__INIT;
+        Tracebus__ProducerPortEmptyReply async = TRACEBUS__PRODUCER_PORT_EMPTY_REPLY__INIT;
+        Tracebus__RegisterDataSourceRequest reg = TRACEBUS__REGISTER_DATA_SOURCE_REQUEST__INIT;
+        Tracebus__DataSourceDescriptor d = TRACEBUS__DATA_SOURCE_DESCRIPTOR__INIT;
+        g_autofree char *path = producer_socket();
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+        *h = (Hostile) { .smb_fd = -1 };
+        h->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        strcpy(sa.sun_path, path);
+        g_assert_cmpint(connect(h->fd, (struct sockaddr *) &sa, sizeof(sa)), ==, 0);
+        g_assert_cmpint(ipc_reader_new(&h->reader), ==, 0);
+        g_assert_cmpint(ipc_writer_new(&h->writer), ==, 0);
+        bind.service_name = (char *) PRODUCER_PORT_SERVICE_NAME;
+        frame.has_request_id = true;
+        frame.request_id = ++h->next_request;
+        frame.msg_case = TRACEBUS__IPCFRAME__MSG_MSG_BIND_SERVICE;
+        frame.msg_bind_service = &bind;
+        g_assert_cmpint(ipc_writer_queue(h->writer, &frame, -1), ==, 0);
+        init.producer_name = (char *) "hostile";
+        hostile_send(h, PRODUCER_PORT_INITIALIZE_CONNECTION, &init.base);
+        hostile_send(h, PRODUCER_PORT_GET_ASYNC_COMMAND, &async.base);
+        d.name = (char *) "com.example.hostile";
+        reg.data_source_descriptor = &d;
+        hostile_send(h, PRODUCER_PORT_REGISTER_DATA_SOURCE, &reg.base);
+}
+
+static void hostile_command(Hostile *h, const Tracebus__IPCFrame *frame, int fd) {
+        const Tracebus__IPCFrame__InvokeMethodReply *reply = frame->msg_invoke_method_reply;
+        Tracebus__GetAsyncCommandResponse *cmd;
+        struct stat st;
+
+        if (frame->msg_case != TRACEBUS__IPCFRAME__MSG_MSG_INVOKE_METHOD_REPLY || !reply->has_more)
+                return;
+        cmd = tracebus__get_async_command_response__unpack(NULL, reply->reply_proto.len, reply->reply_proto.data);
+        g_assert_nonnull(cmd);
+        /* The commands are a oneof: their pointers share one place. */
+        if (cmd->cmd_case == TRACEBUS__GET_ASYNC_COMMAND_RESPONSE__CMD_SETUP_TRACING) {
+                g_assert_cmpint(fd, >=, 0);
+                g_assert_cmpint(fstat(fd, &st), ==, 0);
+                h->smb_fd = fd;
+                h->smb.base = mmap(NULL, st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+                g_assert_true(h->smb.base != MAP_FAILED);
+                g_assert_cmpint(smb_init(&h->smb, h->smb.base, st.st_size, SMB_PAGE_SIZE_MIN), ==, 0);
+        }
+        if (cmd->cmd_case == TRACEBUS__GET_ASYNC_COMMAND_RESPONSE__CMD_START_DATA_SOURCE) {
+                h->target_buffer = cmd->start_data_source->config->target_buffer;
+                h->started = true;
+        }
+        tracebus__get_async_command_response__free_unpacked(cmd, NULL);
+}
+
+static void hostile_wait_started(Hostile *h, guint timeout_ms) {
+        gint64 deadline = g_get_monotonic_time() + (gint64) timeout_ms * 1000;
+
+        while (!h->started && g_get_monotonic_time() < deadline) {
+                struct pollfd p = { .fd = h->fd, .events = POLLIN };
+                Tracebus__IPCFrame *frame;
+                int fd;
+
+                if (poll(&p, 1, 100) <= 0)
+                        continue;
+                g_assert_cmpint(ipc_reader_receive(h->reader, h->fd), >, 0);
+                while (ipc_reader_next(h->reader, &frame, &fd) > 0) {
+                        hostile_command(h, frame, fd);
+                        ipc_frame_free(frame);
+                }
+        }
+        g_assert_true(h->started);
+}
+
+/* Chunk @chunk of page 0 (cut in four), Complete, writer @writer, one fragment: @p. */
+static void hostile_write_chunk(Hostile *h, unsigned chunk, uint16_t writer, const Tracebus__TracePacket *p) {
+        uint8_t *page = h->smb.base, *c = page + SMB_PAGE_HEADER_SIZE + chunk * smb_chunk_size(SMB_PAGE_SIZE_MIN, SMB_LAYOUT_DIV4);
+        size_t len = tracebus__trace_packet__get_packed_size(p);
+        uint32_t word;
+
+        g_assert_cmpuint(len, <, 127);
+        c[SMB_CHUNK_HEADER_SIZE] = (uint8_t) len;
+        tracebus__trace_packet__pack(p, c + SMB_CHUNK_HEADER_SIZE + 1);
+        memset(c, 0, 4);                                    /* chunk id 0 */
+        c[4] = (uint8_t) writer, c[5] = 0;
+        c[6] = 1, c[7] = 0;                                  /* one fragment, no flags */
+        memcpy(&word, page, 4);
+        word = (word & ~(0x7u << 28)) | (uint32_t) SMB_LAYOUT_DIV4 << 28 | (uint32_t) SMB_CHUNK_COMPLETE << (2 * chunk);
+        memcpy(page, &word, 4);
+}
+
+static void hostile_packet(Tracebus__TracePacket *p, Tracebus__TestEvent *e, const char *str) {
+        tracebus__trace_packet__init(p);
+        tracebus__test_event__init(e);
+        e->str = (char *) str;
+        p->for_testing = e;
+}
+
+/* Writes three chunks: a good packet, one forging trusted_uid, and one into a buffer the
+ * service did not give it; commits them. */
+static void hostile_commit(Hostile *h) {
+        Tracebus__TracePacket good, forged, astray;
+        Tracebus__TestEvent e1, e2, e3;
+        Tracebus__CommitDataRequest commit = TRACEBUS__COMMIT_DATA_REQUEST__INIT;
+        Tracebus__CommitDataRequest__ChunksToMove moves[3], *list[3];
+
+        hostile_packet(&good, &e1, "hostile good");
+        hostile_packet(&forged, &e2, "hostile forged uid");
+        forged.has_trusted_uid = true;
+        forged.trusted_uid = 12345;
+        hostile_packet(&astray, &e3, "hostile wrong buffer");
+        hostile_write_chunk(h, 0, 1, &good);
+        hostile_write_chunk(h, 1, 2, &forged);
+        hostile_write_chunk(h, 2, 3, &astray);
+        for (unsigned i = 0; i < 3; i++) {
+                tracebus__commit_data_request__chunks_to_move__init(&moves[i]);
+                moves[i].has_page = moves[i].has_chunk = moves[i].has_target_buffer = true;
+                moves[i].page = 0;
+                moves[i].chunk = i;
+                moves[i].target_buffer = i == 2 ? h->target_buffer + 1000 : h->target_buffer;
+                list[i] = &moves[i];
+        }
+        commit.n_chunks_to_move = 3;
+        commit.chunks_to_move = list;
+        hostile_send(h, PRODUCER_PORT_COMMIT_DATA, &commit.base);
+}
+
+static void hostile_done(Hostile *h) {
+        if (h->smb.base)
+                munmap(h->smb.base, h->smb.size);
+        if (h->smb_fd >= 0)
+                close(h->smb_fd);
+        close(h->fd);
+        ipc_reader_free(h->reader);
+        ipc_writer_free(h->writer);
+}
+
+static bool trace_has_test_string(const char *path, const char *str) {
+        Tracebus__Trace *t = read_trace(path);
+        bool found = false;
+
+        for (size_t i = 0; i < t->n_packet && !found; i++)
+                found = t->packet[i]->for_testing && g_strcmp0(t->packet[i]->for_testing->str, str) == 0;
+        tracebus__trace__free_unpacked(t, NULL);
+        return found;
+}
+
+/* A producer that forges trusted_uid or writes into a buffer it was not given loses
+ * those packets; its honest one is kept. */
+static void case_hostile_producer(void) {
+        g_autofree char *config = g_build_filename(tb_bus()->tmpdir, "ps-hostile.pbtxt", NULL);
+        g_autofree char *out = g_build_filename(tb_bus()->tmpdir, "ps-hostile.pftrace", NULL);
+        const char *args[] = { "-c", config, "--txt", "-o", out, NULL };
+        CliProc cli = { 0 };
+        Hostile h;
+
+        g_assert_true(g_file_set_contents(config, "duration_ms: 3000\nbuffers { size_kb: 1024 }\nbuffers { size_kb: 1024 }\n"
+                                          "data_sources { config { name: \"com.example.hostile\" } }\n", -1, NULL));
+        hostile_connect(&h);
+        g_assert_true(registered(getpid(), "com.example.hostile"));
+        cli_spawn("root", args, -1, &cli);
+        hostile_wait_started(&h, tb_scaled_ms(REGISTER_TIMEOUT_MS));
+        hostile_commit(&h);
+        g_assert_cmpint(cli_proc_wait(&cli, tb_scaled_ms(30000)), ==, 0);
+        cli_proc_clear(&cli);
+        hostile_done(&h);
+        g_assert_true(trace_has_test_string(out, "hostile good"));
+        g_assert_false(trace_has_test_string(out, "hostile forged uid"));
+        g_assert_false(trace_has_test_string(out, "hostile wrong buffer"));
+        g_assert_cmpuint(assert_app_packets(out, 0, getpid()), ==, 1);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         tb_require_system_bus_environment();
@@ -209,5 +453,7 @@ int main(int argc, char **argv) {
         tb_test_add_isolated("/bus/producer-sessions/01-track-event", case_track_event);
         tb_test_add_isolated("/bus/producer-sessions/02-app-after-start", case_app_after_start);
         tb_test_add_isolated("/bus/producer-sessions/03-isolation", case_isolation);
+        tb_test_add_isolated("/bus/producer-sessions/04-custom-source", case_custom_source);
+        tb_test_add_isolated("/bus/producer-sessions/05-hostile-producer", case_hostile_producer);
         return tb_test_run(TB_START_SERVICE);
 }
