@@ -373,7 +373,8 @@ static void hostile_packet(Tracebus__TracePacket *p, Tracebus__TestEvent *e, con
 }
 
 /* Writes three chunks: a good packet, one forging trusted_uid, and one into a buffer the
- * service did not give it; commits them. */
+ * service did not give it (the one before its own: another session's, tbuser's, which
+ * started just before); commits them. */
 static void hostile_commit(Hostile *h) {
         Tracebus__TracePacket good, forged, astray;
         Tracebus__TestEvent e1, e2, e3;
@@ -393,7 +394,7 @@ static void hostile_commit(Hostile *h) {
                 moves[i].has_page = moves[i].has_chunk = moves[i].has_target_buffer = true;
                 moves[i].page = 0;
                 moves[i].chunk = i;
-                moves[i].target_buffer = i == 2 ? h->target_buffer + 1000 : h->target_buffer;
+                moves[i].target_buffer = i == 2 ? h->target_buffer - 1 : h->target_buffer;
                 list[i] = &moves[i];
         }
         commit.n_chunks_to_move = 3;
@@ -421,27 +422,36 @@ static bool trace_has_test_string(const char *path, const char *str) {
         return found;
 }
 
-/* A producer that forges trusted_uid or writes into a buffer it was not given loses
- * those packets; its honest one is kept. */
+/* A producer that forges trusted_uid or writes into a buffer it was not given (another
+ * user's session's) loses those packets; its honest one is kept. */
 static void case_hostile_producer(void) {
+        g_autofree char *dir = make_user_dir("tbuser", "ps-hostile");
+        g_autofree char *user_config = write_config("tbuser", dir, 4000);
+        g_autofree char *user_out = g_build_filename(dir, "victim.pftrace", NULL);
         g_autofree char *config = g_build_filename(tb_bus()->tmpdir, "ps-hostile.pbtxt", NULL);
         g_autofree char *out = g_build_filename(tb_bus()->tmpdir, "ps-hostile.pftrace", NULL);
+        const char *user_args[] = { "-c", user_config, "--txt", "-o", user_out, NULL };
         const char *args[] = { "-c", config, "--txt", "-o", out, NULL };
-        CliProc cli = { 0 };
+        CliProc victim = { 0 }, cli = { 0 };
         Hostile h;
 
-        g_assert_true(g_file_set_contents(config, "duration_ms: 3000\nbuffers { size_kb: 1024 }\nbuffers { size_kb: 1024 }\n"
+        g_assert_true(g_file_set_contents(config, "duration_ms: 3000\nbuffers { size_kb: 1024 }\n"
                                           "data_sources { config { name: \"com.example.hostile\" } }\n", -1, NULL));
         hostile_connect(&h);
         g_assert_true(registered(getpid(), "com.example.hostile"));
+        cli_spawn("tbuser", user_args, -1, &victim);
+        g_assert_true(cli_proc_expect(&victim, "Recording into", tb_scaled_ms(REGISTER_TIMEOUT_MS)));
         cli_spawn("root", args, -1, &cli);
         hostile_wait_started(&h, tb_scaled_ms(REGISTER_TIMEOUT_MS));
         hostile_commit(&h);
         g_assert_cmpint(cli_proc_wait(&cli, tb_scaled_ms(30000)), ==, 0);
+        g_assert_cmpint(cli_proc_wait(&victim, tb_scaled_ms(30000)), ==, 0);
         cli_proc_clear(&cli);
+        cli_proc_clear(&victim);
         hostile_done(&h);
         g_assert_true(trace_has_test_string(out, "hostile good"));
         g_assert_false(trace_has_test_string(out, "hostile forged uid"));
+        g_assert_false(trace_has_test_string(user_out, "hostile wrong buffer"));
         g_assert_false(trace_has_test_string(out, "hostile wrong buffer"));
         g_assert_cmpuint(assert_app_packets(out, 0, getpid()), ==, 1);
 }
