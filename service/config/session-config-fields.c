@@ -14,7 +14,7 @@
 #define P FIELD_PRODUCER
 
 #define SET_BY_SERVICE "Perfetto's service sets it, not a config"
-#define ONE_PRODUCER "tracebus's data sources all run in one producer, the service"
+#define OWNERS_APPS "a session records only its owner's apps, every user's for root and org.tracebus.manage"
 #define NO_CLONE "a tracebus clone copies every buffer and leaves the session's buffers as they are"
 #define NO_PRIORITY "tracebus does not change its scheduling for a session"
 
@@ -27,8 +27,8 @@ const FieldRule session_config_field_rules[] = {
         { "TraceConfig", "duration_ms", H, NULL },
         { "TraceConfig", "prefer_suspend_clock_for_duration", N, NULL },
         { "TraceConfig", "enable_extra_guardrails", A, NULL },
-        { "TraceConfig", "lockdown_mode", I, ONE_PRODUCER },
-        { "TraceConfig", "producers", I, ONE_PRODUCER },
+        { "TraceConfig", "lockdown_mode", I, OWNERS_APPS },
+        { "TraceConfig", "producers", N, "an app's shared memory is its own hint, else 256 KiB" },
         { "TraceConfig", "statsd_metadata", A, NULL },
         { "TraceConfig", "write_into_file", H, NULL },
         { "TraceConfig", "output_path", H, "refused: the service never opens a path a caller names" },
@@ -37,7 +37,7 @@ const FieldRule session_config_field_rules[] = {
         { "TraceConfig", "guardrail_overrides", A, NULL },
         { "TraceConfig", "deferred_start", I, "the session starts when Start returns" },
         { "TraceConfig", "flush_period_ms", H, NULL },
-        { "TraceConfig", "flush_timeout_ms", I, "tracebus flushes in its own recorder, with no producers to wait for" },
+        { "TraceConfig", "flush_timeout_ms", N, "Stop waits for the apps' flush within data_source_stop_timeout_ms" },
         { "TraceConfig", "data_source_stop_timeout_ms", H, NULL },
         { "TraceConfig", "notify_traceur", A, NULL },
         { "TraceConfig", "bugreport_score", A, NULL },
