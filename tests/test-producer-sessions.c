@@ -422,6 +422,17 @@ static bool trace_has_test_string(const char *path, const char *str) {
         return found;
 }
 
+static bool trace_has_warning(const char *path, const char *text) {
+        g_autofree char *name = g_strdup_printf("warning: %s", text);
+        Tracebus__Trace *t = read_trace(path);
+        bool found = false;
+
+        for (size_t i = 0; i < t->n_packet && !found; i++)
+                found = t->packet[i]->track_event && g_strcmp0(t->packet[i]->track_event->name, name) == 0;
+        tracebus__trace__free_unpacked(t, NULL);
+        return found;
+}
+
 /* A producer that forges trusted_uid or writes into a buffer it was not given (another
  * user's session's) loses those packets; its honest one is kept. */
 static void case_hostile_producer(void) {
@@ -435,7 +446,8 @@ static void case_hostile_producer(void) {
         CliProc victim = { 0 }, cli = { 0 };
         Hostile h;
 
-        g_assert_true(g_file_set_contents(config, "duration_ms: 3000\nbuffers { size_kb: 1024 }\n"
+        g_assert_true(g_file_set_contents(config, "duration_ms: 3000\ndata_source_stop_timeout_ms: 1000\n"
+                                          "buffers { size_kb: 1024 }\n"
                                           "data_sources { config { name: \"com.example.hostile\" } }\n", -1, NULL));
         hostile_connect(&h);
         g_assert_true(registered(getpid(), "com.example.hostile"));
@@ -454,6 +466,8 @@ static void case_hostile_producer(void) {
         g_assert_false(trace_has_test_string(user_out, "hostile wrong buffer"));
         g_assert_false(trace_has_test_string(out, "hostile wrong buffer"));
         g_assert_cmpuint(assert_app_packets(out, 0, getpid()), ==, 1);
+        /* It never said it stopped: Stop waited for it no longer than the config said. */
+        g_assert_true(trace_has_warning(out, "apps did not stop within 1000 ms: their data so far is kept"));
 }
 
 int main(int argc, char **argv) {

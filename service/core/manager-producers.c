@@ -42,6 +42,11 @@ static void on_instance_stopped(Producer *producer, uint64_t instance_id, void *
                 session_producers_instance_stopped(s, producer, instance_id);
 }
 
+/* A session waiting at Stop for this app waits no more for it. */
+static void on_gone(Producer *producer, void *userdata) {
+        on_instance_stopped(producer, 0, userdata);
+}
+
 /* An app's triggers reach its own user's sessions, as Manager.ActivateTriggers does for
  * a caller without org.tracebus.manage; names are bounded as the bus bounds them. */
 static void on_triggers(Producer *producer, char **names, size_t n_names, void *userdata) {
@@ -59,6 +64,7 @@ static const ProducerSink manager_producer_sink = {
         .source_registered = on_source_registered,
         .packet = on_packet,
         .instance_stopped = on_instance_stopped,
+        .gone = on_gone,
         .triggers = on_triggers,
 };
 

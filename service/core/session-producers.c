@@ -43,6 +43,8 @@ typedef struct SessionProducers {
         uint64_t packets_dropped;      /* over the sequences' bound */
         sd_event_source *stop_timer;
         void (*stop_done)(Session *s);
+        sd_event_source *flush_timer;  /* flush_period_ms, or file_write_period_ms when written as it goes */
+        uint64_t last_flush_id;
 } SessionProducers;
 
 Producer *session_producers_list(Session *s) {
@@ -122,6 +124,41 @@ static int warn_unregistered(Session *s) {
         return 0;
 }
 
+/* The apps commit a chunk when it is full: a quiet app's last events would wait for Stop.
+ * Flushed every period instead, as Perfetto's service does, without waiting for them. */
+static uint32_t flush_period_ms(const Session *s) {
+        if (s->config.flush_period_ms > 0)
+                return MAX(s->config.flush_period_ms, SESSION_MIN_WRITE_PERIOD_MS);
+        return s->config.write_into_file ? s->config.file_write_period_ms : 0;
+}
+
+static int on_flush_timer(sd_event_source *source, uint64_t usec, void *userdata) {
+        Session *s = userdata;
+        SessionProducers *a = s->apps;
+
+        for (size_t i = 0; i < a->n_links && s->state == SESSION_RECORDING; i++) {
+                Producer *p = a->producers ? producers_find(a->producers, a->links[i].producer_id) : NULL;
+
+                if (p)
+                        (void) producer_flush_instance(p, a->links[i].instance_id, ++a->last_flush_id);
+        }
+        (void) sd_event_source_set_time_relative(source, (uint64_t) flush_period_ms(s) * 1000);
+        return 0;
+}
+
+static int arm_flush_timer(Session *s) {
+        uint32_t period = flush_period_ms(s);
+        int r;
+
+        if (period == 0)
+                return 0;
+        r = sd_event_add_time_relative(s->event, &s->apps->flush_timer, CLOCK_MONOTONIC, (uint64_t) period * 1000, 0,
+                                       on_flush_timer, s);
+        if (r < 0)
+                return r;
+        return sd_event_source_set_enabled(s->apps->flush_timer, SD_EVENT_ON);
+}
+
 int session_producers_start(Session *s, Producers *producers) {
         if (s->config.n_producer_sources == 0 || s->apps)
                 return 0;
@@ -129,6 +166,8 @@ int session_producers_start(Session *s, Producers *producers) {
         if (!s->apps)
                 return -ENOMEM;
         s->apps->producers = producers;
+        if (arm_flush_timer(s) < 0)
+                log_warning("Session %" PRIu64 ": the apps will not be flushed periodically.", s->id);
         if (producers) {
                 s->apps->buffer_base = producers_allocate_buffers(producers, MAX(s->config.n_buffers, (size_t) 1));
                 for (Producer *p = producers->list; p; p = p->next)
@@ -193,6 +232,7 @@ static void finish_stop(Session *s) {
         void (*done)(Session *s) = a->stop_done;
 
         a->stop_timer = sd_event_source_disable_unref(a->stop_timer);
+        a->flush_timer = sd_event_source_disable_unref(a->flush_timer);
         /* What the apps wrote and did not commit is still in their buffers. */
         for (size_t i = 0; i < a->n_links; i++) {
                 Producer *p = a->producers ? producers_find(a->producers, a->links[i].producer_id) : NULL;
@@ -278,6 +318,7 @@ void session_producers_free(Session *s) {
                 }
         }
         sd_event_source_disable_unref(a->stop_timer);
+        sd_event_source_disable_unref(a->flush_timer);
         free(a->links);
         free(a->sequences);
         s->apps = mfree(a);

@@ -35,6 +35,8 @@ void producer_close(Producer *producer, const char *reason, int error) {
                 producer->next->prev = producer->prev;
         p->n_producers--;
         producer_tracing_end(producer);
+        if (p->sink && p->sink->gone)
+                p->sink->gone(producer, p->sink_userdata);
         sd_event_source_disable_unref(producer->io);
         safe_close(producer->fd);
         ipc_reader_free(producer->reader);

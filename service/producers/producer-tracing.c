@@ -163,32 +163,42 @@ static ProducerInstance *find_instance(Producer *producer, uint64_t id) {
         return NULL;
 }
 
-int producer_stop_instance(Producer *producer, uint64_t instance_id, uint64_t flush_request_id) {
+int producer_flush_instance(Producer *producer, uint64_t instance_id, uint64_t flush_request_id) {
         Tracebus__GetAsyncCommandResponse command = TRACEBUS__GET_ASYNC_COMMAND_RESPONSE__INIT;
         Tracebus__GetAsyncCommandResponse__Flush flush = TRACEBUS__GET_ASYNC_COMMAND_RESPONSE__FLUSH__INIT;
+
+        if (!find_instance(producer, instance_id))
+                return -ENOENT;
+        flush.n_data_source_ids = 1;
+        flush.data_source_ids = &instance_id;
+        flush.has_request_id = true;
+        flush.request_id = flush_request_id;
+        command.cmd_case = TRACEBUS__GET_ASYNC_COMMAND_RESPONSE__CMD_FLUSH;
+        command.flush = &flush;
+        return send_command(producer, &command, -1);
+}
+
+int producer_stop_instance(Producer *producer, uint64_t instance_id, uint64_t flush_request_id) {
+        Tracebus__GetAsyncCommandResponse command = TRACEBUS__GET_ASYNC_COMMAND_RESPONSE__INIT;
         Tracebus__GetAsyncCommandResponse__StopDataSource stop = TRACEBUS__GET_ASYNC_COMMAND_RESPONSE__STOP_DATA_SOURCE__INIT;
         ProducerInstance *instance = find_instance(producer, instance_id);
-        int r = 0;
+        int r;
 
-        if (!instance)
+        if (!instance || instance->stopping)
                 return -ENOENT;
         /* Its buffer stays its producer's until producer_forget_instance(): the chunks of
          * the flush and of the stop come after this. */
         instance->stopping = true;
         if (flush_request_id > 0) {
-                flush.n_data_source_ids = 1;
-                flush.data_source_ids = &instance_id;
-                flush.has_request_id = true;
-                flush.request_id = flush_request_id;
-                command.cmd_case = TRACEBUS__GET_ASYNC_COMMAND_RESPONSE__CMD_FLUSH;
-                command.flush = &flush;
-                r = send_command(producer, &command, -1);
+                r = producer_flush_instance(producer, instance_id, flush_request_id);
+                if (r < 0)
+                        return r;
         }
         stop.has_instance_id = true;
         stop.instance_id = instance_id;
         command.cmd_case = TRACEBUS__GET_ASYNC_COMMAND_RESPONSE__CMD_STOP_DATA_SOURCE;
         command.stop_data_source = &stop;
-        return r < 0 ? r : send_command(producer, &command, -1);
+        return send_command(producer, &command, -1);
 }
 
 void producer_note_instance(Producer *producer, uint64_t instance_id, bool stopped) {

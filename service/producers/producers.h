@@ -62,6 +62,8 @@ typedef struct ProducerSink {
                        const uint8_t *data, size_t size, void *userdata);
         /* The producer said NotifyDataSourceStopped for @instance_id. */
         void (*instance_stopped)(Producer *producer, uint64_t instance_id, void *userdata);
+        /* The producer went away; what it held was handed over (packet) first. */
+        void (*gone)(Producer *producer, void *userdata);
         /* The producer asked for triggers (ActivateTriggers). */
         void (*triggers)(Producer *producer, char **names, size_t n_names, void *userdata);
 } ProducerSink;
@@ -179,6 +181,8 @@ typedef struct ProducerStart {
  * -ENOTCONN before the producer asked for commands, -EUSERS over its UID's shared memory
  * bound or its instances' bound. */
 int producer_start_instance(Producer *producer, const ProducerStart *start, uint64_t *ret_instance_id);
+/* Flush of an instance: its writers commit what they hold. */
+int producer_flush_instance(Producer *producer, uint64_t instance_id, uint64_t flush_request_id);
 /* Flush (@flush_request_id, 0: none) then StopDataSource of an instance. Its buffer stays
  * the producer's, for the data of the flush, until producer_forget_instance(). */
 int producer_stop_instance(Producer *producer, uint64_t instance_id, uint64_t flush_request_id);
