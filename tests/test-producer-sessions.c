@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "pb-wire.h"
 #include "producer-ipc.h"
 #include "shm-abi.h"
 
@@ -108,25 +109,62 @@ static Tracebus__Trace *read_trace(const char *path) {
         return t;
 }
 
-/* Every packet with an app's uid carries it once (protobuf-c keeps the last; a forged
- * one would be an unknown repeat, so the packet's own bytes are counted too), with the
- * app's pid, on a sequence above the service's own. Returns how many there are. */
-static guint assert_app_packets(const char *path, uid_t uid, pid_t pid) {
-        Tracebus__Trace *t = read_trace(path);
+/* How many times the top level of @packet holds varint field @field. */
+static guint count_varint_field(const uint8_t *packet, size_t len, uint32_t field) {
+        const uint8_t *p = packet, *end = packet + len;
         guint n = 0;
 
-        for (size_t i = 0; i < t->n_packet; i++) {
-                const Tracebus__TracePacket *p = t->packet[i];
+        while (p < end) {
+                uint64_t key, v;
 
-                if (!p->has_trusted_pid)
-                        continue;
-                g_assert_true(p->has_trusted_uid);
-                g_assert_cmpint(p->trusted_uid, ==, (int32_t) uid);
-                g_assert_cmpint(p->trusted_pid, ==, (int32_t) pid);
-                g_assert_cmpuint(p->trusted_packet_sequence_id, >=, _TRACE_SEQUENCE_MAX);
-                n++;
+                g_assert_true(pb_varint_decode(&p, end, &key));
+                switch (key & 7) {
+                case PB_WIRE_VARINT:
+                        g_assert_true(pb_varint_decode(&p, end, &v));
+                        n += (key >> 3) == field;
+                        break;
+                case PB_WIRE_LEN:
+                        g_assert_true(pb_varint_decode(&p, end, &v) && v <= (uint64_t) (end - p));
+                        p += v;
+                        break;
+                case PB_WIRE_I64:
+                        p += 8;
+                        break;
+                default:
+                        p += 4;
+                        break;
+                }
         }
-        tracebus__trace__free_unpacked(t, NULL);
+        return n;
+}
+
+/* Every packet with an app's pid carries exactly one trusted_uid (protobuf-c would keep
+ * the last of several, so each packet's own bytes in the file are counted), the app's, and
+ * its pid, on a sequence above the service's own. Returns how many there are. */
+static guint assert_app_packets(const char *path, uid_t uid, pid_t pid) {
+        g_autofree char *data = NULL;
+        const uint8_t *p, *end;
+        gsize len = 0;
+        guint n = 0;
+
+        g_assert_true(g_file_get_contents(path, &data, &len, NULL));
+        for (p = (const uint8_t *) data, end = p + len; p < end;) {
+                Tracebus__TracePacket *packet;
+                uint64_t key, size;
+
+                g_assert_true(pb_varint_decode(&p, end, &key) && key == pb_tag(1, PB_WIRE_LEN));
+                g_assert_true(pb_varint_decode(&p, end, &size) && size <= (uint64_t) (end - p));
+                packet = tracebus__trace_packet__unpack(NULL, size, p);
+                g_assert_nonnull(packet);
+                if (packet->has_trusted_pid && packet->trusted_pid == (int32_t) pid) {
+                        g_assert_cmpuint(count_varint_field(p, size, 3), ==, 1);
+                        g_assert_cmpint(packet->trusted_uid, ==, (int32_t) uid);
+                        g_assert_cmpuint(packet->trusted_packet_sequence_id, >=, _TRACE_SEQUENCE_MAX);
+                        n++;
+                }
+                tracebus__trace_packet__free_unpacked(packet, NULL);
+                p += size;
+        }
         return n;
 }
 
