@@ -186,6 +186,13 @@ static void wait_exit(GPid pid) {
         }
 }
 
+/* example_system_wide drew its game, flushed and left: its slices are in @out. */
+static void assert_app_recorded(const char *out, GPid app, uid_t uid) {
+        wait_exit(app);
+        assert_game_drawn(out);
+        g_assert_cmpuint(assert_app_packets(out, uid, app), >, 0);
+}
+
 /* The owner's app, connected before the session starts, records its slices. */
 static void case_track_event(void) {
         g_autofree char *dir = make_user_dir("tbuser", "ps-te");
@@ -198,9 +205,7 @@ static void case_track_event(void) {
         g_assert_true(registered(app, "track_event"));
         run_cli("tbuser", &res, "-c", config, "--txt", "-o", out, NULL);
         assert_exit(&res, 0);
-        wait_exit(app);
-        assert_game_drawn(out);
-        g_assert_cmpuint(assert_app_packets(out, u.uid, app), >, 0);
+        assert_app_recorded(out, app, u.uid);
 }
 
 /* An app that starts after the session did is set up when it registers. */
@@ -218,9 +223,7 @@ static void case_app_after_start(void) {
         app = spawn_app("tbuser", "example_system_wide", &u);
         g_assert_cmpint(cli_proc_wait(&cli, tb_scaled_ms(30000)), ==, 0);
         cli_proc_clear(&cli);
-        wait_exit(app);
-        assert_game_drawn(out);
-        g_assert_cmpuint(assert_app_packets(out, u.uid, app), >, 0);
+        assert_app_recorded(out, app, u.uid);
 }
 
 /* Another user's app is not set up by tbuser's session (a warning says none registered
@@ -243,9 +246,7 @@ static void case_isolation(void) {
 
         run_cli(NULL, &root, "-c", config, "--txt", "-o", root_out, NULL);
         assert_exit(&root, 0);
-        wait_exit(app);
-        assert_game_drawn(root_out);
-        g_assert_cmpuint(assert_app_packets(root_out, other.uid, app), >, 0);
+        assert_app_recorded(root_out, app, other.uid);
 }
 
 /* An app of the C API writes its own data source: each for_testing packet, larger than
