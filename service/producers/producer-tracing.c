@@ -69,9 +69,11 @@ static int setup_tracing(Producer *producer, size_t wanted) {
 
         if (producers_smb_bytes_uid(producer->owner, producer->uid) + size > producer->owner->limits.max_smb_bytes_per_uid)
                 return -EUSERS;
-        r = smb_reassembler_new(&producer->reassembler);
-        if (r < 0)
-                return r;
+        if (!producer->reassembler) {
+                r = smb_reassembler_new(&producer->reassembler);
+                if (r < 0)
+                        return r;
+        }
         r = smb_create(size, SMB_PAGE_SIZE_MIN, &producer->smb, &producer->smb_fd);
         if (r < 0)
                 return r;
@@ -216,11 +218,29 @@ void producer_note_instance(Producer *producer, uint64_t instance_id, bool stopp
                 p->sink->instance_stopped(producer, instance_id, p->sink_userdata);
 }
 
+static bool buffer_given(const Producer *producer, uint32_t target_buffer) {
+        for (unsigned i = 0; i < producer->n_instances; i++)
+                if (producer->instances[i].target_buffer == target_buffer)
+                        return true;
+        return false;
+}
+
 void producer_forget_instance(Producer *producer, uint64_t instance_id) {
         ProducerInstance *instance = find_instance(producer, instance_id);
+        uint32_t target_buffer;
 
-        if (instance)
-                *instance = producer->instances[--producer->n_instances];
+        if (!instance)
+                return;
+        target_buffer = instance->target_buffer;
+        *instance = producer->instances[--producer->n_instances];
+        if (buffer_given(producer, target_buffer))
+                return;
+        /* Its writers wrote for a buffer that is gone: their ids are free again. */
+        for (unsigned i = 0; i < producer->n_writers;)
+                if (producer->writers[i].target_buffer == target_buffer)
+                        producer->writers[i] = producer->writers[--producer->n_writers];
+                else
+                        i++;
 }
 
 bool producer_instances_stopped(const Producer *producer, const uint64_t *ids, size_t n) {
@@ -231,12 +251,6 @@ bool producer_instances_stopped(const Producer *producer, const uint64_t *ids, s
         return true;
 }
 
-static bool buffer_given(const Producer *producer, uint32_t target_buffer) {
-        for (unsigned i = 0; i < producer->n_instances; i++)
-                if (producer->instances[i].target_buffer == target_buffer)
-                        return true;
-        return false;
-}
 
 static ProducerWriter *find_writer(Producer *producer, uint16_t id) {
         for (unsigned i = 0; i < producer->n_writers; i++)
