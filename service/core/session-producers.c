@@ -21,6 +21,9 @@
 #define SESSION_PRODUCERS_STOP_TIMEOUT_MS 5000u
 #define SESSION_PRODUCERS_STOP_TIMEOUT_MAX_MS 30000u
 
+/* The periodic flushes' request ids, apart from a stop's (which is its instance's id). */
+#define PERIODIC_FLUSH_ID (UINT64_C(1) << 63)
+
 typedef struct ProducerLink {
         uint64_t producer_id;
         uint64_t instance_id;
@@ -140,7 +143,7 @@ static int on_flush_timer(sd_event_source *source, uint64_t usec, void *userdata
                 Producer *p = a->producers ? producers_find(a->producers, a->links[i].producer_id) : NULL;
 
                 if (p)
-                        (void) producer_flush_instance(p, a->links[i].instance_id, ++a->last_flush_id);
+                        (void) producer_flush_instance(p, a->links[i].instance_id, PERIODIC_FLUSH_ID | ++a->last_flush_id);
         }
         (void) sd_event_source_set_time_relative(source, (uint64_t) flush_period_ms(s) * 1000);
         return 0;

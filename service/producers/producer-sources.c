@@ -71,6 +71,7 @@ static int copy_source(const Tracebus__DataSourceDescriptor *d, ProducerDataSour
         out->name = strdup(d->name);
         if (!out->name)
                 return -ENOMEM;
+        out->notifies_stop = d->will_notify_on_stop;
         r = copy_categories(d->track_event_descriptor, out);
         if (r < 0)
                 source_done(out);

@@ -126,6 +126,13 @@ static int send_setup_and_start(Producer *producer, uint64_t id, Tracebus__DataS
         return send_command(producer, &command, -1);
 }
 
+static bool source_notifies_stop(const Producer *producer, const char *name) {
+        for (unsigned i = 0; i < producer->n_sources; i++)
+                if (strcmp(producer->sources[i].name, name) == 0)
+                        return producer->sources[i].notifies_stop;
+        return false;
+}
+
 int producer_start_instance(Producer *producer, const ProducerStart *start, uint64_t *ret_instance_id) {
         Tracebus__DataSourceConfig *config = NULL;
         ProducerInstance *grown;
@@ -153,7 +160,11 @@ int producer_start_instance(Producer *producer, const ProducerStart *start, uint
         ipc_message_free(&config->base);
         if (r < 0)
                 return r;
-        grown[producer->n_instances++] = (ProducerInstance) { .id = id, .target_buffer = start->target_buffer };
+        grown[producer->n_instances++] = (ProducerInstance) {
+                .id = id,
+                .target_buffer = start->target_buffer,
+                .notifies_stop = source_notifies_stop(producer, start->name),
+        };
         *ret_instance_id = id;
         return 0;
 }
@@ -309,14 +320,33 @@ static void move_chunk(Producer *producer, const Tracebus__CommitDataRequest__Ch
         (void) smb_reassembler_add(producer->reassembler, &chunk);
 }
 
+/* The flush of a stop acknowledged: an instance whose data source does not say
+ * NotifyDataSourceStopped is done with it (the stop's flush has the instance's id). */
+static void flush_acked(Producer *producer, uint64_t flush_request_id) {
+        for (unsigned i = 0; i < producer->n_instances; i++) {
+                ProducerInstance *instance = &producer->instances[i];
+
+                if (instance->id == flush_request_id && instance->stopping && !instance->notifies_stop) {
+                        producer_note_instance(producer, instance->id, true);
+                        return;
+                }
+        }
+}
+
 int producer_commit(Producer *producer, const Tracebus__CommitDataRequest *request) {
+        int r;
+
         if (!producer->smb.base)
                 return 0;
         for (size_t i = 0; i < request->n_chunks_to_move; i++)
                 move_chunk(producer, request->chunks_to_move[i]);
         for (size_t i = 0; i < request->n_chunks_to_patch; i++)
                 (void) smb_reassembler_patch(producer->reassembler, request->chunks_to_patch[i]);
-        return smb_reassembler_read(producer->reassembler, false, hand_over, producer);
+        r = smb_reassembler_read(producer->reassembler, false, hand_over, producer);
+        /* After its data: the session may finish its stop on it. */
+        if (r >= 0 && request->flush_request_id > 0)
+                flush_acked(producer, request->flush_request_id);
+        return r;
 }
 
 int producer_register_writer(Producer *producer, const Tracebus__RegisterTraceWriterRequest *request) {

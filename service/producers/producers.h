@@ -36,6 +36,7 @@ typedef struct ProducerDataSource {
         char *name;
         char **categories;                   /* NULL-terminated; may be NULL */
         unsigned n_categories;
+        bool notifies_stop;                  /* will_notify_on_stop: else its flush's ack ends it */
 } ProducerDataSource;
 
 /* A data source instance a session started in this producer. */
@@ -44,6 +45,7 @@ typedef struct ProducerInstance {
         uint32_t target_buffer;              /* service-global buffer id it writes to */
         bool started, stopped;               /* NotifyDataSourceStarted / Stopped seen */
         bool stopping;                       /* StopDataSource sent */
+        bool notifies_stop;                  /* its data source says NotifyDataSourceStopped */
 } ProducerInstance;
 
 /* Which global buffer one of its trace writers writes to, as its chunks say. */
