@@ -509,6 +509,44 @@ static void case_hostile_producer(void) {
         g_assert_true(trace_has_warning(out, "apps did not stop within 1000 ms: their data so far is kept"));
 }
 
+#define TRIGGER_CONFIG "trigger_config { trigger_mode: STOP_TRACING trigger_timeout_ms: 60000\n" \
+        "  triggers { name: \"app-boom\" stop_delay_ms: 0 } }\n" \
+        "buffers { size_kb: 1024 }\ndata_sources { config { name: \"track_event\" } }\n"
+
+/* An app's ActivateTriggers reaches the sessions of its own user only: root's app stops
+ * root's session, and tbuser's goes on. */
+static void case_app_triggers(void) {
+        g_autofree char *dir = make_user_dir("tbuser", "ps-trigger");
+        g_autofree char *user_config = user_file("tbuser", dir, "trigger.pbtxt", TRIGGER_CONFIG, -1);
+        g_autofree char *user_out = g_build_filename(dir, "trigger.pftrace", NULL);
+        g_autofree char *config = g_build_filename(tb_bus()->tmpdir, "ps-trigger.pbtxt", NULL);
+        g_autofree char *out = g_build_filename(tb_bus()->tmpdir, "ps-trigger.pftrace", NULL);
+        const char *user_args[] = { "-c", user_config, "--txt", "-o", user_out, NULL };
+        const char *args[] = { "-c", config, "--txt", "-o", out, NULL };
+        Tracebus__ActivateTriggersRequest req = TRACEBUS__ACTIVATE_TRIGGERS_REQUEST__INIT;
+        char *names[] = { (char *) "app-boom" };
+        CliProc victim = { 0 }, cli = { 0 };
+        Hostile h;
+
+        g_assert_true(g_file_set_contents(config, TRIGGER_CONFIG, -1, NULL));
+        cli_spawn("tbuser", user_args, -1, &victim);
+        g_assert_true(cli_proc_expect(&victim, "Recording into", tb_scaled_ms(REGISTER_TIMEOUT_MS)));
+        cli_spawn("root", args, -1, &cli);
+        g_assert_true(cli_proc_expect(&cli, "Recording into", tb_scaled_ms(REGISTER_TIMEOUT_MS)));
+        hostile_connect(&h);
+        req.n_trigger_names = 1;
+        req.trigger_names = names;
+        hostile_send(&h, PRODUCER_PORT_ACTIVATE_TRIGGERS, &req.base);
+        /* Root's session ends on the trigger, long before its 60 s; tbuser's does not. */
+        g_assert_cmpint(cli_proc_wait(&cli, tb_scaled_ms(20000)), ==, 0);
+        g_assert_cmpint(waitpid(victim.pid, NULL, WNOHANG), ==, 0);
+        stop_all_of("tbuser");
+        g_assert_cmpint(cli_proc_wait(&victim, tb_scaled_ms(20000)), ==, 0);
+        cli_proc_clear(&cli);
+        cli_proc_clear(&victim);
+        hostile_done(&h);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         tb_require_system_bus_environment();
@@ -518,5 +556,6 @@ int main(int argc, char **argv) {
         tb_test_add_isolated("/bus/producer-sessions/03-isolation", case_isolation);
         tb_test_add_isolated("/bus/producer-sessions/04-custom-source", case_custom_source);
         tb_test_add_isolated("/bus/producer-sessions/05-hostile-producer", case_hostile_producer);
+        tb_test_add_isolated("/bus/producer-sessions/06-app-triggers", case_app_triggers);
         return tb_test_run(TB_START_SERVICE);
 }
