@@ -18,6 +18,7 @@
 
 #include "pb-wire.h"
 #include "producer-ipc.h"
+#include "session-util.h"
 #include "shm-abi.h"
 
 #include "cli-util.h"
@@ -294,6 +295,7 @@ typedef struct Hostile {
         int smb_fd;
         uint32_t target_buffer;
         bool started;
+        uint64_t flush_request_id;     /* the last Flush received; 0: none */
 } Hostile;
 
 static void hostile_send(Hostile *h, ProducerPortMethod method, const ProtobufCMessage *args) {
@@ -361,6 +363,8 @@ static void hostile_command(Hostile *h, const Tracebus__IPCFrame *frame, int fd)
                 g_assert_true(h->smb.base != MAP_FAILED);
                 g_assert_cmpint(smb_init(&h->smb, h->smb.base, st.st_size, SMB_PAGE_SIZE_MIN), ==, 0);
         }
+        if (cmd->cmd_case == TRACEBUS__GET_ASYNC_COMMAND_RESPONSE__CMD_FLUSH)
+                h->flush_request_id = cmd->flush->request_id;
         if (cmd->cmd_case == TRACEBUS__GET_ASYNC_COMMAND_RESPONSE__CMD_START_DATA_SOURCE) {
                 h->target_buffer = cmd->start_data_source->config->target_buffer;
                 h->started = true;
@@ -368,22 +372,26 @@ static void hostile_command(Hostile *h, const Tracebus__IPCFrame *frame, int fd)
         tracebus__get_async_command_response__free_unpacked(cmd, NULL);
 }
 
+/* Serves what the service sent within @timeout_ms. */
+static void hostile_pump(Hostile *h, int timeout_ms) {
+        struct pollfd p = { .fd = h->fd, .events = POLLIN };
+        Tracebus__IPCFrame *frame;
+        int fd;
+
+        if (poll(&p, 1, timeout_ms) <= 0)
+                return;
+        g_assert_cmpint(ipc_reader_receive(h->reader, h->fd), >, 0);
+        while (ipc_reader_next(h->reader, &frame, &fd) > 0) {
+                hostile_command(h, frame, fd);
+                ipc_frame_free(frame);
+        }
+}
+
 static void hostile_wait_started(Hostile *h, guint timeout_ms) {
         gint64 deadline = g_get_monotonic_time() + (gint64) timeout_ms * 1000;
 
-        while (!h->started && g_get_monotonic_time() < deadline) {
-                struct pollfd p = { .fd = h->fd, .events = POLLIN };
-                Tracebus__IPCFrame *frame;
-                int fd;
-
-                if (poll(&p, 1, 100) <= 0)
-                        continue;
-                g_assert_cmpint(ipc_reader_receive(h->reader, h->fd), >, 0);
-                while (ipc_reader_next(h->reader, &frame, &fd) > 0) {
-                        hostile_command(h, frame, fd);
-                        ipc_frame_free(frame);
-                }
-        }
+        while (!h->started && g_get_monotonic_time() < deadline)
+                hostile_pump(h, 100);
         g_assert_true(h->started);
 }
 
@@ -547,6 +555,58 @@ static void case_app_triggers(void) {
         hostile_done(&h);
 }
 
+/* A snapshot holds what an app had not committed: the service flushes the apps and waits
+ * (bounded) for their answer before it copies. This app commits only when flushed. */
+static void case_clone_flushes_apps(void) {
+        g_autofree char *config = g_build_filename(tb_bus()->tmpdir, "ps-clone.pbtxt", NULL);
+        g_autofree char *out = g_build_filename(tb_bus()->tmpdir, "ps-clone.pftrace", NULL);
+        g_autofree char *snap = g_build_filename(tb_bus()->tmpdir, "ps-clone-snap.pftrace", NULL);
+        const char *args[] = { "-c", config, "--txt", "-o", out, NULL };
+        Tracebus__CommitDataRequest commit = TRACEBUS__COMMIT_DATA_REQUEST__INIT;
+        Tracebus__CommitDataRequest__ChunksToMove move = TRACEBUS__COMMIT_DATA_REQUEST__CHUNKS_TO_MOVE__INIT, *list[1];
+        Tracebus__TracePacket packet;
+        Tracebus__TestEvent event;
+        g_auto(GStrv) paths = NULL;
+        g_autofree char *opt = NULL;
+        CliProc cli = { 0 }, cloner = { 0 };
+        gint64 deadline;
+        Hostile h;
+
+        g_assert_true(g_file_set_contents(config, "duration_ms: 60000\ndata_source_stop_timeout_ms: 1000\n"
+                                          "buffers { size_kb: 1024 }\n"
+                                          "data_sources { config { name: \"com.example.hostile\" } }\n", -1, NULL));
+        hostile_connect(&h);
+        g_assert_true(registered(getpid(), "com.example.hostile"));
+        cli_spawn("root", args, -1, &cli);
+        hostile_wait_started(&h, tb_scaled_ms(REGISTER_TIMEOUT_MS));
+        paths = sessions_of(0);
+        g_assert_cmpuint(g_strv_length(paths), ==, 1);
+        opt = g_strdup_printf("--clone=%s", session_id(paths[0]));
+        cli_spawn("root", (const char *[]) { opt, "-o", snap, NULL }, -1, &cloner);
+        /* The chunk is written and committed only on the Flush, with its ack. */
+        deadline = g_get_monotonic_time() + (gint64) tb_scaled_ms(REGISTER_TIMEOUT_MS) * 1000;
+        while (h.flush_request_id == 0 && g_get_monotonic_time() < deadline)
+                hostile_pump(&h, 100);
+        g_assert_cmpuint(h.flush_request_id, >, 0);
+        hostile_packet(&packet, &event, "flushed for the snapshot");
+        hostile_write_chunk(&h, 0, 1, &packet);
+        move.has_page = move.has_chunk = move.has_target_buffer = true;
+        move.target_buffer = h.target_buffer;
+        list[0] = &move;
+        commit.n_chunks_to_move = 1;
+        commit.chunks_to_move = list;
+        commit.has_flush_request_id = true;
+        commit.flush_request_id = h.flush_request_id;
+        hostile_send(&h, PRODUCER_PORT_COMMIT_DATA, &commit.base);
+        g_assert_cmpint(cli_proc_wait(&cloner, tb_scaled_ms(30000)), ==, 0);
+        g_assert_true(trace_has_test_string(snap, "flushed for the snapshot"));
+        stop_all_of("root");
+        g_assert_cmpint(cli_proc_wait(&cli, tb_scaled_ms(30000)), ==, 0);
+        cli_proc_clear(&cli);
+        cli_proc_clear(&cloner);
+        hostile_done(&h);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         tb_require_system_bus_environment();
@@ -557,5 +617,6 @@ int main(int argc, char **argv) {
         tb_test_add_isolated("/bus/producer-sessions/04-custom-source", case_custom_source);
         tb_test_add_isolated("/bus/producer-sessions/05-hostile-producer", case_hostile_producer);
         tb_test_add_isolated("/bus/producer-sessions/06-app-triggers", case_app_triggers);
+        tb_test_add_isolated("/bus/producer-sessions/07-clone-flushes-apps", case_clone_flushes_apps);
         return tb_test_run(TB_START_SERVICE);
 }

@@ -42,6 +42,13 @@ static void on_instance_stopped(Producer *producer, uint64_t instance_id, void *
                 session_producers_instance_stopped(s, producer, instance_id);
 }
 
+static void on_flush_acked(Producer *producer, uint64_t flush_request_id, void *userdata) {
+        Manager *m = userdata;
+
+        for (Session *s = m->sessions; s; s = s->next)
+                session_producers_flush_acked(s, producer, flush_request_id);
+}
+
 /* A session waiting at Stop for this app waits no more for it. */
 static void on_gone(Producer *producer, void *userdata) {
         on_instance_stopped(producer, 0, userdata);
@@ -64,6 +71,7 @@ static const ProducerSink manager_producer_sink = {
         .source_registered = on_source_registered,
         .packet = on_packet,
         .instance_stopped = on_instance_stopped,
+        .flush_acked = on_flush_acked,
         .gone = on_gone,
         .triggers = on_triggers,
 };

@@ -23,6 +23,7 @@
 
 /* The periodic flushes' request ids, apart from a stop's (which is its instance's id). */
 #define PERIODIC_FLUSH_ID (UINT64_C(1) << 63)
+#define SNAPSHOT_FLUSH_ID (UINT64_C(1) << 62)
 
 typedef struct ProducerLink {
         uint64_t producer_id;
@@ -48,6 +49,11 @@ typedef struct SessionProducers {
         void (*stop_done)(Session *s);
         sd_event_source *flush_timer;  /* flush_period_ms, or file_write_period_ms when written as it goes */
         uint64_t last_flush_id;
+        /* The flush before a snapshot: its id, the acks it waits for, its bound. */
+        void (*snapshot_done)(Session *s);
+        uint64_t snapshot_flush_id;
+        size_t snapshot_pending;
+        sd_event_source *snapshot_timer;
 } SessionProducers;
 
 Producer *session_producers_list(Session *s) {
@@ -322,7 +328,68 @@ void session_producers_free(Session *s) {
         }
         sd_event_source_disable_unref(a->stop_timer);
         sd_event_source_disable_unref(a->flush_timer);
+        sd_event_source_disable_unref(a->snapshot_timer);
         free(a->links);
         free(a->sequences);
         s->apps = mfree(a);
+}
+
+static void snapshot_flushed(Session *s) {
+        SessionProducers *a = s->apps;
+        void (*done)(Session *s) = a->snapshot_done;
+
+        a->snapshot_timer = sd_event_source_disable_unref(a->snapshot_timer);
+        a->snapshot_done = NULL;
+        if (done)
+                done(s);
+}
+
+static int on_snapshot_timeout(sd_event_source *source, uint64_t usec, void *userdata) {
+        Session *s = userdata;
+
+        log_info("Session %" PRIu64 ": %zu apps did not flush in time for the snapshot.", s->id, s->apps->snapshot_pending);
+        snapshot_flushed(s);
+        return 0;
+}
+
+int session_producers_flush(Session *s, void (*done)(Session *s)) {
+        SessionProducers *a = s->apps;
+        uint32_t timeout_ms;
+
+        if (!a || a->snapshot_done)
+                return 0;
+        a->snapshot_flush_id = SNAPSHOT_FLUSH_ID | ++a->last_flush_id;
+        a->snapshot_pending = 0;
+        for (size_t i = 0; i < a->n_links; i++) {
+                Producer *p = a->producers ? producers_find(a->producers, a->links[i].producer_id) : NULL;
+
+                if (p && producer_flush_instance(p, a->links[i].instance_id, a->snapshot_flush_id) >= 0)
+                        a->snapshot_pending++;
+        }
+        if (a->snapshot_pending == 0)
+                return 0;
+        timeout_ms = MIN(s->config.stop_timeout_ms ?: SESSION_PRODUCERS_STOP_TIMEOUT_MS, SESSION_PRODUCERS_STOP_TIMEOUT_MAX_MS);
+        if (sd_event_add_time_relative(s->event, &a->snapshot_timer, CLOCK_MONOTONIC, (uint64_t) timeout_ms * 1000, 0,
+                                       on_snapshot_timeout, s) < 0)
+                return 0;
+        a->snapshot_done = done;
+        return 1;
+}
+
+void session_producers_cancel_flush(Session *s) {
+        if (!s->apps)
+                return;
+        s->apps->snapshot_timer = sd_event_source_disable_unref(s->apps->snapshot_timer);
+        s->apps->snapshot_done = NULL;
+}
+
+void session_producers_flush_acked(Session *s, Producer *producer, uint64_t flush_request_id) {
+        SessionProducers *a = s->apps;
+
+        if (!a || !a->snapshot_done || flush_request_id != a->snapshot_flush_id)
+                return;
+        if (a->snapshot_pending > 0)
+                a->snapshot_pending--;
+        if (a->snapshot_pending == 0)
+                snapshot_flushed(s);
 }

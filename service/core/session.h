@@ -237,6 +237,11 @@ bool session_producers_allowed(const Session *s, const Producer *producer);
 /* At Stop: 1 when the apps were told to stop and session_producers_stopped() is called
  * once they did or their time ran out; 0 when there were none. */
 int session_producers_stop(Session *s, void (*done)(Session *s));
+/* Before a snapshot: the apps flush, and @done is called once each acknowledged or after
+ * the stop timeout. 1 when waiting, 0 when there is no app to wait for. */
+int session_producers_flush(Session *s, void (*done)(Session *s));
+void session_producers_cancel_flush(Session *s);
+void session_producers_flush_acked(Session *s, Producer *producer, uint64_t flush_request_id);
 /* @producer said NotifyDataSourceStopped for @instance_id. */
 void session_producers_instance_stopped(Session *s, Producer *producer, uint64_t instance_id);
 void session_producers_free(Session *s);

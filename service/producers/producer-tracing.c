@@ -344,8 +344,13 @@ int producer_commit(Producer *producer, const Tracebus__CommitDataRequest *reque
                 (void) smb_reassembler_patch(producer->reassembler, request->chunks_to_patch[i]);
         r = smb_reassembler_read(producer->reassembler, false, hand_over, producer);
         /* After its data: the session may finish its stop on it. */
-        if (r >= 0 && request->flush_request_id > 0)
+        if (r >= 0 && request->flush_request_id > 0) {
+                Producers *p = producer->owner;
+
+                if (p->sink && p->sink->flush_acked)
+                        p->sink->flush_acked(producer, request->flush_request_id, p->sink_userdata);
                 flush_acked(producer, request->flush_request_id);
+        }
         return r;
 }
 

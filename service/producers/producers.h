@@ -64,6 +64,8 @@ typedef struct ProducerSink {
                        const uint8_t *data, size_t size, void *userdata);
         /* The producer said NotifyDataSourceStopped for @instance_id. */
         void (*instance_stopped)(Producer *producer, uint64_t instance_id, void *userdata);
+        /* A CommitData acknowledged the Flush @flush_request_id, after its data. */
+        void (*flush_acked)(Producer *producer, uint64_t flush_request_id, void *userdata);
         /* The producer went away; what it held was handed over (packet) first. */
         void (*gone)(Producer *producer, void *userdata);
         /* The producer asked for triggers (ActivateTriggers). */
