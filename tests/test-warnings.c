@@ -206,6 +206,17 @@ static void test_nothing_for_the_kernel_starts(void) {
         }
 }
 
+/* Start's Events option is the list of what to record: empty, it is refused. */
+static void test_empty_events_option_refused(void) {
+        _cleanup_(trace_config_freep) Tracebus__TraceConfig *tc = NULL;
+        _cleanup_(session_config_done) SessionConfig c = {};
+        g_autofree char *error = NULL;
+
+        g_assert_cmpint(session_config_from_options(NULL, 1000, 0, &tc), ==, 0);
+        g_assert_cmpint(session_config_load_flags(tc, tracefs_root, SESSION_CONFIG_STRICT_EVENTS, &c, &error), ==, -EINVAL);
+        g_assert_nonnull(strstr(error, "the Events option names none"));
+}
+
 /* Thousands of missing names make a bounded list of warnings, the last counting the rest. */
 static void test_many_unknown_bounded(void) {
         _cleanup_(session_config_done) SessionConfig c = {};
@@ -362,6 +373,7 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/warnings/nothing-left-accepted", test_nothing_left_accepted);
         g_test_add_func("/warnings/strict-list-refused", test_strict_list_refused);
         g_test_add_func("/warnings/nothing-for-the-kernel-starts", test_nothing_for_the_kernel_starts);
+        g_test_add_func("/warnings/empty-events-option-refused", test_empty_events_option_refused);
         g_test_add_func("/warnings/data-sources", test_data_sources);
         g_test_add_func("/warnings/many-unknown-bounded", test_many_unknown_bounded);
         g_test_add_func("/warnings/tracing-mark-write", test_tracing_mark_write);

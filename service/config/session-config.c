@@ -380,7 +380,7 @@ static int pack_config(const Tracebus__TraceConfig *tc, SessionConfig *c) {
 /* The linux.ftrace data sources: events resolved (the ones this kernel lacks skipped, as
  * Perfetto does, with a warning each), the remaining FtraceConfig options, the atrace
  * categories. Only a strict list (Start's Events option) with no event that exists is
- * refused (UnknownEvent). */
+ * refused (UnknownEvent), or one with no event at all. */
 static int load_ftrace(const Tracebus__TraceConfig *tc, const char *root, SessionConfig *c,
                        EventResolution *res, char **ret_error) {
         int r;
@@ -390,6 +390,9 @@ static int load_ftrace(const Tracebus__TraceConfig *tc, const char *root, Sessio
                 return r;
         if (!c->events && res->n_unknown > 0 && c->strict_events)
                 return unknown_events_error(res, ret_error);
+        /* The Events option is the list of what to record: an empty one is a mistake. */
+        if (!c->events && c->strict_events)
+                return session_config_error(ret_error, "no ftrace events to record: the Events option names none");
         r = session_config_load_ftrace_options(tc, root, c, ret_error);
         if (r < 0)
                 return r;
