@@ -254,11 +254,13 @@ static void test_failed_capture_leaves_nothing(void) {
         g_auto(GStrv) after = NULL;
 
         dirs_new("fail", &d);
-        /* A config that asks for nothing to record: the service refuses it (InvalidConfig).
-         * (One whose events this kernel lacks starts, as Perfetto's, with warnings.) */
+        /* A config whose data source writes into a buffer it does not have: the service
+         * refuses it (InvalidConfig). (One whose events this kernel lacks starts, as
+         * Perfetto's, with warnings.) */
         write_file(d.config_dir, "broken.pbtxt",
                    "duration_ms: 1000\n"
-                   "data_sources { config { name: \"linux.ftrace\" ftrace_config { } } }\n", -1);
+                   "data_sources { config { name: \"linux.ftrace\" target_buffer: 5 "
+                   "ftrace_config { ftrace_events: \"sched/sched_switch\" } } }\n", -1);
         fake_trace(d.out_dir, "broken-20200101-000000.pftrace", 100);
         run_capture(&d, "broken", NULL, &res);
         g_assert_false(tb_command_succeeded(&res));

@@ -138,7 +138,6 @@ static void test_config_counters(void) {
                 g_assert_cmpint(session_config_load_buffers(tc, &c, &err), ==, 0);
                 g_assert_cmpuint(c.n_buffers, ==, counters_buffer + 1);
                 g_assert_cmpuint(c.buffers[counters_buffer].size_kb, ==, TB_COUNTERS_BUFFER_KB);
-                g_assert_true(session_config_has_other_sources(tc));
                 for (size_t k = 0; k < tc->n_data_sources; k++) {
                         const Tracebus__DataSourceConfig *ds = tc->data_sources[k]->config;
                         guint32 target = 99;

@@ -517,18 +517,18 @@ static void test_client_killed(void) {
 }
 
 /* (g) Bad input gets the named errors: an Events list of which nothing exists (a typo),
- * a config that asks for nothing. (A TraceConfig whose events are all missing here starts,
- * as Perfetto's does: test-sessions-warnings.) */
+ * a config whose data source names a buffer it lacks. (A TraceConfig whose events are all
+ * missing here starts, as Perfetto's does: test-sessions-warnings.) */
 static void test_bad_input(void) {
         g_auto(GStrv) inst = NULL, files = NULL;
         const char *const unknown[] = { "sched/no_such_event", NULL };
-        const char *unknown_config = "duration_ms: 1000 data_sources { config { name: \"linux.ftrace\" "
-                                     "ftrace_config { } } }";
+        const char *bad_target_config = "duration_ms: 1000 data_sources { config { name: \"linux.ftrace\" "
+                                        "target_buffer: 5 ftrace_config { ftrace_events: \"sched/sched_switch\" } } }";
         ClientSpec bad_config = { .user = "tbuser", .op = OP_START, .config = "this is { not a TraceConfig",
                                   .output_fd = -1 };
         ClientSpec bad_event = { .user = "tbuser", .op = OP_START, .events = unknown, .duration_ms = 1000,
                                  .output_fd = -1 };
-        ClientSpec bad_event_config = { .user = "tbuser", .op = OP_START, .config = unknown_config,
+        ClientSpec bad_event_config = { .user = "tbuser", .op = OP_START, .config = bad_target_config,
                                         .output_fd = -1 };
         g_autofree char *e1 = NULL, *e2 = NULL, *e3 = NULL;
 

@@ -260,13 +260,53 @@ static void test_config_errors(void) {
         session_config_done(&c);
 }
 
-static void test_config_other_sources(void) {
-        _cleanup_(trace_config_freep) Tracebus__TraceConfig *a = NULL, *b = NULL;
+/* The data sources apps record: kept with their target buffer, their config as written and
+ * their producer name filters; a filter over its bounds is refused before it is compiled. */
+static void load_producers(const char *text, SessionConfig *c, int expect, const char *error_part) {
+        _cleanup_(trace_config_freep) Tracebus__TraceConfig *tc = NULL;
+        g_autofree char *error = NULL;
 
-        g_assert_cmpint(session_config_parse_text("data_sources { config { name: \"linux.sys_stats\" } }", &a, NULL), ==, 0);
-        g_assert_cmpint(session_config_parse_text("data_sources { config { name: \"linux.ftrace\" } }", &b, NULL), ==, 0);
-        g_assert_true(session_config_has_other_sources(a));
-        g_assert_false(session_config_has_other_sources(b));
+        g_assert_cmpint(session_config_parse_text(text, &tc, NULL), ==, 0);
+        *c = (SessionConfig) {};
+        g_assert_cmpint(session_config_load_producers(tc, c, &error), ==, expect);
+        if (error_part) {
+                g_assert_nonnull(error);
+                g_assert_nonnull(strstr(error, error_part));
+        }
+}
+
+static void test_config_producer_sources(void) {
+        _cleanup_(trace_config_freep) Tracebus__TraceConfig *back = NULL;
+        SessionConfig c;
+        Tracebus__DataSourceConfig *ds;
+
+        load_producers(TWO_BUFFERS "data_sources { config { name: \"linux.sys_stats\" } } "
+                       "data_sources { config { name: \"track_event\" target_buffer: 1 "
+                       "track_event_config { enabled_categories: \"rendering\" } } "
+                       "producer_name_filter: \"example\" producer_name_regex_filter: \"ex.*\" } "
+                       "data_sources { config { name: \"com.example.custom_data_source\" } }", &c, 0, NULL);
+        g_assert_cmpuint(c.n_producer_sources, ==, 2);
+        g_assert_cmpstr(c.producer_sources[0].name, ==, "track_event");
+        g_assert_cmpuint(c.producer_sources[0].buffer, ==, 1);
+        g_assert_true(session_producer_source_accepts(&c.producer_sources[0], "example"));
+        g_assert_true(session_producer_source_accepts(&c.producer_sources[0], "exactly"));
+        g_assert_false(session_producer_source_accepts(&c.producer_sources[0], "other"));
+        g_assert_true(session_producer_source_accepts(&c.producer_sources[1], "other"));
+        ds = tracebus__data_source_config__unpack(NULL, c.producer_sources[0].config_len, c.producer_sources[0].config);
+        g_assert_nonnull(ds);
+        g_assert_cmpstr(ds->track_event_config->enabled_categories[0], ==, "rendering");
+        tracebus__data_source_config__free_unpacked(ds, NULL);
+        session_config_done(&c);
+
+        load_producers("data_sources { config { name: \"track_event\" } producer_name_regex_filter: \"(((a{99}){99}){99})\" }",
+                       &c, -EINVAL, "producer_name_regex_filter 0");
+        session_config_done(&c);
+        load_producers("data_sources { config { name: \"gpu.renderstages\" target_buffer: 3 } }", &c, -EINVAL,
+                       "target_buffer 3 does not exist");
+        session_config_done(&c);
+        load_producers("data_sources { config { name: \"android.power\" } }", &c, 0, NULL);
+        g_assert_cmpuint(c.n_producer_sources, ==, 0);
+        session_config_done(&c);
 }
 
 /* A packet as a poller hands it over: packed, no sequence id. */
@@ -474,7 +514,7 @@ int main(int argc, char **argv) {
         g_test_add_func("/trace-buffers/ring-staged-flush", test_ring_staged_flush);
         g_test_add_func("/trace-buffers/config-routing", test_config_routing);
         g_test_add_func("/trace-buffers/config-errors", test_config_errors);
-        g_test_add_func("/trace-buffers/config-other-sources", test_config_other_sources);
+        g_test_add_func("/trace-buffers/config-producer-sources", test_config_producer_sources);
         g_test_add_func("/trace-buffers/recorder-without-ftrace", test_recorder_without_ftrace);
         return g_test_run();
 }

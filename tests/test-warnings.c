@@ -177,18 +177,44 @@ static void test_data_sources(void) {
                              "ftrace_events: \"sched/sched_switch\" } } } "
                              "data_sources { config { name: \"com.example.mytrace\" } } "
                              "data_sources { config { name: \"linux.process_stats\" } }", &c, &error), ==, 0);
-        g_assert_cmpuint(strv_length(c.data_sources), ==, 2);
+        g_assert_cmpuint(strv_length(c.data_sources), ==, 3);
         g_assert_cmpstr(c.data_sources[0], ==, "linux.process_stats");
         g_assert_cmpstr(c.data_sources[1], ==, "linux.ftrace");
+        /* A name tracebus has no source of is one an app may register. */
+        g_assert_cmpstr(c.data_sources[2], ==, "com.example.mytrace");
+        g_assert_cmpuint(c.n_producer_sources, ==, 1);
+        g_assert_cmpstr(c.producer_sources[0].name, ==, "com.example.mytrace");
 }
 
-/* A config that asks for nothing at all is a mistake, not a kernel's lack: refused. */
-static void test_nothing_asked_refused(void) {
+/* A config with nothing for the kernel starts, as Perfetto's does: an ftrace_config without
+ * events, buffers alone, or track_event alone (the apps record it); no kernel buffer. */
+static void test_nothing_for_the_kernel_starts(void) {
+        const char *const configs[] = {
+                FTRACE(""),
+                "buffers { size_kb: 1024 }",
+                "data_sources { config { name: \"track_event\" } }",
+        };
+
+        for (size_t i = 0; i < G_N_ELEMENTS(configs); i++) {
+                _cleanup_(session_config_done) SessionConfig c = {};
+                g_autofree char *error = NULL;
+
+                g_assert_cmpint(load(configs[i], &c, &error), ==, 0);
+                g_assert_null(c.events);
+                g_assert_cmpuint(c.buffer_size_kb, ==, 0);
+                g_assert_cmpuint(c.n_producer_sources, ==, i == 2);
+        }
+}
+
+/* Start's Events option is the list of what to record: empty, it is refused. */
+static void test_empty_events_option_refused(void) {
+        _cleanup_(trace_config_freep) Tracebus__TraceConfig *tc = NULL;
         _cleanup_(session_config_done) SessionConfig c = {};
         g_autofree char *error = NULL;
 
-        g_assert_cmpint(load(FTRACE(""), &c, &error), ==, -EINVAL);
-        g_assert_nonnull(strstr(error, "no ftrace events to record"));
+        g_assert_cmpint(session_config_from_options(NULL, 1000, 0, &tc), ==, 0);
+        g_assert_cmpint(session_config_load_flags(tc, tracefs_root, SESSION_CONFIG_STRICT_EVENTS, &c, &error), ==, -EINVAL);
+        g_assert_nonnull(strstr(error, "the Events option names none"));
 }
 
 /* Thousands of missing names make a bounded list of warnings, the last counting the rest. */
@@ -346,7 +372,8 @@ int main(int argc, char *argv[]) {
         g_test_add_func("/warnings/unknown-events-skipped", test_unknown_events_skipped);
         g_test_add_func("/warnings/nothing-left-accepted", test_nothing_left_accepted);
         g_test_add_func("/warnings/strict-list-refused", test_strict_list_refused);
-        g_test_add_func("/warnings/nothing-asked-refused", test_nothing_asked_refused);
+        g_test_add_func("/warnings/nothing-for-the-kernel-starts", test_nothing_for_the_kernel_starts);
+        g_test_add_func("/warnings/empty-events-option-refused", test_empty_events_option_refused);
         g_test_add_func("/warnings/data-sources", test_data_sources);
         g_test_add_func("/warnings/many-unknown-bounded", test_many_unknown_bounded);
         g_test_add_func("/warnings/tracing-mark-write", test_tracing_mark_write);

@@ -71,3 +71,14 @@ char *strv_join(char * const *l, const char *sep) {
         }
         return r;
 }
+
+bool string_is_printable_name(const char *s, size_t max) {
+        size_t n = s ? strnlen(s, max) : 0;
+
+        if (n == 0 || n == max)
+                return false;
+        for (const char *c = s; *c; c++)
+                if (*c < 0x20 || *c > 0x7e)
+                        return false;
+        return true;
+}

@@ -19,4 +19,7 @@ int strv_extend_unique(char ***l, const char *s);
 /* Joins with @sep into a malloc'd string, or NULL on OOM. */
 char *strv_join(char * const *l, const char *sep);
 
+/* Whether @s is a name one may show: 1 to @max - 1 bytes, printable ASCII only. */
+bool string_is_printable_name(const char *s, size_t max);
+
 #define STRV_FOREACH(s, l) for (char * const *s = (l); s && *s; s++)

@@ -191,6 +191,10 @@ int trace_writer_append_data(TraceWriter *w, Tracebus__TracePacket *packet, uint
 int trace_writer_append_data_to(TraceWriter *w, uint32_t buffer, Tracebus__TracePacket *packet,
                                 uint32_t sequence_id);
 
+/* A TracePacket already packed and stamped by its caller (a producer's, whose sequence
+ * id and flags are its own), kept as it is in data buffer @buffer: -EINVAL past n_buffers. */
+int trace_writer_append_packed_to(TraceWriter *w, uint32_t buffer, const uint8_t *packet, size_t len);
+
 /* Keeps a TracePacket carrying an already-encoded FtraceEventBundle of @n_events, as data. */
 int trace_writer_append_ftrace_bundle(TraceWriter *w, const uint8_t *bundle, size_t len, size_t n_events);
 /* The same, with the bundle's @len bytes left for the caller to write at *ret before the

@@ -177,6 +177,22 @@ int trace_writer_append_data_to(TraceWriter *w, uint32_t buffer, Tracebus__Trace
         return 0;
 }
 
+int trace_writer_append_packed_to(TraceWriter *w, uint32_t buffer, const uint8_t *packet, size_t len) {
+        const uint8_t *filtered;
+        int r;
+
+        assert(w);
+        assert(packet || len == 0);
+
+        if (buffer >= w->n_buffers)
+                return -EINVAL;
+        if (w->filter) {
+                r = trace_writer_filter(w, packet, len, &filtered, &len);
+                return r < 0 ? r : append_data_bytes(w, buffer, filtered, len, 0);
+        }
+        return append_data_bytes(w, buffer, packet, len, 0);
+}
+
 int trace_writer_append_data(TraceWriter *w, Tracebus__TracePacket *packet, uint32_t sequence_id) {
         return trace_writer_append_data_to(w, 0, packet, sequence_id);
 }

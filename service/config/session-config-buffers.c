@@ -102,15 +102,6 @@ static int load_sizes(const Tracebus__TraceConfig *tc, SessionConfig *c, char **
         return 0;
 }
 
-bool session_config_has_other_sources(const Tracebus__TraceConfig *tc) {
-        const Tracebus__DataSourceConfig *ds;
-
-        FOREACH_CONFIG_SOURCE(ds, tc, NULL)
-                if (strcmp(ds->name, "linux.ftrace") != 0)
-                        return true;
-        return false;
-}
-
 int session_config_load_buffers(const Tracebus__TraceConfig *tc, SessionConfig *c, char **ret_error) {
         int r;
 

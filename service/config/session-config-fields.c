@@ -11,9 +11,10 @@
 #define A FIELD_ANDROID_ONLY
 #define N FIELD_NOT_YET
 #define I FIELD_IGNORED
+#define P FIELD_PRODUCER
 
 #define SET_BY_SERVICE "Perfetto's service sets it, not a config"
-#define ONE_PRODUCER "tracebus's data sources all run in one producer, the service"
+#define OWNERS_APPS "a session records only its owner's apps, every user's for root and org.tracebus.manage"
 #define NO_CLONE "a tracebus clone copies every buffer and leaves the session's buffers as they are"
 #define NO_PRIORITY "tracebus does not change its scheduling for a session"
 
@@ -26,8 +27,8 @@ const FieldRule session_config_field_rules[] = {
         { "TraceConfig", "duration_ms", H, NULL },
         { "TraceConfig", "prefer_suspend_clock_for_duration", N, NULL },
         { "TraceConfig", "enable_extra_guardrails", A, NULL },
-        { "TraceConfig", "lockdown_mode", I, ONE_PRODUCER },
-        { "TraceConfig", "producers", I, ONE_PRODUCER },
+        { "TraceConfig", "lockdown_mode", I, OWNERS_APPS },
+        { "TraceConfig", "producers", N, "an app's shared memory is its own hint, else 256 KiB" },
         { "TraceConfig", "statsd_metadata", A, NULL },
         { "TraceConfig", "write_into_file", H, NULL },
         { "TraceConfig", "output_path", H, "refused: the service never opens a path a caller names" },
@@ -36,7 +37,7 @@ const FieldRule session_config_field_rules[] = {
         { "TraceConfig", "guardrail_overrides", A, NULL },
         { "TraceConfig", "deferred_start", I, "the session starts when Start returns" },
         { "TraceConfig", "flush_period_ms", H, NULL },
-        { "TraceConfig", "flush_timeout_ms", I, "tracebus flushes in its own recorder, with no producers to wait for" },
+        { "TraceConfig", "flush_timeout_ms", N, "Stop waits for the apps' flush within data_source_stop_timeout_ms" },
         { "TraceConfig", "data_source_stop_timeout_ms", H, NULL },
         { "TraceConfig", "notify_traceur", A, NULL },
         { "TraceConfig", "bugreport_score", A, NULL },
@@ -73,8 +74,8 @@ const FieldRule session_config_field_rules[] = {
         { "TraceConfig.BufferConfig", "experimental_mode", I, "tracebus has one buffer implementation" },
 
         { "TraceConfig.DataSource", "config", H, NULL },
-        { "TraceConfig.DataSource", "producer_name_filter", I, ONE_PRODUCER },
-        { "TraceConfig.DataSource", "producer_name_regex_filter", I, ONE_PRODUCER },
+        { "TraceConfig.DataSource", "producer_name_filter", H, NULL },
+        { "TraceConfig.DataSource", "producer_name_regex_filter", H, NULL },
         { "TraceConfig.DataSource", "machine_name_filter", I, "tracebus records the machine it runs on" },
 
         { "DataSourceConfig", "name", H, NULL },
@@ -109,9 +110,9 @@ const SourceRule session_config_source_rules[] = {
         { "linux.inode_file_map", N, NULL },
         { "perfetto.metatrace", N, NULL },
         { "android.", A, NULL },
-        { "gpu.", A, NULL },
-        { "vulkan.", A, NULL },
-        { "track_event", A, NULL },
+        { "gpu.", P, NULL },
+        { "vulkan.", P, NULL },
+        { "track_event", P, NULL },
         { "org.chromium.", A, "Chrome" },
         { "code.v8.dev", A, "Chrome" },
         { "windows.", A, "Windows" },
@@ -172,6 +173,7 @@ static const ConfigFieldSource config_field_sources[] = {
 #undef A
 #undef N
 #undef I
+#undef P
 
 const FieldRule *session_config_field_rule(const char *message, const char *field) {
         for (const FieldRule *r = session_config_field_rules; r->message; r++)
@@ -226,6 +228,7 @@ static bool field_is_set(const ProtobufCMessage *m, const ProtobufCFieldDescript
 static int warn_rule(SessionConfig *c, const char *what, const char *name, FieldDisposition d, const char *why) {
         switch (d) {
         case FIELD_HONOURED:
+        case FIELD_PRODUCER:
                 return 0;
         case FIELD_ANDROID_ONLY:
                 return session_config_warn(c, "%s '%s' is %s-only: skipped", what, name, why ?: "Android");
@@ -284,6 +287,19 @@ static int check_config_fields(const Tracebus__DataSourceConfig *ds, SessionConf
         return 0;
 }
 
+/* Producer name filters choose among the apps; tracebus's own data sources run in the
+ * service, which no filter names. */
+static int check_own_source_filters(const Tracebus__TraceConfig__DataSource *source, SessionConfig *c) {
+        static const char *const why = "the data sources of tracebus itself run in the service, not in an app";
+        int r = 0;
+
+        if (source->n_producer_name_filter > 0)
+                r = warn_rule(c, "TraceConfig.DataSource field", "producer_name_filter", FIELD_IGNORED, why);
+        if (r >= 0 && source->n_producer_name_regex_filter > 0)
+                r = warn_rule(c, "TraceConfig.DataSource field", "producer_name_regex_filter", FIELD_IGNORED, why);
+        return r;
+}
+
 static int check_data_source(const Tracebus__TraceConfig__DataSource *source, size_t i, SessionConfig *c) {
         const Tracebus__DataSourceConfig *ds = source->config;
         const SourceRule *rule;
@@ -294,9 +310,13 @@ static int check_data_source(const Tracebus__TraceConfig__DataSource *source, si
                 return r;
         if (!ds || !ds->name || !*ds->name)
                 return session_config_warn(c, "data source %zu has no name: skipped", i);
+        /* An app's data source gets its config as written: its fields are the app's to read. */
+        if (session_config_is_producer_source(ds->name))
+                return 0;
+        r = check_own_source_filters(source, c);
+        if (r < 0)
+                return r;
         rule = session_config_source_rule(ds->name);
-        if (!rule)
-                return session_config_warn(c, "no data source '%s' in tracebus: skipped", ds->name);
         if (rule->disposition != FIELD_HONOURED)
                 return warn_rule(c, "data source", ds->name, rule->disposition, rule->why);
         r = check_message_fields(&ds->base, c);
@@ -352,8 +372,10 @@ int session_config_load_source_names(const Tracebus__TraceConfig *tc, SessionCon
 
         FOREACH_CONFIG_SOURCE(ds, tc, NULL) {
                 const SourceRule *rule = session_config_source_rule(ds->name);
+                bool runs = rule ? rule->disposition == FIELD_HONOURED || rule->disposition == FIELD_PRODUCER
+                                 : session_config_is_producer_source(ds->name);
 
-                if (!rule || rule->disposition != FIELD_HONOURED || strv_contains(c->data_sources, ds->name))
+                if (!runs || strv_contains(c->data_sources, ds->name))
                         continue;
                 if (strcmp(ds->name, "linux.ftrace") == 0 && !c->events)
                         continue;
@@ -393,6 +415,8 @@ static const char *disposition_text(FieldDisposition d) {
                 return "warned and skipped";
         case FIELD_NOT_YET:
                 return "warned and skipped (not yet)";
+        case FIELD_PRODUCER:
+                return "recorded by the apps (Perfetto SDK) that register it on the producer socket";
         case FIELD_IGNORED:
         default:
                 return "warned and skipped";
@@ -427,7 +451,7 @@ void session_config_fields_markdown(FILE *f) {
         fputs("\n| Data source (`name`, or names starting with it) | tracebus |\n|---|---|\n", f);
         for (const SourceRule *r = session_config_source_rules; r->name; r++)
                 markdown_rule(f, r->name, r->disposition, r->why);
-        fputs("| any other name | warned and skipped: no such data source in tracebus |\n", f);
+        fputs("| any other name | recorded by the apps (Perfetto SDK) that register it on the producer socket |\n", f);
         fputs("\n| DataSourceConfig field | configures |\n|---|---|\n", f);
         for (const ConfigFieldSource *s = config_field_sources; s->field; s++)
                 fprintf(f, "| `%s` | `%s` |\n", s->field, s->source);

@@ -18,6 +18,7 @@ typedef enum FieldDisposition {
         FIELD_ANDROID_ONLY,      /* meaningful on Android (or Chrome, Windows) only: skipped */
         FIELD_NOT_YET,           /* not implemented yet: skipped, with a warning */
         FIELD_IGNORED,           /* no meaning in tracebus's design: skipped, the rule says why */
+        FIELD_PRODUCER,          /* a data source the apps on the producer socket record */
 } FieldDisposition;
 
 /* A field of a config message, by its Perfetto name. @why completes "… : skipped" for
@@ -43,7 +44,8 @@ extern const SourceRule session_config_source_rules[];
  * test catches: every field of the messages walked has one). */
 const FieldRule *session_config_field_rule(const char *message, const char *field);
 
-/* The rule for the data source @name; NULL: no data source of that name in tracebus. */
+/* The rule for the data source @name; NULL: no data source of that name in tracebus, so
+ * one an app may register (FIELD_PRODUCER, as the rules' own producer names). */
 const SourceRule *session_config_source_rule(const char *name);
 
 /* The data source a DataSourceConfig field such as "sys_stats_config" configures, or

@@ -52,6 +52,7 @@ void session_config_done(SessionConfig *c) {
         c->n_buffers = 0;
         c->unknown_ftrace_events = strv_free(c->unknown_ftrace_events);
         c->data_sources = strv_free(c->data_sources);
+        session_config_producers_done(c);
         c->failed_ftrace_events = strv_free(c->failed_ftrace_events);
         c->atrace_errors = strv_free(c->atrace_errors);
         session_config_forget_refused(c);
@@ -376,39 +377,28 @@ static int pack_config(const Tracebus__TraceConfig *tc, SessionConfig *c) {
         return 0;
 }
 
-/* A config that asks for nothing at all (no events, no other data source) is a mistake,
- * not a kernel's lack. One that asked and lost everything to this kernel (every event
- * missing, no function_graph tracer...) starts, as Perfetto starts it, its losses warnings. */
-static int nothing_to_record_error(char **ret_error) {
-        return session_config_error(ret_error, "no ftrace events to record: add a linux.ftrace data source with "
-                                    "ftrace_events, or pass the Events option");
-}
-
 /* The linux.ftrace data sources: events resolved (the ones this kernel lacks skipped, as
  * Perfetto does, with a warning each), the remaining FtraceConfig options, the atrace
  * categories. Only a strict list (Start's Events option) with no event that exists is
- * refused (UnknownEvent). */
+ * refused (UnknownEvent), or one with no event at all. */
 static int load_ftrace(const Tracebus__TraceConfig *tc, const char *root, SessionConfig *c,
                        EventResolution *res, char **ret_error) {
-        size_t n_warnings = strv_length(c->warnings);
-        bool other_sources;
         int r;
 
         r = load_events(tc, root, c, res, ret_error);
         if (r < 0)
                 return r;
-        /* A config of other data sources only records them, with no kernel buffer. */
-        other_sources = session_config_has_other_sources(tc);
         if (!c->events && res->n_unknown > 0 && c->strict_events)
                 return unknown_events_error(res, ret_error);
+        /* The Events option is the list of what to record: an empty one is a mistake. */
+        if (!c->events && c->strict_events)
+                return session_config_error(ret_error, "no ftrace events to record: the Events option names none");
         r = session_config_load_ftrace_options(tc, root, c, ret_error);
         if (r < 0)
                 return r;
         r = session_config_load_ftgraph(tc, root, c, ret_error);
         if (r < 0)
                 return r;
-        if (!c->events && !other_sources && res->n_unknown == 0 && strv_length(c->warnings) == n_warnings)
-                return nothing_to_record_error(ret_error);
         r = session_config_note_unknown_events(c, res->unknown, res->n_unknown);
         if (r >= 0)
                 r = session_config_load_atrace(tc, c);
@@ -468,7 +458,9 @@ int session_config_load_flags(const Tracebus__TraceConfig *tc, const char *root,
         /* No ftrace events: no kernel buffer at all. */
         c.buffer_size_kb = !c.events ? 0 : c.buffer_size_kb ?: SESSION_DEFAULT_BUFFER_SIZE_KB;
 
-        r = session_config_load_source_names(tc, &c);
+        r = session_config_load_producers(tc, &c, ret_error);
+        if (r >= 0)
+                r = session_config_load_source_names(tc, &c);
         if (r >= 0)
                 r = pack_config(tc, &c);
         if (r < 0)

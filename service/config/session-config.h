@@ -74,6 +74,24 @@ typedef struct SessionProcessTree {
 
 /* One data source's validated section (sources/data-source.h; linux.ftrace has none): the
  * config owns it and frees it with @free, but never reads it; the source that loaded it does. */
+/* A data source that apps built with the Perfetto SDK record (session-config-producers.c):
+ * every connected producer that registered @name, passes the name filters and may be set
+ * up by the session's owner gets @config, its DataSourceConfig as the config wrote it. */
+typedef struct SessionProducerSource {
+        char *name;
+        uint8_t *config;               /* packed DataSourceConfig, at most SESSION_MAX_PRODUCER_CONFIG_BYTES */
+        size_t config_len;
+        uint32_t buffer;               /* the index in buffers of its target */
+        char **name_filter;            /* producer_name_filter: exact names; NULL: any */
+        WholeRegex **name_regexes;     /* producer_name_regex_filter, compiled */
+        size_t n_name_regexes;
+} SessionProducerSource;
+
+#define SESSION_MAX_PRODUCER_SOURCES 32u        /* the SDK registers at most 32 per app */
+#define SESSION_MAX_PRODUCER_CONFIG_BYTES (32u * 1024u)  /* one command frame must hold it */
+#define SESSION_MAX_PRODUCER_FILTERS 16u        /* names, and regexes, per data source */
+#define SESSION_MAX_PRODUCER_NAME 256u          /* a data source's or a producer's name, NUL included */
+
 typedef struct SessionSection {
         void *data;
         void (*free)(void *data);
@@ -135,6 +153,9 @@ typedef struct SessionConfig {
         /* Kernel addresses as the kernel wrote them: for root and holders of
          * org.tracebus.manage. Otherwise a keyed hash, as kptr_restrict would. */
         bool kernel_pointers_raw;
+        /* The apps of every user are set up for the session, not only its owner's: for
+         * root and holders of org.tracebus.manage at Start (core/session-producers.c). */
+        bool producers_any_uid;
         /* The events a caller without org.tracebus.manage may not record, noted when the
          * events were resolved (session-config-access.c): every one, sorted, and the first
          * few the config named (with how many it named), which refuse such a caller's Start. */
@@ -162,6 +183,8 @@ typedef struct SessionConfig {
         SessionSection sections[SESSION_MAX_SECTIONS];
         SessionProcessTree process_tree;
         char **data_sources;           /* the config's data sources tracebus runs (DataSources property) */
+        SessionProducerSource *producer_sources; /* recorded by apps: track_event, gpu.*, custom names */
+        size_t n_producer_sources;
 
         /* TraceConfig's own fields (session-config-trace.c). */
         char *unique_session_name;     /* NULL: none; else one live session of it per user */
@@ -339,7 +362,6 @@ int session_config_check_fields(const Tracebus__TraceConfig *tc, SessionConfig *
 int session_config_load_buffers(const Tracebus__TraceConfig *tc, SessionConfig *c, char **ret_error);
 /* Whether @tc has a data source other than linux.ftrace: a config without ftrace events
  * still records something. */
-bool session_config_has_other_sources(const Tracebus__TraceConfig *tc);
 /* The index in tc->buffers that data source @ds writes to: its target_buffer_name if set,
  * else its target_buffer. -EINVAL with a message naming @ds when there is no such buffer. */
 int session_config_target_buffer(const Tracebus__TraceConfig *tc, const Tracebus__DataSourceConfig *ds,
@@ -348,6 +370,13 @@ int session_config_target_buffer(const Tracebus__TraceConfig *tc, const Tracebus
 /* session-config-rotate.c: Start's rotation options, checked against
  * the limits below and the loaded config (write_into_file only), into @c. -EINVAL with
  * the option named in *ret_error. */
+/* The config's data sources that apps record (session-config-producers.c). */
+bool session_config_is_producer_source(const char *name);
+int session_config_load_producers(const Tracebus__TraceConfig *tc, SessionConfig *c, char **ret_error);
+void session_config_producers_done(SessionConfig *c);
+/* Whether a producer named @producer_name passes @s's name filters (none: every producer). */
+bool session_producer_source_accepts(const SessionProducerSource *s, const char *producer_name);
+
 #define SESSION_MIN_ROTATE_EVERY_MS 1000u
 #define SESSION_MAX_ROTATE_EVERY_MS (UINT64_C(366) * 24 * 3600 * 1000)
 #define SESSION_MIN_ROTATE_BYTES (1024u * 1024u)

@@ -69,6 +69,8 @@ int manager_grant_start_rights(StartRequest *req, unsigned granted, pid_t *ret_p
          * kptr_restrict=1 shows them only to the privileged; the others' traces hold
          * them hashed, and only the kernel events whose content they could read anyway. */
         req->config.kernel_pointers_raw = manage;
+        /* Apps of other users record for the session only when its owner could trace them. */
+        req->config.producers_any_uid = manage;
         /* Each data source narrows its part to what the owner may read
          * (DataSourceOps.apply_rights); linux.perf's scope may refuse the start. */
         r = data_sources_apply_rights(&req->config, req->uid, manage);

@@ -160,6 +160,9 @@ void manager_add_session(Manager *m, Session *s) {
         }
         *tail = s;
         m->n_sessions++;
+        /* The apps that record its data sources, set up now (or, armed, when it records). */
+        if (session_producers_start(s, m->producers) < 0)
+                log_warning("Session %" PRIu64 ": the apps of its data sources cannot be set up.", s->id);
 }
 
 bool manager_is_idle(Manager *m) {

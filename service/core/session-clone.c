@@ -30,6 +30,7 @@ typedef struct SessionClone {
         TraceBudget *budget;
         pthread_t thread;
         bool thread_started;
+        bool waiting_apps;            /* the apps flush first (session_producers_flush()) */
         int write_error;
         uint64_t started_usec;
         SessionCloneDone done;
@@ -163,6 +164,26 @@ static int watch_copy_done(Session *s, SessionClone *c) {
         return 0;
 }
 
+/* Ends the clone through the loop, as any other end: @error in the copy's result. */
+static void fail_copy(SessionClone *c, int error) {
+        uint64_t one = 1;
+
+        c->rc.error = error;
+        (void) write(c->rc.done_fd, &one, sizeof(one));
+}
+
+static void copy_after_apps(Session *s) {
+        SessionClone *c = s->clone;
+        int r;
+
+        if (!c)
+                return;
+        c->waiting_apps = false;
+        r = recorder_clone(s->recorder, &c->rc);
+        if (r < 0)
+                fail_copy(c, r);
+}
+
 int session_clone(Session *s, SessionCloneOptions *o, SessionCloneDone done, void *userdata) {
         _cleanup_close_ int fd = TAKE_FD(o->fd);
         SessionClone *c;
@@ -186,7 +207,10 @@ int session_clone(Session *s, SessionCloneOptions *o, SessionCloneDone done, voi
         c->output = output_kind(c->fd);
         if (r >= 0)
                 r = watch_copy_done(s, c);
+        /* What the apps hold goes into the snapshot: they flush first, bounded. */
         if (r >= 0)
+                c->waiting_apps = session_producers_flush(s, copy_after_apps) > 0;
+        if (r >= 0 && !c->waiting_apps)
                 /* -EBUSY (a snapshot is asked for already) is the caller's to report. */
                 r = recorder_clone(s->recorder, &c->rc);
         if (r < 0) {
@@ -201,15 +225,15 @@ int session_clone(Session *s, SessionCloneOptions *o, SessionCloneDone done, voi
 
 void session_clone_abandon(Session *s) {
         SessionClone *c = s->clone;
-        uint64_t one = 1;
 
         if (!c)
                 return;
         s->clone = NULL;
         c->session = NULL;
         /* Not copied yet: it never will be. Failed through the loop, as any other end. */
-        if (s->recorder && recorder_clone_cancel(s->recorder, &c->rc)) {
-                c->rc.error = -ECANCELED;
-                (void) write(c->rc.done_fd, &one, sizeof(one));
-        }
+        if (c->waiting_apps) {
+                session_producers_cancel_flush(s);
+                fail_copy(c, -ECANCELED);
+        } else if (s->recorder && recorder_clone_cancel(s->recorder, &c->rc))
+                fail_copy(c, -ECANCELED);
 }

@@ -234,6 +234,10 @@ int session_begin_recording(Session *s) {
         if (r < 0)
                 return r;
         s->state = SESSION_RECORDING;
+        /* Armed until now: the apps start with the recording. */
+        if (s->apps)
+                for (Producer *p = session_producers_list(s); p; p = p->next)
+                        session_producers_offer(s, p, NULL);
         return 0;
 }
 
@@ -250,6 +254,7 @@ Session *session_free(Session *s) {
         session_rotate_done(s);
         data_sources_stop(&s->sources);
         session_clone_abandon(s);
+        session_producers_free(s);
         recorder_free(s->recorder);
         trace_instance_free(s->instance);
         data_sources_teardown_instance(&s->config, s->id);
@@ -325,6 +330,17 @@ void session_cancel_final_reads(Session *s) {
         s->final_source = sd_event_source_disable_unref(s->final_source);
 }
 
+static void stop_sources(Session *s) {
+        int r;
+
+        r = start_final_reads(s);
+        if (r < 0)
+                log_warning_errno(r, "Session %" PRIu64 ": the pollers' final reads cannot be queued, skipped: %m",
+                                  s->id);
+        if (r <= 0)
+                session_finish_stop(s);
+}
+
 /* An armed session recorded nothing and its recorder's thread never ran, so nothing
  * else makes done_fd readable: the end is taken on the loop as any recorder's
  * (on_recorder_done()), with an empty trace, as Perfetto returns no data. */
@@ -359,12 +375,9 @@ int session_stop(Session *s, SessionEndReason reason) {
          * drains, not after it, before Stop's reply. */
         if (s->instance)
                 (void) trace_instance_write_file(s->instance, "events/enable", "0");
-        r = start_final_reads(s);
-        if (r < 0)
-                log_warning_errno(r, "Session %" PRIu64 ": the pollers' final reads cannot be queued, skipped: %m",
-                                  s->id);
-        if (r <= 0)
-                session_finish_stop(s);
+        /* The apps flush and stop first (bounded), then the pollers read once more. */
+        if (session_producers_stop(s, stop_sources) <= 0)
+                stop_sources(s);
         report_changed(s, SESSION_CHANGED_STATE);
         log_info("Session %" PRIu64 " stopping (%s).", s->id, session_end_reason_to_string(reason));
         return 0;

@@ -8,6 +8,7 @@
 
 #include "config/session-config.h"
 #include "kernel/tracefs-instance.h"
+#include "producers/producers.h"
 #include "recorder/recorder.h"
 #include "sources/data-source.h"
 #include "sources/poller.h"
@@ -127,6 +128,8 @@ struct Session {
          * the last began (CLOCK_MONOTONIC; 0: never), for the rate limit. */
         struct SessionClone *clone;
         uint64_t last_clone_usec;
+        /* The apps that record for it (session-producers.c). */
+        struct SessionProducers *apps;
 };
 
 /* Session ids (manager_new_session_id()) are at most this: 48 random bits. */
@@ -216,6 +219,33 @@ void session_triggers_free(Session *s);
  * as Perfetto's ActivateTriggers does for one session. 1 when the session took it
  * (recorded in the trace, acted on), 0 when it has no such trigger or skipped it. */
 int session_activate_trigger(Session *s, const char *name, const char *producer, uid_t uid, uint64_t now_ns);
+/* session-producers.c: the apps on the producer socket that record the config's data
+ * sources for this session (track_event, ...). Started with the recording (and in every
+ * allowed app that registers a matching data source later), stopped at Stop: a flush,
+ * StopDataSource, a bounded wait for the apps, then what their buffers hold is scraped
+ * before the recorder's final drain. */
+int session_producers_start(Session *s, Producers *producers);
+/* The producers connected (NULL when the session has no app data sources). */
+Producer *session_producers_list(Session *s);
+/* @producer registered @name (NULL: any of its data sources) while @s runs. */
+void session_producers_offer(Session *s, Producer *producer, const char *name);
+/* A packet of @producer for the service-global @target_buffer: true when it was @s's. */
+bool session_producers_packet(Session *s, Producer *producer, uint32_t target_buffer, uint16_t writer_id,
+                              bool dropped, const uint8_t *data, size_t size);
+/* Whether @producer may send @s triggers or be set up by it. */
+bool session_producers_allowed(const Session *s, const Producer *producer);
+/* At Stop: 1 when the apps were told to stop and session_producers_stopped() is called
+ * once they did or their time ran out; 0 when there were none. */
+int session_producers_stop(Session *s, void (*done)(Session *s));
+/* Before a snapshot: the apps flush, and @done is called once each acknowledged or after
+ * the stop timeout. 1 when waiting, 0 when there is no app to wait for. */
+int session_producers_flush(Session *s, void (*done)(Session *s));
+void session_producers_cancel_flush(Session *s);
+void session_producers_flush_acked(Session *s, Producer *producer, uint64_t flush_request_id);
+/* @producer said NotifyDataSourceStopped for @instance_id. */
+void session_producers_instance_stopped(Session *s, Producer *producer, uint64_t instance_id);
+void session_producers_free(Session *s);
+
 /* session-clone.c: the session or its recorder goes; a clone not
  * copied yet fails with -ECANCELED, one being written finishes on its own. */
 void session_clone_abandon(Session *s);

@@ -14,7 +14,7 @@
 /* The longest producer name kept (the SDK sends argv[0]). */
 #define PRODUCER_NAME_MAX 256u
 
-static int producer_update_events(Producer *producer) {
+int producer_update_events(Producer *producer) {
         uint32_t events = EPOLLIN;
 
         if (ipc_writer_queued(producer->writer) > 0)
@@ -35,6 +35,9 @@ void producer_close(Producer *producer, const char *reason, int error) {
         if (producer->next)
                 producer->next->prev = producer->prev;
         p->n_producers--;
+        producer_tracing_end(producer);
+        if (p->sink && p->sink->gone)
+                p->sink->gone(producer, p->sink_userdata);
         sd_event_source_disable_unref(producer->io);
         sd_event_source_disable_unref(producer->handshake_timer);
         safe_close(producer->fd);
@@ -67,6 +70,8 @@ static int on_initialize(Producer *producer, uint64_t request_id, const Tracebus
         if (!producer->name)
                 return -ENOMEM;
         producer->handshake_timer = sd_event_source_disable_unref(producer->handshake_timer);
+        if (req->has_shared_memory_size_hint_bytes)
+                producer->smb_size_hint = req->shared_memory_size_hint_bytes;
         return ipc_writer_queue_reply(producer->writer, request_id, true, false, &response.base, -1);
 }
 
@@ -91,6 +96,8 @@ static int on_register(Producer *producer, uint64_t request_id, const Tracebus__
         if (r < 0)
                 log_debug_errno(r, "Producer %" PRIu64 ": data source %s refused: %m", producer->id,
                                 d && d->name ? d->name : "without a name");
+        if (r >= 0 && producer->owner->sink && producer->owner->sink->source_registered)
+                producer->owner->sink->source_registered(producer, d->name, producer->owner->sink_userdata);
         if (drop_reply)
                 return 0;
         if (update)
@@ -127,10 +134,13 @@ static int on_call(Producer *producer, uint64_t request_id, bool drop_reply, Pro
         case PRODUCER_PORT_UNREGISTER_TRACE_WRITER:
         case PRODUCER_PORT_NOTIFY_DATA_SOURCE_STARTED:
         case PRODUCER_PORT_NOTIFY_DATA_SOURCE_STOPPED:
-        case PRODUCER_PORT_ACTIVATE_TRIGGERS:
+        case PRODUCER_PORT_ACTIVATE_TRIGGERS: {
+                int r = producer_on_tracing_call(producer, method, args);
+
+                return r < 0 ? r : reply_empty(producer, request_id, drop_reply);
+        }
         case PRODUCER_PORT_SYNC:
-                /* No session has given this producer a buffer or a data source yet: there
-                 * is nothing to commit, start or trigger, and nothing to wait for. */
+                /* Every request before it was served in order: nothing to wait for. */
                 return reply_empty(producer, request_id, drop_reply);
         default:
                 return ipc_writer_queue_reply(producer->writer, request_id, false, false, NULL, -1);
@@ -286,6 +296,7 @@ int producer_new(Producers *owner, int fd, uid_t uid, pid_t pid, Producer **ret)
         if (!producer)
                 return -ENOMEM;
         producer->fd = -EBADF;
+        producer->smb_fd = -EBADF;
         r = ipc_reader_new(&producer->reader);
         if (r >= 0)
                 r = ipc_writer_new(&producer->writer);

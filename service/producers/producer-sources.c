@@ -37,17 +37,7 @@ static ProducerDataSource *find_source(Producer *producer, const char *name) {
 }
 
 static bool name_valid(const char *name) {
-        size_t n;
-
-        if (!name)
-                return false;
-        n = strnlen(name, DATA_SOURCE_NAME_MAX);
-        if (n == 0 || n == DATA_SOURCE_NAME_MAX)
-                return false;
-        for (const char *c = name; *c; c++)
-                if (*c < 0x20 || *c > 0x7e)
-                        return false;
-        return true;
+        return string_is_printable_name(name, DATA_SOURCE_NAME_MAX);
 }
 
 /* The categories' names that are valid names, up to the bound; the others are left out. */
@@ -81,6 +71,7 @@ static int copy_source(const Tracebus__DataSourceDescriptor *d, ProducerDataSour
         out->name = strdup(d->name);
         if (!out->name)
                 return -ENOMEM;
+        out->notifies_stop = d->will_notify_on_stop;
         r = copy_categories(d->track_event_descriptor, out);
         if (r < 0)
                 source_done(out);
@@ -126,4 +117,8 @@ int producer_unregister_source(Producer *producer, const char *name) {
         source_done(s);
         *s = producer->sources[--producer->n_sources];
         return 0;
+}
+
+bool producer_has_source(const Producer *producer, const char *name) {
+        return find_source((Producer *) producer, name) != NULL;
 }

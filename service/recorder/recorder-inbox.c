@@ -17,17 +17,15 @@ typedef struct SubmittedPacket {
         uint32_t sequence_id;
         uint32_t target_buffer;
         bool meta;
+        bool stamped;            /* a producer's packet, packed and stamped: kept as it is */
         size_t len;
         uint8_t data[];
 } SubmittedPacket;
 
-int recorder_submit_packet(Recorder *rec, uint32_t sequence_id, uint32_t target_buffer, bool meta,
-                           const void *packet, size_t len) {
+static int submit(Recorder *rec, const SubmittedPacket *head, const void *packet) {
         SubmittedPacket *p;
+        size_t len = head->len;
         int r = 0;
-
-        assert(rec);
-        assert(sequence_id > 0 && sequence_id < _TRACE_SEQUENCE_MAX);
 
         (void) pthread_mutex_lock(&rec->inbox_lock);
         if (len > RECORDER_MAX_SUBMITTED_BYTES - rec->inbox_bytes) {
@@ -41,8 +39,7 @@ int recorder_submit_packet(Recorder *rec, uint32_t sequence_id, uint32_t target_
                 r = -ENOMEM;
                 goto unlock;
         }
-        *p = (SubmittedPacket) { .sequence_id = sequence_id, .target_buffer = target_buffer,
-                                 .meta = meta, .len = len };
+        *p = *head;
         memcpy(p->data, packet, len);
         if (rec->inbox_tail)
                 rec->inbox_tail->next = p;
@@ -55,6 +52,21 @@ unlock:
         if (r >= 0)
                 recorder_wake(rec);
         return r;
+}
+
+int recorder_submit_packet(Recorder *rec, uint32_t sequence_id, uint32_t target_buffer, bool meta,
+                           const void *packet, size_t len) {
+        assert(rec);
+        assert(sequence_id > 0 && sequence_id < _TRACE_SEQUENCE_MAX);
+
+        return submit(rec, &(SubmittedPacket) { .sequence_id = sequence_id, .target_buffer = target_buffer,
+                                                .meta = meta, .len = len }, packet);
+}
+
+int recorder_submit_stamped_packet(Recorder *rec, uint32_t target_buffer, const void *packet, size_t len) {
+        assert(rec);
+
+        return submit(rec, &(SubmittedPacket) { .target_buffer = target_buffer, .stamped = true, .len = len }, packet);
 }
 
 uint64_t recorder_submitted_dropped(Recorder *rec) {
@@ -80,6 +92,13 @@ static SubmittedPacket *take_inbox(Recorder *rec) {
 static int append_one(Recorder *rec, const SubmittedPacket *p) {
         Tracebus__TracePacket *packet;
         int r;
+
+        if (p->stamped) {
+                /* Checked by the service when the producer's buffers were set up. */
+                if (p->target_buffer >= rec->writer.n_buffers)
+                        return 0;
+                return trace_writer_append_packed_to(&rec->writer, p->target_buffer, p->data, p->len);
+        }
 
         packet = tracebus__trace_packet__unpack(NULL, p->len, p->data);
         if (!packet) {
