@@ -607,6 +607,45 @@ static void case_clone_flushes_apps(void) {
         hostile_done(&h);
 }
 
+/* How many of the app's packets (trusted_pid @pid) say that their sequence's incremental
+ * state was cleared before them. */
+static guint count_cleared_packets(const char *path, pid_t pid) {
+        /* TracePacket.sequence_flags' SEQ_INCREMENTAL_STATE_CLEARED. */
+        const uint32_t incremental_state_cleared = 1;
+        Tracebus__Trace *t = read_trace(path);
+        guint n = 0;
+
+        for (size_t i = 0; i < t->n_packet; i++) {
+                const Tracebus__TracePacket *p = t->packet[i];
+
+                if (p->has_trusted_pid && p->trusted_pid == (int32_t) pid && p->has_sequence_flags &&
+                    (p->sequence_flags & incremental_state_cleared))
+                        n++;
+        }
+        tracebus__trace__free_unpacked(t, NULL);
+        return n;
+}
+
+/* incremental_state_config.clear_period_ms: the apps are told to clear their interned
+ * state every period, and their next packets say so (a writer marks only its first packet
+ * when nobody asks), while the game still reads whole. */
+static void case_incremental_state_cleared(void) {
+        g_autofree char *dir = make_user_dir("tbuser", "ps-clear");
+        g_autofree char *text = g_strdup_printf(TRACK_EVENT_CONFIG "incremental_state_config { clear_period_ms: 150 }\n",
+                                                4000u);
+        g_autofree char *config = user_file("tbuser", dir, "clear.pbtxt", text, -1);
+        g_autofree char *out = g_build_filename(dir, "clear.pftrace", NULL);
+        g_auto(TbCommandResult) res = { 0 };
+        g_auto(TbUser) u = { 0 };
+        GPid app = spawn_app("tbuser", "example_system_wide", &u);
+
+        g_assert_true(registered(app, "track_event"));
+        run_cli("tbuser", &res, "-c", config, "--txt", "-o", out, NULL);
+        assert_exit(&res, 0);
+        assert_app_recorded(out, app, u.uid);
+        g_assert_cmpuint(count_cleared_packets(out, app), >=, 2);
+}
+
 int main(int argc, char **argv) {
         g_test_init(&argc, &argv, NULL);
         tb_require_system_bus_environment();
@@ -618,5 +657,6 @@ int main(int argc, char **argv) {
         tb_test_add_isolated("/bus/producer-sessions/05-hostile-producer", case_hostile_producer);
         tb_test_add_isolated("/bus/producer-sessions/06-app-triggers", case_app_triggers);
         tb_test_add_isolated("/bus/producer-sessions/07-clone-flushes-apps", case_clone_flushes_apps);
+        tb_test_add_isolated("/bus/producer-sessions/08-incremental-state-cleared", case_incremental_state_cleared);
         return tb_test_run(TB_START_SERVICE);
 }

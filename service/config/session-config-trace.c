@@ -100,10 +100,17 @@ int session_config_load_trace(const Tracebus__TraceConfig *tc, SessionConfig *c,
         /* Unset: the final drain empties the kernel's buffers, which bounds it already. Perfetto's
          * 5 s default would cut a full 64 MiB ring on a slow machine, silently in effect. */
         c->stop_timeout_ms = tc->data_source_stop_timeout_ms;
-        /* incremental_state_config needs nothing: the writer keeps every packet later ones
-         * refer to (process trees, track descriptors, clock snapshots) in its metadata, which
-         * a ring never overwrites, and each ftrace bundle carries its own intern table.
-         * deferred_start and flush_timeout_ms are warned by the field table
+        /* incremental_state_config asks nothing of the service's own packets: the writer
+         * keeps every packet later ones refer to (process trees, track descriptors, clock
+         * snapshots) in its metadata, which a ring never overwrites, and each ftrace bundle
+         * carries its own intern table. The apps' interned names live in their sequences,
+         * which a ring overwrites: they are told to clear them every period, so that a
+         * wrapped ring keeps names for what it holds (session-producers.c). */
+        if (tc->incremental_state_config && tc->incremental_state_config->has_clear_period_ms &&
+            tc->incremental_state_config->clear_period_ms > 0)
+                c->incremental_clear_period_ms = MAX(tc->incremental_state_config->clear_period_ms,
+                                                     (uint32_t) SESSION_MIN_WRITE_PERIOD_MS);
+        /* deferred_start and flush_timeout_ms are warned by the field table
          * (session-config-fields.c); trace_filter is session-config-filter.c's. */
         return 0;
 }

@@ -193,6 +193,7 @@ typedef struct SessionConfig {
         bool has_trace_uuid;           /* trace_uuid_msb/lsb: the TraceUuid packet's, else random */
         int64_t trace_uuid_msb, trace_uuid_lsb;
         uint32_t flush_period_ms;      /* 0: none */
+        uint32_t incremental_clear_period_ms; /* the apps clear their interned state; 0: never */
         uint32_t stop_timeout_ms;      /* data_source_stop_timeout_ms: bounds the final drain */
 
         /* TraceConfig.trace_filter (session-config-filter.c). */

@@ -48,6 +48,7 @@ typedef struct SessionProducers {
         sd_event_source *stop_timer;
         void (*stop_done)(Session *s);
         sd_event_source *flush_timer;  /* flush_period_ms, or file_write_period_ms when written as it goes */
+        sd_event_source *clear_timer;  /* incremental_state_config.clear_period_ms */
         uint64_t last_flush_id;
         /* The flush before a snapshot: its id, the acks it waits for, its bound. */
         void (*snapshot_done)(Session *s);
@@ -168,6 +169,35 @@ static int arm_flush_timer(Session *s) {
         return sd_event_source_set_enabled(s->apps->flush_timer, SD_EVENT_ON);
 }
 
+/* Every clear period the apps' instances drop their interned state and write it again, so
+ * that what a ring keeps after wrapping still has the names it refers to. */
+static int on_clear_timer(sd_event_source *source, uint64_t usec, void *userdata) {
+        Session *s = userdata;
+        SessionProducers *a = s->apps;
+
+        for (size_t i = 0; i < a->n_links && s->state == SESSION_RECORDING; i++) {
+                Producer *p = a->producers ? producers_find(a->producers, a->links[i].producer_id) : NULL;
+
+                if (p)
+                        (void) producer_clear_instance_state(p, a->links[i].instance_id);
+        }
+        (void) sd_event_source_set_time_relative(source, (uint64_t) s->config.incremental_clear_period_ms * 1000);
+        return 0;
+}
+
+static int arm_clear_timer(Session *s) {
+        uint64_t period_usec = (uint64_t) s->config.incremental_clear_period_ms * 1000;
+        int r;
+
+        if (period_usec == 0)
+                return 0;
+        r = sd_event_add_time_relative(s->event, &s->apps->clear_timer, CLOCK_MONOTONIC, period_usec, 0,
+                                       on_clear_timer, s);
+        if (r < 0)
+                return r;
+        return sd_event_source_set_enabled(s->apps->clear_timer, SD_EVENT_ON);
+}
+
 int session_producers_start(Session *s, Producers *producers) {
         if (s->config.n_producer_sources == 0 || s->apps)
                 return 0;
@@ -177,6 +207,8 @@ int session_producers_start(Session *s, Producers *producers) {
         s->apps->producers = producers;
         if (arm_flush_timer(s) < 0)
                 log_warning("Session %" PRIu64 ": the apps will not be flushed periodically.", s->id);
+        if (arm_clear_timer(s) < 0)
+                log_warning("Session %" PRIu64 ": the apps will not clear their incremental state periodically.", s->id);
         if (producers) {
                 s->apps->buffer_base = producers_allocate_buffers(producers, MAX(s->config.n_buffers, (size_t) 1));
                 for (Producer *p = producers->list; p; p = p->next)
@@ -242,6 +274,7 @@ static void finish_stop(Session *s) {
 
         a->stop_timer = sd_event_source_disable_unref(a->stop_timer);
         a->flush_timer = sd_event_source_disable_unref(a->flush_timer);
+        a->clear_timer = sd_event_source_disable_unref(a->clear_timer);
         /* What the apps wrote and did not commit is still in their buffers. */
         for (size_t i = 0; i < a->n_links; i++) {
                 Producer *p = a->producers ? producers_find(a->producers, a->links[i].producer_id) : NULL;
@@ -328,6 +361,7 @@ void session_producers_free(Session *s) {
         }
         sd_event_source_disable_unref(a->stop_timer);
         sd_event_source_disable_unref(a->flush_timer);
+        sd_event_source_disable_unref(a->clear_timer);
         sd_event_source_disable_unref(a->snapshot_timer);
         free(a->links);
         free(a->sequences);

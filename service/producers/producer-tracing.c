@@ -191,6 +191,21 @@ int producer_flush_instance(Producer *producer, uint64_t instance_id, uint64_t f
         return send_command(producer, &command, -1);
 }
 
+int producer_clear_instance_state(Producer *producer, uint64_t instance_id) {
+        Tracebus__GetAsyncCommandResponse command = TRACEBUS__GET_ASYNC_COMMAND_RESPONSE__INIT;
+        Tracebus__GetAsyncCommandResponse__ClearIncrementalState clear =
+                TRACEBUS__GET_ASYNC_COMMAND_RESPONSE__CLEAR_INCREMENTAL_STATE__INIT;
+        ProducerInstance *instance = find_instance(producer, instance_id);
+
+        if (!instance || instance->stopping)
+                return -ENOENT;
+        clear.n_data_source_ids = 1;
+        clear.data_source_ids = &instance_id;
+        command.cmd_case = TRACEBUS__GET_ASYNC_COMMAND_RESPONSE__CMD_CLEAR_INCREMENTAL_STATE;
+        command.clear_incremental_state = &clear;
+        return send_command(producer, &command, -1);
+}
+
 int producer_stop_instance(Producer *producer, uint64_t instance_id, uint64_t flush_request_id) {
         Tracebus__GetAsyncCommandResponse command = TRACEBUS__GET_ASYNC_COMMAND_RESPONSE__INIT;
         Tracebus__GetAsyncCommandResponse__StopDataSource stop = TRACEBUS__GET_ASYNC_COMMAND_RESPONSE__STOP_DATA_SOURCE__INIT;

@@ -191,6 +191,9 @@ typedef struct ProducerStart {
 int producer_start_instance(Producer *producer, const ProducerStart *start, uint64_t *ret_instance_id);
 /* Flush of an instance: its writers commit what they hold. */
 int producer_flush_instance(Producer *producer, uint64_t instance_id, uint64_t flush_request_id);
+/* ClearIncrementalState of an instance: its writers emit their interned data and track
+ * descriptors again before the packets that use them. */
+int producer_clear_instance_state(Producer *producer, uint64_t instance_id);
 /* Flush (@flush_request_id, 0: none) then StopDataSource of an instance. Its buffer stays
  * the producer's, for the data of the flush, until producer_forget_instance(). */
 int producer_stop_instance(Producer *producer, uint64_t instance_id, uint64_t flush_request_id);
