@@ -22,9 +22,13 @@ typedef struct SubmittedPacket {
         uint8_t data[];
 } SubmittedPacket;
 
+/* The recorder takes the whole inbox at once after a wake-up: only a packet that finds it
+ * empty wakes it, so that an app's thousands of packets a CommitData cost one eventfd
+ * write, not one each. */
 static int submit(Recorder *rec, const SubmittedPacket *head, const void *packet) {
         SubmittedPacket *p;
         size_t len = head->len;
+        bool was_empty = false;
         int r = 0;
 
         (void) pthread_mutex_lock(&rec->inbox_lock);
@@ -41,6 +45,7 @@ static int submit(Recorder *rec, const SubmittedPacket *head, const void *packet
         }
         *p = *head;
         memcpy(p->data, packet, len);
+        was_empty = !rec->inbox_head;
         if (rec->inbox_tail)
                 rec->inbox_tail->next = p;
         else
@@ -49,7 +54,7 @@ static int submit(Recorder *rec, const SubmittedPacket *head, const void *packet
         rec->inbox_bytes += len;
 unlock:
         (void) pthread_mutex_unlock(&rec->inbox_lock);
-        if (r >= 0)
+        if (was_empty)
                 recorder_wake(rec);
         return r;
 }
