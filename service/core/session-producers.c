@@ -246,7 +246,7 @@ bool session_producers_packet(Session *s, Producer *producer, uint32_t target_bu
                               bool dropped, const uint8_t *data, size_t size) {
         SessionProducers *a = s->apps;
         size_t n_buffers = MAX(s->config.n_buffers, (size_t) 1), stamp_len;
-        _cleanup_free_ uint8_t *packet = NULL;
+        uint8_t stamp[PRODUCER_STAMP_MAX];
         uint32_t sequence_id;
         bool first;
 
@@ -255,16 +255,14 @@ bool session_producers_packet(Session *s, Producer *producer, uint32_t target_bu
         if (!s->recorder || (s->state != SESSION_RECORDING && !a->stop_done))
                 return true;
         sequence_id = sequence_of(a, producer->id, writer_id, &first);
-        packet = malloc(size + PRODUCER_STAMP_MAX);
-        if (sequence_id == 0 || !packet) {
+        if (sequence_id == 0) {
                 a->packets_dropped++;
                 return true;
         }
-        memcpy(packet, data, size);
         /* The first packet the trace holds of a sequence cannot know what came before. */
-        stamp_len = producer_packet_stamp(packet + size, producer->uid, producer->pid, sequence_id, dropped || first);
+        stamp_len = producer_packet_stamp(stamp, producer->uid, producer->pid, sequence_id, dropped || first);
         /* Refused when the recorder's inbox is full: counted there, and warned about. */
-        (void) recorder_submit_stamped_packet(s->recorder, target_buffer - a->buffer_base, packet, size + stamp_len);
+        (void) recorder_submit_stamped_packet(s->recorder, target_buffer - a->buffer_base, data, size, stamp, stamp_len);
         return true;
 }
 

@@ -25,7 +25,8 @@ typedef struct SubmittedPacket {
 /* The recorder takes the whole inbox at once after a wake-up: only a packet that finds it
  * empty wakes it, so that an app's thousands of packets a CommitData cost one eventfd
  * write, not one each. */
-static int submit(Recorder *rec, const SubmittedPacket *head, const void *packet) {
+static int submit(Recorder *rec, const SubmittedPacket *head, const void *packet, const void *stamp,
+                  size_t stamp_len) {
         SubmittedPacket *p;
         size_t len = head->len;
         bool was_empty = false;
@@ -44,7 +45,9 @@ static int submit(Recorder *rec, const SubmittedPacket *head, const void *packet
                 goto unlock;
         }
         *p = *head;
-        memcpy(p->data, packet, len);
+        memcpy(p->data, packet, len - stamp_len);
+        if (stamp_len > 0)
+                memcpy(p->data + len - stamp_len, stamp, stamp_len);
         was_empty = !rec->inbox_head;
         if (rec->inbox_tail)
                 rec->inbox_tail->next = p;
@@ -65,13 +68,16 @@ int recorder_submit_packet(Recorder *rec, uint32_t sequence_id, uint32_t target_
         assert(sequence_id > 0 && sequence_id < _TRACE_SEQUENCE_MAX);
 
         return submit(rec, &(SubmittedPacket) { .sequence_id = sequence_id, .target_buffer = target_buffer,
-                                                .meta = meta, .len = len }, packet);
+                                                .meta = meta, .len = len }, packet, NULL, 0);
 }
 
-int recorder_submit_stamped_packet(Recorder *rec, uint32_t target_buffer, const void *packet, size_t len) {
+int recorder_submit_stamped_packet(Recorder *rec, uint32_t target_buffer, const void *packet, size_t len,
+                                   const void *stamp, size_t stamp_len) {
         assert(rec);
+        assert(len <= SIZE_MAX - stamp_len);
 
-        return submit(rec, &(SubmittedPacket) { .target_buffer = target_buffer, .stamped = true, .len = len }, packet);
+        return submit(rec, &(SubmittedPacket) { .target_buffer = target_buffer, .stamped = true, .len = len + stamp_len },
+                      packet, stamp, stamp_len);
 }
 
 uint64_t recorder_submitted_dropped(Recorder *rec) {

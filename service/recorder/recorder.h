@@ -78,10 +78,11 @@ void recorder_annotate(Recorder *r, const char *name);
 #define RECORDER_MAX_SUBMITTED_BYTES (8u * 1024u * 1024u)
 int recorder_submit_packet(Recorder *r, uint32_t sequence_id, uint32_t target_buffer, bool meta,
                            const void *packet, size_t len);
-/* The same for a packet an app wrote (service/producers/): already packed, validated and
- * stamped with its trusted fields and sequence id, kept as it is in @target_buffer's data.
- * Bounded and counted with the packets above. Thread-safe. */
-int recorder_submit_stamped_packet(Recorder *r, uint32_t target_buffer, const void *packet, size_t len);
+/* The same for a packet an app wrote (service/producers/): already packed and validated,
+ * @stamp (its trusted fields and sequence id) appended to it as it is copied, kept as it is
+ * in @target_buffer's data. Bounded and counted with the packets above. Thread-safe. */
+int recorder_submit_stamped_packet(Recorder *r, uint32_t target_buffer, const void *packet, size_t len,
+                                   const void *stamp, size_t stamp_len);
 /* Packets refused by recorder_submit_packet() so far. */
 uint64_t recorder_submitted_dropped(Recorder *r);
 
