@@ -194,11 +194,12 @@ static void assert_app_recorded(const char *out, GPid app, uid_t uid) {
         g_assert_cmpuint(assert_app_packets(out, uid, app), >, 0);
 }
 
-/* The owner's app, connected before the session starts, records its slices. */
-static void case_track_event(void) {
-        g_autofree char *dir = make_user_dir("tbuser", "ps-te");
-        g_autofree char *config = write_config("tbuser", dir, 4000);
-        g_autofree char *out = g_build_filename(dir, "te.pftrace", NULL);
+/* tbuser's example_system_wide, connected before tbuser's session of @config_text starts,
+ * drew its game into the trace; its path and the app's pid are returned. */
+static char *record_game_of_connected_app(const char *name, const char *config_text, GPid *ret_app) {
+        g_autofree char *dir = make_user_dir("tbuser", name);
+        g_autofree char *config = user_file("tbuser", dir, "game.pbtxt", config_text, -1);
+        g_autofree char *out = g_build_filename(dir, "game.pftrace", NULL);
         g_auto(TbCommandResult) res = { 0 };
         g_auto(TbUser) u = { 0 };
         GPid app = spawn_app("tbuser", "example_system_wide", &u);
@@ -207,6 +208,15 @@ static void case_track_event(void) {
         run_cli("tbuser", &res, "-c", config, "--txt", "-o", out, NULL);
         assert_exit(&res, 0);
         assert_app_recorded(out, app, u.uid);
+        *ret_app = app;
+        return g_steal_pointer(&out);
+}
+
+/* The owner's app, connected before the session starts, records its slices. */
+static void case_track_event(void) {
+        g_autofree char *text = g_strdup_printf(TRACK_EVENT_CONFIG, 4000u);
+        GPid app;
+        g_autofree char *out = record_game_of_connected_app("ps-te", text, &app);
 }
 
 /* An app that starts after the session did is set up when it registers. */
@@ -630,19 +640,11 @@ static guint count_cleared_packets(const char *path, pid_t pid) {
  * state every period, and their next packets say so (a writer marks only its first packet
  * when nobody asks), while the game still reads whole. */
 static void case_incremental_state_cleared(void) {
-        g_autofree char *dir = make_user_dir("tbuser", "ps-clear");
         g_autofree char *text = g_strdup_printf(TRACK_EVENT_CONFIG "incremental_state_config { clear_period_ms: 150 }\n",
                                                 4000u);
-        g_autofree char *config = user_file("tbuser", dir, "clear.pbtxt", text, -1);
-        g_autofree char *out = g_build_filename(dir, "clear.pftrace", NULL);
-        g_auto(TbCommandResult) res = { 0 };
-        g_auto(TbUser) u = { 0 };
-        GPid app = spawn_app("tbuser", "example_system_wide", &u);
+        GPid app;
+        g_autofree char *out = record_game_of_connected_app("ps-clear", text, &app);
 
-        g_assert_true(registered(app, "track_event"));
-        run_cli("tbuser", &res, "-c", config, "--txt", "-o", out, NULL);
-        assert_exit(&res, 0);
-        assert_app_recorded(out, app, u.uid);
         g_assert_cmpuint(count_cleared_packets(out, app), >=, 2);
 }
 
