@@ -72,6 +72,11 @@ static bool linked(const SessionProducers *a, uint64_t producer_id, size_t sourc
         return false;
 }
 
+/* The producer of link @i, NULL once it is gone. */
+static Producer *link_producer(const SessionProducers *a, size_t i) {
+        return a->producers ? producers_find(a->producers, a->links[i].producer_id) : NULL;
+}
+
 static int start_one(Session *s, Producer *producer, size_t source) {
         SessionProducers *a = s->apps;
         const SessionProducerSource *src = &s->config.producer_sources[source];
@@ -147,7 +152,7 @@ static int on_flush_timer(sd_event_source *source, uint64_t usec, void *userdata
         SessionProducers *a = s->apps;
 
         for (size_t i = 0; i < a->n_links && s->state == SESSION_RECORDING; i++) {
-                Producer *p = a->producers ? producers_find(a->producers, a->links[i].producer_id) : NULL;
+                Producer *p = link_producer(a, i);
 
                 if (p)
                         (void) producer_flush_instance(p, a->links[i].instance_id, PERIODIC_FLUSH_ID | ++a->last_flush_id);
@@ -156,17 +161,17 @@ static int on_flush_timer(sd_event_source *source, uint64_t usec, void *userdata
         return 0;
 }
 
-static int arm_flush_timer(Session *s) {
-        uint32_t period = flush_period_ms(s);
+/* A timer of the session's apps every @period_ms from now on (none for 0): on, not once,
+ * so that each handler only sets its next time. */
+static int arm_periodic(Session *s, sd_event_source **timer, uint32_t period_ms, sd_event_time_handler_t handler) {
         int r;
 
-        if (period == 0)
+        if (period_ms == 0)
                 return 0;
-        r = sd_event_add_time_relative(s->event, &s->apps->flush_timer, CLOCK_MONOTONIC, (uint64_t) period * 1000, 0,
-                                       on_flush_timer, s);
+        r = sd_event_add_time_relative(s->event, timer, CLOCK_MONOTONIC, (uint64_t) period_ms * 1000, 0, handler, s);
         if (r < 0)
                 return r;
-        return sd_event_source_set_enabled(s->apps->flush_timer, SD_EVENT_ON);
+        return sd_event_source_set_enabled(*timer, SD_EVENT_ON);
 }
 
 /* Every clear period the apps' instances drop their interned state and write it again, so
@@ -176,26 +181,13 @@ static int on_clear_timer(sd_event_source *source, uint64_t usec, void *userdata
         SessionProducers *a = s->apps;
 
         for (size_t i = 0; i < a->n_links && s->state == SESSION_RECORDING; i++) {
-                Producer *p = a->producers ? producers_find(a->producers, a->links[i].producer_id) : NULL;
+                Producer *p = link_producer(a, i);
 
                 if (p)
                         (void) producer_clear_instance_state(p, a->links[i].instance_id);
         }
         (void) sd_event_source_set_time_relative(source, (uint64_t) s->config.incremental_clear_period_ms * 1000);
         return 0;
-}
-
-static int arm_clear_timer(Session *s) {
-        uint64_t period_usec = (uint64_t) s->config.incremental_clear_period_ms * 1000;
-        int r;
-
-        if (period_usec == 0)
-                return 0;
-        r = sd_event_add_time_relative(s->event, &s->apps->clear_timer, CLOCK_MONOTONIC, period_usec, 0,
-                                       on_clear_timer, s);
-        if (r < 0)
-                return r;
-        return sd_event_source_set_enabled(s->apps->clear_timer, SD_EVENT_ON);
 }
 
 int session_producers_start(Session *s, Producers *producers) {
@@ -205,9 +197,9 @@ int session_producers_start(Session *s, Producers *producers) {
         if (!s->apps)
                 return -ENOMEM;
         s->apps->producers = producers;
-        if (arm_flush_timer(s) < 0)
+        if (arm_periodic(s, &s->apps->flush_timer, flush_period_ms(s), on_flush_timer) < 0)
                 log_warning("Session %" PRIu64 ": the apps will not be flushed periodically.", s->id);
-        if (arm_clear_timer(s) < 0)
+        if (arm_periodic(s, &s->apps->clear_timer, s->config.incremental_clear_period_ms, on_clear_timer) < 0)
                 log_warning("Session %" PRIu64 ": the apps will not clear their incremental state periodically.", s->id);
         if (producers) {
                 s->apps->buffer_base = producers_allocate_buffers(producers, MAX(s->config.n_buffers, (size_t) 1));
@@ -275,7 +267,7 @@ static void finish_stop(Session *s) {
         a->clear_timer = sd_event_source_disable_unref(a->clear_timer);
         /* What the apps wrote and did not commit is still in their buffers. */
         for (size_t i = 0; i < a->n_links; i++) {
-                Producer *p = a->producers ? producers_find(a->producers, a->links[i].producer_id) : NULL;
+                Producer *p = link_producer(a, i);
 
                 if (!p)
                         continue;
@@ -302,9 +294,9 @@ static int on_stop_timeout(sd_event_source *source, uint64_t usec, void *userdat
 
 static bool all_stopped(const SessionProducers *a) {
         for (size_t i = 0; i < a->n_links; i++) {
-                Producer *p = a->producers ? producers_find(a->producers, a->links[i].producer_id) : NULL;
+                Producer *p = link_producer(a, i);
 
-                if (p && !producer_instances_stopped(p, &a->links[i].instance_id, 1))
+                if (p && !producer_instance_stopped(p, a->links[i].instance_id))
                         return false;
         }
         return true;
@@ -324,7 +316,7 @@ int session_producers_stop(Session *s, void (*done)(Session *s)) {
                 return 0;
         timeout_ms = MIN(s->config.stop_timeout_ms ?: SESSION_PRODUCERS_STOP_TIMEOUT_MS, SESSION_PRODUCERS_STOP_TIMEOUT_MAX_MS);
         for (size_t i = 0; i < a->n_links; i++) {
-                Producer *p = a->producers ? producers_find(a->producers, a->links[i].producer_id) : NULL;
+                Producer *p = link_producer(a, i);
 
                 /* The flush's request id is the instance's, unique in the service. */
                 if (p)
@@ -350,7 +342,7 @@ void session_producers_free(Session *s) {
         if (!a)
                 return;
         for (size_t i = 0; i < a->n_links; i++) {
-                Producer *p = a->producers ? producers_find(a->producers, a->links[i].producer_id) : NULL;
+                Producer *p = link_producer(a, i);
 
                 if (p) {
                         (void) producer_stop_instance(p, a->links[i].instance_id, 0);
@@ -393,7 +385,7 @@ int session_producers_flush(Session *s, void (*done)(Session *s)) {
         a->snapshot_flush_id = SNAPSHOT_FLUSH_ID | ++a->last_flush_id;
         a->snapshot_pending = 0;
         for (size_t i = 0; i < a->n_links; i++) {
-                Producer *p = a->producers ? producers_find(a->producers, a->links[i].producer_id) : NULL;
+                Producer *p = link_producer(a, i);
 
                 if (p && producer_flush_instance(p, a->links[i].instance_id, a->snapshot_flush_id) >= 0)
                         a->snapshot_pending++;

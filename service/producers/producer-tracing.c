@@ -269,11 +269,10 @@ void producer_forget_instance(Producer *producer, uint64_t instance_id) {
                         i++;
 }
 
-bool producer_instances_stopped(const Producer *producer, const uint64_t *ids, size_t n) {
-        for (size_t i = 0; i < n; i++)
-                for (unsigned j = 0; j < producer->n_instances; j++)
-                        if (producer->instances[j].id == ids[i] && !producer->instances[j].stopped)
-                                return false;
+bool producer_instance_stopped(const Producer *producer, uint64_t id) {
+        for (unsigned i = 0; i < producer->n_instances; i++)
+                if (producer->instances[i].id == id)
+                        return producer->instances[i].stopped;
         return true;
 }
 

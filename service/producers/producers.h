@@ -198,8 +198,8 @@ int producer_clear_instance_state(Producer *producer, uint64_t instance_id);
  * the producer's, for the data of the flush, until producer_forget_instance(). */
 int producer_stop_instance(Producer *producer, uint64_t instance_id, uint64_t flush_request_id);
 void producer_forget_instance(Producer *producer, uint64_t instance_id);
-/* Whether every instance of @ids the producer holds said NotifyDataSourceStopped. */
-bool producer_instances_stopped(const Producer *producer, const uint64_t *ids, size_t n);
+/* Whether instance @id said NotifyDataSourceStopped (or is no longer the producer's). */
+bool producer_instance_stopped(const Producer *producer, uint64_t id);
 /* Copies every chunk not free out of the shared memory and hands over every packet that
  * can be whole, as when the producer went away: for the session that stops. */
 void producer_scrape(Producer *producer);
