@@ -525,6 +525,9 @@ static void case_hostile_producer(void) {
         g_assert_cmpuint(assert_app_packets(out, 0, getpid()), ==, 1);
         /* It never said it stopped: Stop waited for it no longer than the config said. */
         g_assert_true(trace_has_warning(out, "apps did not stop within 1000 ms: their data so far is kept"));
+        /* The forged packet is said, in the session it was written for. */
+        g_assert_true(trace_has_warning(out, "1 packets of apps dropped: not a TracePacket, or writing a field only the "
+                                             "service writes (trusted_uid, trusted_pid, its sequence id...)"));
 }
 
 #define TRIGGER_CONFIG "trigger_config { trigger_mode: STOP_TRACING trigger_timeout_ms: 60000\n" \

@@ -35,6 +35,14 @@ static void on_packet(Producer *producer, uint32_t target_buffer, uint16_t write
                         return;
 }
 
+static void on_packet_refused(Producer *producer, uint32_t target_buffer, int error, void *userdata) {
+        Manager *m = userdata;
+
+        for (Session *s = m->sessions; s; s = s->next)
+                if (session_producers_packet_refused(s, target_buffer))
+                        return;
+}
+
 static void on_instance_stopped(Producer *producer, uint64_t instance_id, void *userdata) {
         Manager *m = userdata;
 
@@ -70,6 +78,7 @@ static void on_triggers(Producer *producer, char **names, size_t n_names, void *
 static const ProducerSink manager_producer_sink = {
         .source_registered = on_source_registered,
         .packet = on_packet,
+        .packet_refused = on_packet_refused,
         .instance_stopped = on_instance_stopped,
         .flush_acked = on_flush_acked,
         .gone = on_gone,

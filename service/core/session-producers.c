@@ -45,6 +45,7 @@ typedef struct SessionProducers {
         ProducerSequence *sequences;
         size_t n_sequences;
         uint64_t packets_dropped;      /* over the sequences' bound */
+        uint64_t packets_refused;      /* not TracePackets, or forging the service's fields */
         sd_event_source *stop_timer;
         void (*stop_done)(Session *s);
         sd_event_source *flush_timer;  /* flush_period_ms, or file_write_period_ms when written as it goes */
@@ -234,15 +235,30 @@ static uint32_t sequence_of(SessionProducers *a, uint64_t producer_id, uint16_t 
         return grown[a->n_sequences++].sequence_id;
 }
 
+/* Whether the service-global @target_buffer is one of @s's. */
+static bool owns_buffer(const Session *s, uint32_t target_buffer) {
+        const SessionProducers *a = s->apps;
+
+        return a && target_buffer >= a->buffer_base &&
+               target_buffer - a->buffer_base < MAX(s->config.n_buffers, (size_t) 1);
+}
+
+bool session_producers_packet_refused(Session *s, uint32_t target_buffer) {
+        if (!owns_buffer(s, target_buffer))
+                return false;
+        s->apps->packets_refused++;
+        return true;
+}
+
 bool session_producers_packet(Session *s, Producer *producer, uint32_t target_buffer, uint16_t writer_id,
                               bool dropped, const uint8_t *data, size_t size) {
         SessionProducers *a = s->apps;
-        size_t n_buffers = MAX(s->config.n_buffers, (size_t) 1), stamp_len;
+        size_t stamp_len;
         uint8_t stamp[PRODUCER_STAMP_MAX];
         uint32_t sequence_id;
         bool first;
 
-        if (!a || target_buffer < a->buffer_base || target_buffer - a->buffer_base >= n_buffers)
+        if (!owns_buffer(s, target_buffer))
                 return false;
         if (!s->recorder || (s->state != SESSION_RECORDING && !a->stop_done))
                 return true;
@@ -277,6 +293,9 @@ static void finish_stop(Session *s) {
         if (a->packets_dropped > 0)
                 (void) session_warn(s, "%" PRIu64 " packets of apps dropped: more than %u trace writers", a->packets_dropped,
                                     SESSION_MAX_PRODUCER_SEQUENCES);
+        if (a->packets_refused > 0)
+                (void) session_warn(s, "%" PRIu64 " packets of apps dropped: not a TracePacket, or writing a field only "
+                                    "the service writes (trusted_uid, trusted_pid, its sequence id...)", a->packets_refused);
         a->n_links = 0;
         a->stop_done = NULL;
         if (done)

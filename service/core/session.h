@@ -232,6 +232,10 @@ void session_producers_offer(Session *s, Producer *producer, const char *name);
 /* A packet of @producer for the service-global @target_buffer: true when it was @s's. */
 bool session_producers_packet(Session *s, Producer *producer, uint32_t target_buffer, uint16_t writer_id,
                               bool dropped, const uint8_t *data, size_t size);
+/* A packet an app wrote for the service-global @target_buffer and the service dropped (no
+ * TracePacket, or a field only the service writes): true when it was @s's, which counts it
+ * for a warning at Stop. */
+bool session_producers_packet_refused(Session *s, uint32_t target_buffer);
 /* Whether @producer may send @s triggers or be set up by it. */
 bool session_producers_allowed(const Session *s, const Producer *producer);
 /* At Stop: 1 when the apps were told to stop and session_producers_stopped() is called

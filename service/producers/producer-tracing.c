@@ -310,11 +310,14 @@ static int hand_over(const uint8_t *data, size_t size, uint16_t writer_id, bool 
         if (!w || !buffer_given(producer, w->target_buffer))
                 return 0;
         r = producer_packet_check(data, size);
-        if (r == -EPERM)
-                producer->drops.packets_reserved++;
-        else if (r < 0)
-                producer->drops.packets_invalid++;
-        else if (p->sink && p->sink->packet)
+        if (r < 0) {
+                if (r == -EPERM)
+                        producer->drops.packets_reserved++;
+                else
+                        producer->drops.packets_invalid++;
+                if (p->sink && p->sink->packet_refused)
+                        p->sink->packet_refused(producer, w->target_buffer, r, p->sink_userdata);
+        } else if (p->sink && p->sink->packet)
                 p->sink->packet(producer, w->target_buffer, writer_id, dropped, data, size, p->sink_userdata);
         return 0;
 }

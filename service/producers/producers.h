@@ -65,6 +65,10 @@ typedef struct ProducerSink {
          * @target_buffer, one of the buffers it was given. */
         void (*packet)(Producer *producer, uint32_t target_buffer, uint16_t writer_id, bool previous_dropped,
                        const uint8_t *data, size_t size, void *userdata);
+        /* A packet of @producer's writer for @target_buffer, one of the buffers it was given,
+         * dropped: -EPERM when it writes a field only the service writes, -EBADMSG when it
+         * is no TracePacket. */
+        void (*packet_refused)(Producer *producer, uint32_t target_buffer, int error, void *userdata);
         /* The producer said NotifyDataSourceStopped for @instance_id. */
         void (*instance_stopped)(Producer *producer, uint64_t instance_id, void *userdata);
         /* A CommitData acknowledged the Flush @flush_request_id, after its data. */
